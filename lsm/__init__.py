@@ -1,0 +1,1 @@
+"""lsm: a LevelDB-style LSM storage engine."""

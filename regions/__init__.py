@@ -1,0 +1,1 @@
+"""regions: an HBase-style region server over the lsm engine."""
