@@ -1,0 +1,35 @@
+"""The one exception hierarchy of the lsm engine.
+
+Every error the engine raises on purpose is an ``LSMError``.  Bad arguments
+are the exception: they raise the built-in ``TypeError`` / ``ValueError``
+naming the argument, before anything is changed.
+"""
+
+__all__ = ["LSMError", "CorruptionError", "StorageError", "ClosedError", "ReadOnlyError"]
+
+
+class LSMError(Exception):
+    """Base class of every error raised by the engine."""
+
+
+class CorruptionError(LSMError):
+    """Stored bytes fail a checksum, a magic number or a structural check.
+
+    Raised instead of ever returning a wrong value.
+    """
+
+
+class StorageError(LSMError, OSError):
+    """The file system failed (write, fsync, rename, ...).
+
+    After a failed write or fsync the store refuses further writes until it
+    is reopened: the state of the failed record on disk is unknown.
+    """
+
+
+class ClosedError(LSMError):
+    """The store (or an iterator or snapshot of it) was used after close()."""
+
+
+class ReadOnlyError(LSMError):
+    """A write reached a store that refuses writes after an earlier failure."""

@@ -1,0 +1,97 @@
+"""Every tunable of the engine, in one place, each with its reason."""
+from dataclasses import dataclass, field, replace
+from typing import Callable, Optional
+
+__all__ = ["Options"]
+
+
+@dataclass
+class Options:
+    # -- write path -------------------------------------------------------
+    #: Bytes of key+value (plus a per-entry overhead estimate) the active
+    #: memtable holds before it is frozen and flushed.  Bigger means fewer
+    #: L0 files and less compaction; smaller means less memory and a shorter
+    #: WAL to replay.  16 MiB keeps RSS near LevelDB's while leaving the
+    #: sortedcontainers insert cost (log n) flat.
+    memtable_bytes: int = 16 << 20
+    #: Per-entry overhead counted against ``memtable_bytes``: Python object
+    #: and container overhead of one entry, so the budget tracks real memory.
+    memtable_entry_overhead: int = 64
+    #: Default durability of writes: False acknowledges once the WAL record
+    #: is handed to the OS (survives kill -9); True fsyncs first (survives
+    #: power loss; concurrent syncing writers share one fsync).
+    sync: bool = False
+    #: Largest key accepted (bytes).  Keys index blocks; huge keys bloat them.
+    max_key_bytes: int = 64 << 10
+    #: Largest value accepted (bytes): one value must fit comfortably in RAM
+    #: and in one WAL record batch.
+    max_value_bytes: int = 64 << 20
+
+    # -- table format -----------------------------------------------------
+    #: Uncompressed bytes per data block: the unit of I/O, caching and
+    #: checksumming.  4 KiB is LevelDB's default and a page.
+    block_size: int = 4096
+    #: Entries between restart points in a block: the trade between prefix
+    #: compression (more) and in-block binary-search granularity (fewer).
+    restart_interval: int = 16
+    #: Compress data blocks with zstandard.  A block is stored raw when
+    #: compression saves less than 1/8 of it (LevelDB's rule).
+    compression: bool = True
+    #: zstandard level; 1 is fast enough to keep compaction cheap.
+    compression_level: int = 1
+    #: Bloom filter bits per key (0 disables): 10 bits gives ~1% false
+    #: positives, so a missing key costs ~0.01 block reads per table.
+    bloom_bits_per_key: int = 10
+    #: Target size of one table file written by compaction.
+    target_file_bytes: int = 8 << 20
+
+    # -- read path --------------------------------------------------------
+    #: Bytes of uncompressed blocks kept in the LRU block cache.
+    block_cache_bytes: int = 64 << 20
+    #: Open table files kept in the table cache (bounds file descriptors).
+    max_open_files: int = 500
+    #: Check the checksum of every block read from disk (not of cached
+    #: blocks).  Keep on: a flipped bit must never become a wrong value.
+    verify_checksums: bool = True
+
+    # -- compaction (leveled, like LevelDB) -------------------------------
+    #: L0 files that trigger a compaction into L1.
+    l0_compaction_trigger: int = 4
+    #: L0 files at which writers are delayed a little, so compaction keeps up.
+    l0_slowdown_trigger: int = 8
+    #: L0 files at which writers wait for compaction.
+    l0_stop_trigger: int = 12
+    #: Target bytes of L1; each deeper level is ``level_multiplier`` larger.
+    level1_bytes: int = 64 << 20
+    level_multiplier: int = 10
+    #: Number of levels (L0 .. L{num_levels-1}).
+    num_levels: int = 7
+    #: Compaction filter: ``f(key, value) -> bool``, True drops the entry.
+    #: Called for live values during compaction (not for tombstones); the
+    #: Tablestore layer uses it for TTL and max_versions.
+    compaction_filter: Optional[Callable[[bytes, bytes], bool]] = None
+    #: Run flush and compaction in a background thread.  Off only in tests
+    #: that want every step to happen inline.
+    background: bool = True
+
+    # -- environment ------------------------------------------------------
+    #: The file-system interface every file operation goes through
+    #: (``lsm.fs.OSFileSystem`` when None); tests pass a fault-injecting one.
+    fs: object = None
+
+    def copy(self, **changes) -> "Options":
+        return replace(self, **changes)
+
+    def validate(self) -> None:
+        for name in ("memtable_bytes", "block_size", "restart_interval", "target_file_bytes",
+                     "max_open_files", "l0_compaction_trigger", "level1_bytes",
+                     "max_key_bytes", "max_value_bytes"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"Options.{name} must be a positive int, got {v!r}")
+        if self.bloom_bits_per_key < 0 or self.block_cache_bytes < 0:
+            raise ValueError("Options.bloom_bits_per_key and block_cache_bytes must be >= 0")
+        if not (self.l0_compaction_trigger <= self.l0_slowdown_trigger <= self.l0_stop_trigger):
+            raise ValueError("Options: need l0_compaction_trigger <= l0_slowdown_trigger <= l0_stop_trigger")
+        if self.num_levels < 2:
+            raise ValueError("Options.num_levels must be >= 2")
