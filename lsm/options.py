@@ -66,10 +66,12 @@ class Options:
     level_multiplier: int = 10
     #: Number of levels (L0 .. L{num_levels-1}).
     num_levels: int = 7
-    #: Compaction filter: ``f(key, value) -> bool``, True drops the entry.
-    #: Called for live values during compaction (not for tombstones); the
-    #: Tablestore layer uses it for TTL and max_versions.
-    compaction_filter: Optional[Callable[[bytes, bytes], bool]] = None
+    #: Compaction filter factory: called once per compaction with no
+    #: arguments, it returns ``f(key, value) -> bool`` (True drops the entry).
+    #: ``f`` sees the surviving values of that compaction in key order (never
+    #: tombstones), so it may keep state, e.g. count versions of a column.
+    #: The Tablestore layer uses it for TTL and max_versions.
+    compaction_filter_factory: Optional[Callable[[], Callable[[bytes, bytes], bool]]] = None
     #: Run flush and compaction in a background thread.  Off only in tests
     #: that want every step to happen inline.
     background: bool = True
