@@ -1,0 +1,432 @@
+"""PlainBuffer: the row encoding Tablestore carries inside its protobuf messages.
+
+Written from the format description (docs/otsserver.md and the team's
+reference, section 3.6); the official SDK is used only as a test oracle.
+
+Grammar (all integers little-endian; numbers below are on the wire and must
+never be renumbered)::
+
+    plainbuffer = int32 header (0x75), row+        # one header, even for many rows
+    row         = TAG_ROW_PK(0x01) cell*
+                  [TAG_ROW_DATA(0x02) cell*]
+                  [TAG_DELETE_ROW_MARKER(0x08)]
+                  TAG_ROW_CHECKSUM(0x09) uint8 crc
+    cell        = TAG_CELL(0x03)
+                  TAG_CELL_NAME(0x04) int32 len, name bytes (UTF-8, no type byte)
+                  [TAG_CELL_VALUE(0x05) int32 len, variant]
+                  [TAG_CELL_TYPE(0x06) uint8 op]
+                  [TAG_CELL_TIMESTAMP(0x07) int64 ms]
+                  TAG_CELL_CHECKSUM(0x0A) uint8 crc
+    variant     = VT_INTEGER(0x0) int64 | VT_DOUBLE(0x1) float64
+                | VT_BOOLEAN(0x2) uint8 | VT_STRING(0x3) int32 len, UTF-8
+                | VT_BLOB(0x7) int32 len, bytes | VT_INF_MIN(0x9)
+                | VT_INF_MAX(0xA) | VT_AUTO_INCREMENT(0xB)
+    op          = DELETE_ALL_VERSION(0x1) | DELETE_ONE_VERSION(0x3) | INCREMENT(0x4)
+
+Checksums are CRC-8 (polynomial x^8+x^2+x+1, init 0, no reflection, no final
+xor).  A cell's checksum covers, in this order: the name bytes, the variant
+bytes exactly as on the wire, the timestamp's 8 bytes if present, then the op
+byte if present (timestamp before op: the reverse of the wire order).  A row's
+checksum folds in each cell checksum byte (primary-key cells first), then one
+byte: 1 with a delete marker, else 0.
+
+A "bare variant" (the ``column_value`` of a filter, the ``begin``/``end`` of a
+CreateTable partition) is a variant alone, with no tag and no length.
+
+Python values: int <-> VT_INTEGER, float <-> VT_DOUBLE, bool <-> VT_BOOLEAN,
+str <-> VT_STRING, bytearray <-> VT_BLOB.  Like the SDK, the encoder sends
+``bytes`` as VT_STRING (its raw bytes).  VT_INF_MIN, VT_INF_MAX and
+VT_AUTO_INCREMENT map to the marker objects a ``PlainBufferCodec`` is built
+with (the data API's ``INF_MIN``, ``INF_MAX``, ``PK_AUTO_INCR`` classes),
+compared by identity.
+
+Thread-safety: a codec holds no mutable state; share one freely.
+"""
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple, Sequence
+
+HEADER = 0x75
+
+TAG_ROW_PK = 0x01
+TAG_ROW_DATA = 0x02
+TAG_CELL = 0x03
+TAG_CELL_NAME = 0x04
+TAG_CELL_VALUE = 0x05
+TAG_CELL_TYPE = 0x06
+TAG_CELL_TIMESTAMP = 0x07
+TAG_DELETE_ROW_MARKER = 0x08
+TAG_ROW_CHECKSUM = 0x09
+TAG_CELL_CHECKSUM = 0x0A
+
+VT_INTEGER = 0x0
+VT_DOUBLE = 0x1
+VT_BOOLEAN = 0x2
+VT_STRING = 0x3
+VT_NULL = 0x6
+VT_BLOB = 0x7
+VT_INF_MIN = 0x9
+VT_INF_MAX = 0xA
+VT_AUTO_INCREMENT = 0xB
+
+DELETE_ALL_VERSION = 0x1
+DELETE_ONE_VERSION = 0x3
+INCREMENT = 0x4
+CELL_OPS = frozenset((DELETE_ALL_VERSION, DELETE_ONE_VERSION, INCREMENT))
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+
+def _crc8_table(poly: int = 0x07) -> tuple:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = ((crc << 1) ^ poly) & 0xFF if crc & 0x80 else (crc << 1) & 0xFF
+        table.append(crc)
+    return tuple(table)
+
+
+CRC8_TABLE = _crc8_table()
+
+
+def crc8(crc: int, data) -> int:
+    """Fold ``data`` (bytes-like) into the running CRC-8 ``crc``."""
+    table = CRC8_TABLE
+    for byte in data:
+        crc = table[crc ^ byte]
+    return crc
+
+
+class PlainBufferError(ValueError):
+    """The bytes are not a well-formed PlainBuffer (or a value cannot be encoded).
+
+    The message uses Tablestore's wording where it has one; the HTTP layer
+    turns it into ``400 OTSParameterInvalid``.
+    """
+
+
+class Markers(NamedTuple):
+    """The objects that stand for the three data-less variants."""
+    inf_min: object
+    inf_max: object
+    auto_increment: object
+
+
+class Cell(NamedTuple):
+    """One attribute cell as written in a request or response.
+
+    ``value`` is None when the cell carries no value (deletes); ``op`` is one
+    of DELETE_ALL_VERSION, DELETE_ONE_VERSION, INCREMENT, or None for a put.
+    """
+    name: str
+    value: object = None
+    timestamp: int | None = None
+    op: int | None = None
+
+
+class PlainRow(NamedTuple):
+    """A decoded row: ``primary_key`` is a list of (name, value)."""
+    primary_key: list
+    cells: list
+    delete_marker: bool = False
+
+
+_I32 = struct.Struct("<i")
+_I64 = struct.Struct("<q")
+_F64 = struct.Struct("<d")
+
+
+class PlainBufferCodec:
+    """Encode and decode PlainBuffer rows, checking both checksum levels."""
+
+    def __init__(self, markers: Markers):
+        self.markers = markers
+        self._marker_vt = {id(markers.inf_min): VT_INF_MIN,
+                           id(markers.inf_max): VT_INF_MAX,
+                           id(markers.auto_increment): VT_AUTO_INCREMENT}
+        self._vt_marker = {VT_INF_MIN: markers.inf_min,
+                           VT_INF_MAX: markers.inf_max,
+                           VT_AUTO_INCREMENT: markers.auto_increment}
+
+    # ----------------------------------------------------------------- encode
+    def encode_variant(self, value) -> bytes:
+        """The bare variant of ``value``: type byte + data, no tag, no length."""
+        vt = self._marker_vt.get(id(value))
+        if vt is not None:
+            return bytes((vt,))
+        if value is True or value is False:
+            return bytes((VT_BOOLEAN, 1 if value else 0))
+        if isinstance(value, int):
+            if not INT64_MIN <= value <= INT64_MAX:
+                raise PlainBufferError("integer out of int64 range: %d" % value)
+            return b"\x00" + _I64.pack(value)
+        if isinstance(value, float):
+            return b"\x01" + _F64.pack(value)
+        if isinstance(value, str):
+            data = value.encode("utf-8")
+            return b"\x03" + _I32.pack(len(data)) + data
+        if isinstance(value, bytes):
+            return b"\x03" + _I32.pack(len(value)) + value
+        if isinstance(value, bytearray):
+            return b"\x07" + _I32.pack(len(value)) + bytes(value)
+        raise PlainBufferError("cannot encode a value of type %s" % type(value).__name__)
+
+    def _write_cell(self, out: bytearray, name: str, value, timestamp, op) -> int:
+        """Append one cell to ``out`` and return its checksum."""
+        name_b = name.encode("utf-8")
+        out.append(TAG_CELL)
+        out.append(TAG_CELL_NAME)
+        out += _I32.pack(len(name_b))
+        out += name_b
+        crc = crc8(0, name_b)
+        if value is not None:
+            variant = self.encode_variant(value)
+            out.append(TAG_CELL_VALUE)
+            out += _I32.pack(len(variant))
+            out += variant
+            crc = crc8(crc, variant)
+        if op is not None:
+            if op not in CELL_OPS:
+                raise PlainBufferError("unknown cell type: %r" % (op,))
+            out.append(TAG_CELL_TYPE)
+            out.append(op)
+        if timestamp is not None:
+            ts = _I64.pack(timestamp)
+            out.append(TAG_CELL_TIMESTAMP)
+            out += ts
+            crc = crc8(crc, ts)
+        if op is not None:
+            crc = CRC8_TABLE[crc ^ op]
+        out.append(TAG_CELL_CHECKSUM)
+        out.append(crc)
+        return crc
+
+    def _write_row(self, out: bytearray, primary_key: Sequence, cells: Sequence,
+                   delete_marker: bool) -> None:
+        table = CRC8_TABLE
+        out.append(TAG_ROW_PK)
+        row_crc = 0
+        for name, value in primary_key:
+            if value is None:
+                raise PlainBufferError("primary key column %r has no value" % (name,))
+            row_crc = table[row_crc ^ self._write_cell(out, name, value, None, None)]
+        if cells:
+            out.append(TAG_ROW_DATA)
+            for cell in cells:
+                n = len(cell)
+                row_crc = table[row_crc ^ self._write_cell(
+                    out, cell[0], cell[1] if n > 1 else None,
+                    cell[2] if n > 2 else None, cell[3] if n > 3 else None)]
+        if delete_marker:
+            out.append(TAG_DELETE_ROW_MARKER)
+        row_crc = table[row_crc ^ (1 if delete_marker else 0)]
+        out.append(TAG_ROW_CHECKSUM)
+        out.append(row_crc)
+
+    def encode_row(self, primary_key: Sequence, cells: Sequence = (),
+                   delete_marker: bool = False) -> bytes:
+        """One row with its header.
+
+        ``primary_key``: (name, value) pairs.  ``cells``: tuples
+        ``(name, value[, timestamp[, op]])`` (a ``Cell`` fits); value None
+        writes no value.
+        """
+        out = bytearray(_I32.pack(HEADER))
+        self._write_row(out, primary_key, cells, delete_marker)
+        return bytes(out)
+
+    def encode_rows(self, rows: Sequence) -> bytes:
+        """Rows ``(primary_key, cells)`` under one header; ``b""`` for none.
+
+        This is GetRange's ``rows`` field: the SDK reads an empty field as no
+        rows and a non-empty one as a header followed by rows.
+        """
+        if not rows:
+            return b""
+        out = bytearray(_I32.pack(HEADER))
+        for primary_key, cells in rows:
+            self._write_row(out, primary_key, cells or (), False)
+        return bytes(out)
+
+    # ----------------------------------------------------------------- decode
+    def decode_variant(self, data, pos: int = 0, end: int | None = None):
+        """Decode a bare variant in ``data[pos:end]``; return (value, new_pos)."""
+        if end is None:
+            end = len(data)
+        if pos >= end:
+            raise PlainBufferError("data format is invalid.")
+        vt = data[pos]
+        pos += 1
+        if vt == VT_INTEGER:
+            if pos + 8 > end:
+                raise PlainBufferError("data format is invalid.")
+            return _I64.unpack_from(data, pos)[0], pos + 8
+        if vt == VT_STRING or vt == VT_BLOB:
+            if pos + 4 > end:
+                raise PlainBufferError("data format is invalid.")
+            n = _I32.unpack_from(data, pos)[0]
+            pos += 4
+            if n < 0 or pos + n > end:
+                raise PlainBufferError("data format is invalid.")
+            raw = bytes(data[pos:pos + n])
+            if vt == VT_BLOB:
+                return bytearray(raw), pos + n
+            try:
+                return raw.decode("utf-8"), pos + n
+            except UnicodeDecodeError:
+                raise PlainBufferError("Invalid string value: not UTF-8.") from None
+        if vt == VT_BOOLEAN:
+            if pos + 1 > end:
+                raise PlainBufferError("data format is invalid.")
+            return data[pos] != 0, pos + 1
+        if vt == VT_DOUBLE:
+            if pos + 8 > end:
+                raise PlainBufferError("data format is invalid.")
+            return _F64.unpack_from(data, pos)[0], pos + 8
+        marker = self._vt_marker.get(vt)
+        if marker is not None:
+            return marker, pos
+        raise PlainBufferError("Unsupported variant type: %d." % vt)
+
+    def decode_bare_variant(self, data) -> object:
+        """A whole buffer that must be exactly one bare variant."""
+        value, pos = self.decode_variant(data, 0, len(data))
+        if pos != len(data):
+            raise PlainBufferError("data format is invalid.")
+        return value
+
+    def decode_row(self, data) -> PlainRow:
+        """Exactly one row, with its header (a request's row field)."""
+        rows = self.decode_rows(data)
+        if len(rows) != 1:
+            raise PlainBufferError("data format is invalid.")
+        return rows[0]
+
+    def decode_rows(self, data) -> list:
+        """All rows under one header; ``b""`` decodes to no rows."""
+        if not data:
+            return []
+        data = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data
+        if len(data) < 4:
+            raise PlainBufferError("data format is invalid.")
+        header = _I32.unpack_from(data, 0)[0]
+        if header != HEADER:
+            raise PlainBufferError("Cell data broken, mismatch header, actual: %d, expect: %d."
+                                   % (header, HEADER))
+        reader = _Reader(self, data, 4)
+        rows = []
+        while reader.pos < reader.end:
+            rows.append(reader.read_row())
+        return rows
+
+
+class _Reader:
+    """A cursor over one buffer; used by one call only."""
+
+    __slots__ = ("codec", "data", "pos", "end")
+
+    def __init__(self, codec: PlainBufferCodec, data, pos: int):
+        self.codec = codec
+        self.data = data
+        self.pos = pos
+        self.end = len(data)
+
+    def _byte(self) -> int:
+        if self.pos >= self.end:
+            raise PlainBufferError("data format is invalid.")
+        b = self.data[self.pos]
+        self.pos += 1
+        return b
+
+    def _peek(self) -> int:
+        return self.data[self.pos] if self.pos < self.end else -1
+
+    def _take(self, n: int):
+        if n < 0 or self.pos + n > self.end:
+            raise PlainBufferError("data format is invalid.")
+        start = self.pos
+        self.pos += n
+        return self.data[start:self.pos]
+
+    def _int32(self) -> int:
+        return _I32.unpack(self._take(4))[0]
+
+    def read_row(self) -> PlainRow:
+        table = CRC8_TABLE
+        if self._byte() != TAG_ROW_PK:
+            raise PlainBufferError("data format is invalid.")
+        row_crc = 0
+        primary_key = []
+        while self._peek() == TAG_CELL:
+            name, value, ts, op, crc = self._read_cell()
+            if value is None or ts is not None or op is not None:
+                raise PlainBufferError("data format is invalid.")
+            primary_key.append((name, value))
+            row_crc = table[row_crc ^ crc]
+        cells = []
+        if self._peek() == TAG_ROW_DATA:
+            self.pos += 1
+            while self._peek() == TAG_CELL:
+                name, value, ts, op, crc = self._read_cell()
+                cells.append(Cell(name, value, ts, op))
+                row_crc = table[row_crc ^ crc]
+        delete_marker = False
+        if self._peek() == TAG_DELETE_ROW_MARKER:
+            self.pos += 1
+            delete_marker = True
+        row_crc = table[row_crc ^ (1 if delete_marker else 0)]
+        if self._peek() != TAG_ROW_CHECKSUM:
+            raise PlainBufferError("Invalid row: missing checksum.")
+        self.pos += 1
+        actual = self._byte()
+        if actual != row_crc:
+            raise PlainBufferError("Cell data broken, checksum is mismatch, %d:%d"
+                                   % (actual, row_crc))
+        return PlainRow(primary_key, cells, delete_marker)
+
+    def _read_cell(self):
+        self.pos += 1  # TAG_CELL, peeked by the caller
+        if self._byte() != TAG_CELL_NAME:
+            raise PlainBufferError("data format is invalid.")
+        name_b = bytes(self._take(self._int32()))
+        try:
+            name = name_b.decode("utf-8")
+        except UnicodeDecodeError:
+            raise PlainBufferError("Invalid column name: not UTF-8.") from None
+        crc = crc8(0, name_b)
+        value = ts = op = None
+        tag = self._peek()
+        if tag == TAG_CELL_VALUE:
+            self.pos += 1
+            n = self._int32()
+            start = self.pos
+            variant = self._take(n)
+            value, after = self.codec.decode_variant(self.data, start, start + n)
+            if after != start + n:
+                raise PlainBufferError("data format is invalid.")
+            crc = crc8(crc, variant)
+            tag = self._peek()
+        if tag == TAG_CELL_TYPE:
+            self.pos += 1
+            op = self._byte()
+            if op not in CELL_OPS:
+                raise PlainBufferError("Unsupported cell type: %d." % op)
+            tag = self._peek()
+        if tag == TAG_CELL_TIMESTAMP:
+            self.pos += 1
+            raw = self._take(8)
+            ts = _I64.unpack(raw)[0]
+            crc = crc8(crc, raw)
+            tag = self._peek()
+        if op is not None:
+            crc = CRC8_TABLE[crc ^ op]
+        if tag != TAG_CELL_CHECKSUM:
+            raise PlainBufferError("data format is invalid.")
+        self.pos += 1
+        actual = self._byte()
+        if actual != crc:
+            raise PlainBufferError("Cell data broken, checksum is mismatch, %d:%d" % (actual, crc))
+        return name, value, ts, op, crc
