@@ -1,0 +1,137 @@
+"""Write batches and their WAL record encoding (the one owner of that format).
+
+A WAL record (payload of one lsm.wal log record) is one atomic batch::
+
+    record := sequence:fixed64le  count:fixed32le  entry{count}
+    entry  := kind:uint8  key_len:fixed32le  key  [value_len:fixed32le  value]   (value iff kind == 1)
+
+Entry ``i`` gets sequence number ``sequence + i``.  Kinds are those of
+lsm/dbformat.py (0 deletion, 1 value; never renumber).  Fixed-width lengths
+rather than varints: a record is built and parsed by ``struct`` in one call
+per field, which is what Python does fastest.
+"""
+import struct
+
+from .dbformat import KIND_DELETE, KIND_VALUE
+from .errors import CorruptionError
+
+__all__ = ["WriteBatch", "encode_record", "decode_record", "check_key", "check_value"]
+
+_HEADER = struct.Struct("<QI")
+_LEN = struct.Struct("<I")
+_KIND_LEN = struct.Struct("<BI")
+
+
+def check_key(key, limit: int, name: str = "key") -> None:
+    if type(key) is not bytes:
+        if isinstance(key, (bytearray, memoryview)):
+            raise TypeError(f"{name} must be bytes, got {type(key).__name__} (convert with bytes())")
+        raise TypeError(f"{name} must be bytes, got {type(key).__name__}")
+    if not key:
+        raise ValueError(f"{name} must not be empty")
+    if len(key) > limit:
+        raise ValueError(f"{name} is {len(key)} bytes, over the limit of {limit} (Options.max_key_bytes)")
+
+
+def check_value(value, limit: int) -> None:
+    if type(value) is not bytes:
+        raise TypeError(f"value must be bytes, got {type(value).__name__}")
+    if len(value) > limit:
+        raise ValueError(f"value is {len(value)} bytes, over the limit of {limit} (Options.max_value_bytes)")
+
+
+def encode_record(seq: int, ops) -> bytes:
+    """Encode ``ops`` (a list of (kind, key, value)) as one WAL record."""
+    parts = [_HEADER.pack(seq, len(ops))]
+    append = parts.append
+    for kind, key, value in ops:
+        append(_KIND_LEN.pack(kind, len(key)))
+        append(key)
+        if kind == KIND_VALUE:
+            append(_LEN.pack(len(value)))
+            append(value)
+    return b"".join(parts)
+
+
+def encode_single(seq: int, kind: int, key: bytes, value: bytes) -> bytes:
+    """``encode_record(seq, [(kind, key, value)])``, on the hot path of put/delete."""
+    if kind == KIND_VALUE:
+        return b"".join((_HEADER.pack(seq, 1), _KIND_LEN.pack(kind, len(key)), key, _LEN.pack(len(value)), value))
+    return b"".join((_HEADER.pack(seq, 1), _KIND_LEN.pack(kind, len(key)), key))
+
+
+def decode_record(data: bytes):
+    """Return ``(sequence, [(kind, key, value), ...])``; CorruptionError on bad bytes."""
+    try:
+        seq, count = _HEADER.unpack_from(data, 0)
+        pos = _HEADER.size
+        ops = []
+        for _ in range(count):
+            kind, klen = _KIND_LEN.unpack_from(data, pos)
+            pos += 5
+            key = data[pos:pos + klen]
+            pos += klen
+            if kind == KIND_VALUE:
+                (vlen,) = _LEN.unpack_from(data, pos)
+                pos += 4
+                value = data[pos:pos + vlen]
+                pos += vlen
+            elif kind == KIND_DELETE:
+                value = b""
+            else:
+                raise CorruptionError(f"WAL record: unknown entry kind {kind}")
+            if len(key) != klen or (kind == KIND_VALUE and len(value) != vlen):
+                raise CorruptionError("WAL record: entry runs past the end of the record")
+            ops.append((kind, key, value))
+    except struct.error as e:
+        raise CorruptionError(f"WAL record truncated: {e}") from None
+    if pos != len(data):
+        raise CorruptionError(f"WAL record: {len(data) - pos} trailing bytes")
+    return seq, ops
+
+
+class WriteBatch:
+    """Puts and deletes applied atomically by ``DB.write``, in order.
+
+    Arguments are checked when added, so a bad one raises at once and the
+    batch stays as it was.  Not thread-safe; reusable after ``clear()``.
+
+    >>> b = WriteBatch(); b.put(b"k", b"v"); b.delete(b"old"); len(b)
+    2
+    """
+    __slots__ = ("_ops", "_bytes")
+
+    #: Limits checked when the batch is written (the DB's Options apply);
+    #: here only types and emptiness, so a batch can be built without a DB.
+    def __init__(self):
+        self._ops = []
+        self._bytes = 0
+
+    def put(self, key: bytes, value: bytes) -> "WriteBatch":
+        check_key(key, 1 << 62)
+        check_value(value, 1 << 62)
+        self._ops.append((KIND_VALUE, key, value))
+        self._bytes += len(key) + len(value)
+        return self
+
+    def delete(self, key: bytes) -> "WriteBatch":
+        check_key(key, 1 << 62)
+        self._ops.append((KIND_DELETE, key, b""))
+        self._bytes += len(key)
+        return self
+
+    def clear(self) -> None:
+        self._ops = []
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    @property
+    def approximate_bytes(self) -> int:
+        return self._bytes
+
+    @property
+    def ops(self):
+        """The (kind, key, value) operations, in order (read-only use)."""
+        return self._ops

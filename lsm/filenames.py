@@ -1,0 +1,44 @@
+"""Names of the files in a store directory: the one place that knows them.
+
+    CURRENT            name of the live manifest (switched atomically)
+    LOCK               held (flock) while the store is open
+    MANIFEST-NNNNNN    log of version edits (lsm/version.py)
+    NNNNNN.log         write-ahead log (lsm/wal.py framing, lsm/batch.py records)
+    NNNNNN.sst         table (lsm/sstable.py)
+    NNNNNN.dbtmp       temporary file, removed at open
+"""
+import os
+import re
+
+__all__ = ["CURRENT", "LOCK", "log_name", "table_name", "manifest_name", "temp_name", "parse"]
+
+CURRENT = "CURRENT"
+LOCK = "LOCK"
+
+_PATTERN = re.compile(r"^(?:(\d+)\.(log|sst|dbtmp)|MANIFEST-(\d+))$")
+
+
+def log_name(number: int) -> str:
+    return f"{number:06d}.log"
+
+
+def table_name(number: int) -> str:
+    return f"{number:06d}.sst"
+
+
+def manifest_name(number: int) -> str:
+    return f"MANIFEST-{number:06d}"
+
+
+def temp_name(number: int) -> str:
+    return f"{number:06d}.dbtmp"
+
+
+def parse(name: str):
+    """``(kind, number)`` for a store file name, kind in log/sst/dbtmp/manifest; None otherwise."""
+    m = _PATTERN.match(os.path.basename(name))
+    if not m:
+        return None
+    if m.group(3) is not None:
+        return "manifest", int(m.group(3))
+    return m.group(2), int(m.group(1))

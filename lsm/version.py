@@ -1,0 +1,349 @@
+"""Versions, version edits and the manifest: which table files are live.
+
+A *version* is an immutable list of levels of ``FileMeta``.  L0 holds tables
+flushed from memtables, which may overlap; it is kept newest first (highest
+number first), so a point lookup stops at the first hit.  Levels 1.. hold
+non-overlapping tables sorted by key.  A *view* is a FileMeta whose ``path``
+names another store's table and whose ``lo``/``hi`` bound the user keys it
+exposes (HBase's Reference files; see DB.create_from_views).
+
+Manifest format: an lsm.wal log (same framing as the WAL) whose records are
+version edits, each a UTF-8 JSON object (keys in hex)::
+
+    {"log": 12, "next": 15, "seq": 1042,                  # any subset
+     "add": [[level, {"n": 14, "size": 4096, "entries": 30,
+                      "smallest": "<hex ikey>", "largest": "<hex ikey>",
+                      "path": "../r1/000009.sst", "lo": "<hex>", "hi": null}]],
+     "del": [[level, 9]]}
+
+The first record of a manifest is a snapshot of the whole version; later
+records apply in order.  ``CURRENT`` names the live manifest and is switched
+atomically (write temp, fsync, rename, fsync dir), so a crash leaves either
+the old or the new manifest live.  JSON rather than LevelDB's tagged binary:
+edits are rare (one per flush or compaction) and a person can read them.
+"""
+import bisect
+import json
+import os
+import threading
+from dataclasses import dataclass
+from typing import List, Optional
+
+from . import filenames
+from .dbformat import parse_internal_key, user_key
+from .errors import CorruptionError
+from .wal import LogReader, LogWriter
+
+__all__ = ["FileMeta", "Version", "VersionEdit", "VersionSet"]
+
+#: Start a fresh manifest (a snapshot) when the current one grows past this.
+MANIFEST_ROLL_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class FileMeta:
+    number: int
+    size: int
+    entries: int
+    smallest: bytes       # internal key
+    largest: bytes        # internal key
+    path: Optional[str] = None     # a view: another store's table, relative to this store
+    lo: Optional[bytes] = None     # a view's user-key bounds [lo, hi)
+    hi: Optional[bytes] = None
+
+    @property
+    def is_view(self) -> bool:
+        return self.path is not None
+
+    @property
+    def smallest_user(self) -> bytes:
+        return user_key(self.smallest)
+
+    @property
+    def largest_user(self) -> bytes:
+        return user_key(self.largest)
+
+    def to_json(self):
+        d = {"n": self.number, "size": self.size, "entries": self.entries,
+             "smallest": self.smallest.hex(), "largest": self.largest.hex()}
+        if self.path is not None:
+            d["path"] = self.path
+            d["lo"] = None if self.lo is None else self.lo.hex()
+            d["hi"] = None if self.hi is None else self.hi.hex()
+        return d
+
+    @classmethod
+    def from_json(cls, d):
+        hx = lambda v: None if v is None else bytes.fromhex(v)  # noqa: E731
+        return cls(d["n"], d["size"], d["entries"], bytes.fromhex(d["smallest"]),
+                   bytes.fromhex(d["largest"]), d.get("path"), hx(d.get("lo")), hx(d.get("hi")))
+
+
+class VersionEdit:
+    """A change to the version: files added/deleted and counters."""
+    __slots__ = ("log_number", "next_file", "last_seq", "added", "deleted")
+
+    def __init__(self):
+        self.log_number = None
+        self.next_file = None
+        self.last_seq = None
+        self.added = []      # [(level, FileMeta)]
+        self.deleted = []    # [(level, number)]
+
+    def add(self, level: int, meta: FileMeta) -> None:
+        self.added.append((level, meta))
+
+    def delete(self, level: int, number: int) -> None:
+        self.deleted.append((level, number))
+
+    def encode(self) -> bytes:
+        d = {}
+        if self.log_number is not None:
+            d["log"] = self.log_number
+        if self.next_file is not None:
+            d["next"] = self.next_file
+        if self.last_seq is not None:
+            d["seq"] = self.last_seq
+        if self.added:
+            d["add"] = [[lv, m.to_json()] for lv, m in self.added]
+        if self.deleted:
+            d["del"] = [[lv, n] for lv, n in self.deleted]
+        return json.dumps(d, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> "VersionEdit":
+        try:
+            d = json.loads(data)
+            e = cls()
+            e.log_number = d.get("log")
+            e.next_file = d.get("next")
+            e.last_seq = d.get("seq")
+            e.added = [(lv, FileMeta.from_json(m)) for lv, m in d.get("add", ())]
+            e.deleted = [(lv, n) for lv, n in d.get("del", ())]
+            return e
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptionError(f"manifest: bad version edit: {exc}") from None
+
+
+class Version:
+    """An immutable set of live files by level.
+
+    ``refs`` counts iterators pinning it (changed under VersionSet.lock): the
+    files of a version with refs are never deleted.
+    """
+    __slots__ = ("levels", "refs", "_largest_keys")
+
+    def __init__(self, levels: List[List[FileMeta]]):
+        self.levels = levels
+        self.refs = 0
+        # per level >= 1: largest internal keys, for bisect
+        self._largest_keys = [None] + [[f.largest for f in lv] for lv in levels[1:]]
+
+    def files(self):
+        for level, files in enumerate(self.levels):
+            for f in files:
+                yield level, f
+
+    def level_bytes(self, level: int) -> int:
+        return sum(f.size for f in self.levels[level])
+
+    def find_file(self, level: int, lookup_ikey: bytes) -> Optional[FileMeta]:
+        """The file of level >= 1 that may hold ``lookup_ikey``."""
+        from ._iter import compare_internal_keys as cmp
+        keys = self._largest_keys[level]
+        lo, hi = 0, len(keys)
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if cmp(keys[mid], lookup_ikey) < 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(keys):
+            f = self.levels[level][lo]
+            if f.smallest_user <= user_key(lookup_ikey):
+                return f
+        return None
+
+    def overlapping(self, level: int, lo: Optional[bytes], hi: Optional[bytes]) -> List[FileMeta]:
+        """Files of ``level`` whose user-key range meets [lo, hi] (inclusive; None = open)."""
+        out = []
+        for f in self.levels[level]:
+            if lo is not None and f.largest_user < lo:
+                continue
+            if hi is not None and f.smallest_user > hi:
+                continue
+            out.append(f)
+        return out
+
+    def apply(self, edit: VersionEdit) -> "Version":
+        deleted = set(edit.deleted)
+        levels = [[f for f in files if (lv, f.number) not in deleted] for lv, files in enumerate(self.levels)]
+        for lv, meta in edit.added:
+            levels[lv].append(meta)
+        levels[0].sort(key=lambda f: -f.number)
+        from ._iter import compare_internal_keys as cmp
+        import functools
+        keyfn = functools.cmp_to_key(lambda a, b: cmp(a.smallest, b.smallest))
+        for lv in range(1, len(levels)):
+            levels[lv].sort(key=keyfn)
+        return Version(levels)
+
+    def check(self) -> None:
+        """Raise CorruptionError unless levels >= 1 are sorted and disjoint."""
+        from ._iter import compare_internal_keys as cmp
+        for lv in range(1, len(self.levels)):
+            files = self.levels[lv]
+            for a, b in zip(files, files[1:]):
+                if cmp(a.largest, b.smallest) >= 0:
+                    raise CorruptionError(f"level {lv}: files {a.number} and {b.number} overlap")
+
+
+class VersionSet:
+    """The current version, the manifest, and the store's counters.
+
+    Thread-safety: ``log_and_apply`` and the counters are guarded by
+    ``lock``; reading ``current`` is a single attribute load.
+    """
+
+    def __init__(self, fs, path: str, num_levels: int):
+        self.fs = fs
+        self.path = path
+        self.num_levels = num_levels
+        self.lock = threading.RLock()
+        self.current = Version([[] for _ in range(num_levels)])
+        self.live_versions = []     # versions with refs > 0 besides current
+        self.next_file = 2
+        self.last_seq = 0
+        self.log_number = 0
+        self.manifest_number = 0
+        self._manifest = None
+        self._manifest_file = None
+
+    # -- numbers --------------------------------------------------------
+    def new_file_number(self) -> int:
+        with self.lock:
+            n = self.next_file
+            self.next_file += 1
+            return n
+
+    def mark_file_number_used(self, n: int) -> None:
+        with self.lock:
+            if self.next_file <= n:
+                self.next_file = n + 1
+
+    # -- create / recover -----------------------------------------------
+    def create(self) -> None:
+        """Initialise an empty store: a manifest with an empty snapshot."""
+        self._write_new_manifest()
+
+    def recover(self) -> None:
+        """Load the version named by CURRENT.  Raises CorruptionError."""
+        cur = os.path.join(self.path, filenames.CURRENT)
+        name = self.fs.read_all(cur).decode("ascii", "replace").strip()
+        parsed = filenames.parse(name)
+        if not parsed or parsed[0] != "manifest":
+            raise CorruptionError(f"CURRENT names {name!r}, not a manifest")
+        mpath = os.path.join(self.path, name)
+        if not self.fs.exists(mpath):
+            raise CorruptionError(f"CURRENT names {name}, which does not exist")
+        version = Version([[] for _ in range(self.num_levels)])
+        for rec in LogReader(self.fs.read_all(mpath), mpath):
+            e = VersionEdit.decode(rec)
+            version = version.apply(e)
+            if e.log_number is not None:
+                self.log_number = e.log_number
+            if e.next_file is not None:
+                self.next_file = max(self.next_file, e.next_file)
+            if e.last_seq is not None:
+                self.last_seq = max(self.last_seq, e.last_seq)
+        version.check()
+        self.current = version
+        self.manifest_number = parsed[1]
+        self.mark_file_number_used(parsed[1])
+        for _lv, f in version.files():
+            self.mark_file_number_used(f.number)
+        # Continue with a fresh manifest: never append to one whose tail may be torn.
+        self._write_new_manifest()
+
+    def _snapshot_edit(self) -> VersionEdit:
+        e = VersionEdit()
+        e.log_number = self.log_number
+        e.next_file = self.next_file
+        e.last_seq = self.last_seq
+        for lv, f in self.current.files():
+            e.add(lv, f)
+        return e
+
+    def _write_new_manifest(self) -> None:
+        number = self.new_file_number()
+        name = filenames.manifest_name(number)
+        mpath = os.path.join(self.path, name)
+        f = self.fs.open_append(mpath)
+        try:
+            w = LogWriter(f)
+            w.add_record(self._snapshot_edit().encode())
+            w.sync()
+        except BaseException:
+            f.close()
+            self.fs.remove_if_exists(mpath)
+            raise
+        self.fs.write_atomic(os.path.join(self.path, filenames.CURRENT), (name + "\n").encode())
+        old = self._manifest_file
+        self._manifest, self._manifest_file = w, f
+        if old is not None:
+            old.close()
+        self.manifest_number = number
+
+    # -- edits ------------------------------------------------------------
+    def log_and_apply(self, edit: VersionEdit) -> Version:
+        """Persist ``edit`` (synced) and make the new version current."""
+        with self.lock:
+            if edit.log_number is not None:
+                self.log_number = edit.log_number
+            edit.next_file = self.next_file
+            edit.last_seq = self.last_seq
+            new = self.current.apply(edit)
+            if self._manifest_file.size >= MANIFEST_ROLL_BYTES:
+                old_current = self.current
+                self.current = new
+                try:
+                    self._write_new_manifest()
+                except BaseException:
+                    self.current = old_current
+                    raise
+            else:
+                self._manifest.add_record(edit.encode())
+                self._manifest.sync()
+                self.current = new
+            return new
+
+    # -- pinning ------------------------------------------------------------
+    def ref(self) -> Version:
+        with self.lock:
+            v = self.current
+            v.refs += 1
+            if v.refs == 1:
+                self.live_versions.append(v)
+            return v
+
+    def unref(self, v: Version) -> None:
+        with self.lock:
+            v.refs -= 1
+            if v.refs == 0:
+                self.live_versions.remove(v)
+
+    def live_files(self):
+        """Numbers of own files and paths of views used by any live version."""
+        with self.lock:
+            numbers, views = set(), set()
+            for v in [self.current] + self.live_versions:
+                for _lv, f in v.files():
+                    numbers.add(f.number)
+                    if f.path is not None:
+                        views.add(f.path)
+            return numbers, views
+
+    def close(self) -> None:
+        if self._manifest_file is not None:
+            self._manifest_file.close()
+            self._manifest_file = None
