@@ -1,0 +1,48 @@
+# Blocks of the SSTable format (grammar at the top of _block.pyx), shared
+# with _table.pyx, which builds tables and two-level iterators on top.
+from libc.stdint cimport uint32_t, uint64_t
+from lsm._iter cimport InternalIterator
+
+cdef int get_varint64(const unsigned char* p, Py_ssize_t limit, Py_ssize_t* pos,
+                      uint64_t* out) noexcept nogil
+
+cdef class BlockBuilder:
+    cdef int restart_interval
+    cdef unsigned char* buf
+    cdef Py_ssize_t size, cap
+    cdef uint32_t* restarts
+    cdef Py_ssize_t nrestarts, rcap
+    cdef int counter
+    cdef Py_ssize_t nentries
+    cdef bytes last_key
+    cdef int _reserve(self, Py_ssize_t extra) except -1
+    cdef int _add(self, bytes key, bytes value) except -1
+    cpdef bytes finish(self)
+    cpdef reset(self)
+    cpdef Py_ssize_t size_estimate(self)
+
+
+cdef class Block:
+    cdef readonly bytes data
+    cdef const unsigned char* ptr
+    cdef Py_ssize_t limit          # offset of the restart array = end of entries
+    cdef uint32_t num_restarts
+    cdef int _restart_key(self, uint32_t i, const unsigned char** k,
+                          Py_ssize_t* kn) noexcept nogil
+    cpdef BlockIter iterator(self)
+
+
+cdef class BlockIter(InternalIterator):
+    cdef Block block
+    cdef const unsigned char* ptr
+    cdef Py_ssize_t limit
+    cdef Py_ssize_t cur            # offset of the current entry; == limit: invalid
+    cdef Py_ssize_t nxt            # offset just past the current entry
+    cdef uint32_t restart_index    # restart block holding the current entry
+    cdef unsigned char* kbuf       # the current key, rebuilt from prefix + delta
+    cdef Py_ssize_t klen, kcap
+    cdef Py_ssize_t voff, vlen     # the current value, a slice of block.data
+    cdef int _parse_next(self) except -1
+    cdef int _seek_to_restart(self, uint32_t i)
+    cdef int _seek_raw(self, const unsigned char* t, Py_ssize_t tn) except -1
+    cdef int _corrupt(self, str what) except -1

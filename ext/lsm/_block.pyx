@@ -1,0 +1,443 @@
+# cython: language_level=3
+"""Blocks: the unit of I/O, caching and checksumming of an SSTable.
+
+Grammar (LevelDB's block_builder.cc layout; the full table format is at the
+top of lsm/sstable.py and in docs/formats/sstable.md)::
+
+    block    := entry* restarts:uint32le[num_restarts] num_restarts:uint32le
+    entry    := shared:varint32 unshared:varint32 value_len:varint32
+                key_delta:byte[unshared] value:byte[value_len]
+    varint   := 7 bits per byte, least significant group first, high bit = more
+
+An entry's key is the first ``shared`` bytes of the previous entry's key
+followed by ``key_delta``.  Every ``restart_interval``-th entry is a restart
+point: it stores ``shared = 0`` and its offset is listed in ``restarts``, so
+a seek binary-searches the restart keys and then scans at most
+``restart_interval`` entries.  An empty block is ``restarts = [0]``.
+
+Data and index blocks hold internal keys (lsm/dbformat.py) and are searched
+with ``cmp_ikey``; meta blocks (metaindex, properties) hold names and are only
+read whole with ``Block.entries()``.
+
+Thread-safety: a ``Block`` is immutable once parsed and may be shared by any
+number of threads (it lives in the block cache); a ``BlockIter`` or
+``BlockBuilder`` belongs to one thread at a time.
+"""
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdint cimport uint32_t, uint64_t
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memcpy, memcmp
+
+from lsm._keys cimport cmp_ikey, decode_fixed64
+from lsm._iter cimport InternalIterator
+
+from lsm.errors import CorruptionError
+
+
+cdef inline uint32_t _fixed32(const unsigned char* p) noexcept nogil:
+    return (<uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) |
+            (<uint32_t>p[3] << 24))
+
+
+cdef int get_varint64(const unsigned char* p, Py_ssize_t limit, Py_ssize_t* pos,
+                      uint64_t* out) noexcept nogil:
+    """Decode a varint at p[pos[0]:limit]; 0 on success, -1 if malformed."""
+    cdef uint64_t result = 0
+    cdef int shift = 0
+    cdef Py_ssize_t i = pos[0]
+    cdef unsigned char b
+    while shift <= 63 and i < limit:
+        b = p[i]
+        i += 1
+        result |= (<uint64_t>(b & 0x7F)) << shift
+        if b < 0x80:
+            pos[0] = i
+            out[0] = result
+            return 0
+        shift += 7
+    return -1
+
+
+cdef inline Py_ssize_t _put_varint(unsigned char* dst, uint64_t v) noexcept nogil:
+    cdef Py_ssize_t n = 0
+    while v >= 0x80:
+        dst[n] = <unsigned char>(v | 0x80)
+        v >>= 7
+        n += 1
+    dst[n] = <unsigned char>v
+    return n + 1
+
+
+def encode_varint(uint64_t v):
+    """The varint encoding of ``v`` (for block handles and properties)."""
+    cdef unsigned char tmp[10]
+    cdef Py_ssize_t n = _put_varint(tmp, v)
+    return PyBytes_FromStringAndSize(<char*>tmp, n)
+
+
+def decode_varint(bytes data, Py_ssize_t pos=0):
+    """Return ``(value, next_pos)``; CorruptionError if malformed."""
+    cdef uint64_t v
+    if pos < 0 or pos > len(data) or \
+            get_varint64(<const unsigned char*>PyBytes_AS_STRING(data), len(data), &pos, &v) != 0:
+        raise CorruptionError("bad varint")
+    return v, pos
+
+
+cdef class BlockBuilder:
+    """Builds one block from entries added in order.
+
+    The caller guarantees the order (the table builder checks internal-key
+    order once, for the whole table); the builder only encodes.
+    """
+
+    def __cinit__(self, int restart_interval=16):
+        if restart_interval < 1:
+            raise ValueError(f"restart_interval must be >= 1, got {restart_interval}")
+        self.restart_interval = restart_interval
+        self.cap = 8192
+        self.buf = <unsigned char*>malloc(self.cap)
+        self.rcap = 64
+        self.restarts = <uint32_t*>malloc(self.rcap * sizeof(uint32_t))
+        if self.buf == NULL or self.restarts == NULL:
+            raise MemoryError()
+        self.reset()
+
+    def __dealloc__(self):
+        free(self.buf)
+        free(self.restarts)
+
+    cpdef reset(self):
+        self.size = 0
+        self.nrestarts = 1
+        self.restarts[0] = 0
+        self.counter = 0
+        self.nentries = 0
+        self.last_key = b""
+
+    cdef int _reserve(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t need = self.size + extra
+        cdef unsigned char* nb
+        if need <= self.cap:
+            return 0
+        while self.cap < need:
+            self.cap *= 2
+        nb = <unsigned char*>realloc(self.buf, self.cap)
+        if nb == NULL:
+            raise MemoryError()
+        self.buf = nb
+        return 0
+
+    cdef int _add(self, bytes key, bytes value) except -1:
+        cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), vn = PyBytes_GET_SIZE(value)
+        cdef const unsigned char* k = <const unsigned char*>PyBytes_AS_STRING(key)
+        cdef const unsigned char* last = <const unsigned char*>PyBytes_AS_STRING(self.last_key)
+        cdef Py_ssize_t lastn = PyBytes_GET_SIZE(self.last_key)
+        cdef Py_ssize_t shared = 0, lim
+        cdef uint32_t* nr
+        if kn > 0xFFFFFFFF or vn > 0xFFFFFFFF or self.size + kn + vn > 0xFFFFFFF0:
+            raise ValueError("block entry too large for the format")
+        if self.counter < self.restart_interval:
+            lim = kn if kn < lastn else lastn
+            while shared < lim and last[shared] == k[shared]:
+                shared += 1
+        else:
+            if self.nrestarts == self.rcap:
+                nr = <uint32_t*>realloc(self.restarts, 2 * self.rcap * sizeof(uint32_t))
+                if nr == NULL:
+                    raise MemoryError()
+                self.restarts = nr
+                self.rcap *= 2
+            self.restarts[self.nrestarts] = <uint32_t>self.size
+            self.nrestarts += 1
+            self.counter = 0
+        self._reserve(15 + kn - shared + vn)
+        self.size += _put_varint(self.buf + self.size, shared)
+        self.size += _put_varint(self.buf + self.size, kn - shared)
+        self.size += _put_varint(self.buf + self.size, vn)
+        memcpy(self.buf + self.size, k + shared, kn - shared)
+        self.size += kn - shared
+        memcpy(self.buf + self.size, PyBytes_AS_STRING(value), vn)
+        self.size += vn
+        self.last_key = key
+        self.counter += 1
+        self.nentries += 1
+        return 0
+
+    def add(self, bytes key not None, bytes value not None):
+        """Append an entry; keys must come in the block's order."""
+        self._add(key, value)
+
+    cpdef Py_ssize_t size_estimate(self):
+        """Bytes ``finish()`` would return now."""
+        return self.size + 4 * self.nrestarts + 4
+
+    @property
+    def num_entries(self):
+        return self.nentries
+
+    @property
+    def last_key(self):
+        return self.last_key
+
+    cpdef bytes finish(self):
+        """The encoded block; the builder must be ``reset()`` before reuse."""
+        cdef Py_ssize_t n = self.size_estimate(), i, o
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, n)
+        cdef unsigned char* d = <unsigned char*>PyBytes_AS_STRING(out)
+        cdef uint32_t r
+        memcpy(d, self.buf, self.size)
+        o = self.size
+        for i in range(self.nrestarts + 1):
+            r = self.restarts[i] if i < self.nrestarts else <uint32_t>self.nrestarts
+            d[o] = r & 0xFF
+            d[o + 1] = (r >> 8) & 0xFF
+            d[o + 2] = (r >> 16) & 0xFF
+            d[o + 3] = (r >> 24) & 0xFF
+            o += 4
+        return out
+
+
+cdef class Block:
+    """A parsed, immutable block over its (decompressed) contents.
+
+    Construction checks the restart array (count, bounds, order) so that the
+    search loops can trust it; entries are checked as they are decoded.
+    Raises CorruptionError, never crashes, on bad bytes.
+    """
+
+    def __cinit__(self, bytes data not None):
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+        cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
+        cdef uint32_t i, r, prev = 0
+        self.data = data
+        self.ptr = p
+        if n < 4:
+            raise CorruptionError(f"block too short ({n} bytes)")
+        self.num_restarts = _fixed32(p + n - 4)
+        if self.num_restarts == 0 or self.num_restarts > (n - 4) // 4:
+            raise CorruptionError(f"bad restart count {self.num_restarts} in a {n}-byte block")
+        self.limit = n - 4 - 4 * <Py_ssize_t>self.num_restarts
+        for i in range(self.num_restarts):
+            r = _fixed32(p + self.limit + 4 * i)
+            if (i == 0 and r != 0) or (i > 0 and r <= prev) or (r >= self.limit and self.limit > 0) \
+                    or (self.limit == 0 and self.num_restarts != 1):
+                raise CorruptionError(f"bad restart array in a {n}-byte block")
+            prev = r
+
+    cdef int _restart_key(self, uint32_t i, const unsigned char** k,
+                          Py_ssize_t* kn) noexcept nogil:
+        cdef Py_ssize_t pos = _fixed32(self.ptr + self.limit + 4 * i)
+        cdef uint64_t shared, unshared, vlen
+        if (get_varint64(self.ptr, self.limit, &pos, &shared) != 0 or shared != 0
+                or get_varint64(self.ptr, self.limit, &pos, &unshared) != 0
+                or get_varint64(self.ptr, self.limit, &pos, &vlen) != 0
+                or unshared < 8 or unshared + vlen > <uint64_t>(self.limit - pos)):
+            return -1
+        k[0] = self.ptr + pos
+        kn[0] = <Py_ssize_t>unshared
+        return 0
+
+    cpdef BlockIter iterator(self):
+        cdef BlockIter it = BlockIter.__new__(BlockIter)
+        it.block = self
+        it.ptr = self.ptr
+        it.limit = self.limit
+        it.cur = self.limit
+        it.nxt = self.limit
+        return it
+
+    def entries(self):
+        """Every (key, value) in order: for small meta blocks."""
+        cdef BlockIter it = self.iterator()
+        out = []
+        it.seek_to_first()
+        while it.cur < it.limit:
+            out.append((it.key(), it.value()))
+            it._parse_next()
+        return out
+
+    def get(self, bytes lookup not None):
+        """The newest entry of ``lookup``'s user key at or below its sequence.
+
+        ``lookup`` is ``dbformat.lookup_key(user_key, seq)``.  Returns
+        ``(kind, value)`` or None when the first entry >= lookup has another
+        user key (or there is none).  Hot: the point-read path.
+        """
+        cdef Py_ssize_t tn = PyBytes_GET_SIZE(lookup)
+        cdef BlockIter it
+        cdef uint64_t tag
+        if tn < 8:
+            raise ValueError("lookup key shorter than 8 bytes")
+        it = self.iterator()
+        it._seek_raw(<const unsigned char*>PyBytes_AS_STRING(lookup), tn)
+        if it.cur >= it.limit or it.klen != tn or \
+                memcmp(it.kbuf, PyBytes_AS_STRING(lookup), tn - 8) != 0:
+            return None
+        tag = decode_fixed64(it.kbuf + it.klen - 8)
+        return (<int>(tag & 0xFF), it.value())
+
+    def find_handle(self, bytes ikey not None):
+        """Index-block search: the handle ``(offset, size)`` of the first
+        entry whose key is >= ``ikey``, or None past the last block."""
+        cdef Py_ssize_t tn = PyBytes_GET_SIZE(ikey), pos
+        cdef BlockIter it
+        cdef uint64_t off, size
+        if tn < 8:
+            raise ValueError("internal key shorter than 8 bytes")
+        it = self.iterator()
+        it._seek_raw(<const unsigned char*>PyBytes_AS_STRING(ikey), tn)
+        if it.cur >= it.limit:
+            return None
+        pos = it.voff
+        if get_varint64(it.ptr, it.voff + it.vlen, &pos, &off) != 0 or \
+                get_varint64(it.ptr, it.voff + it.vlen, &pos, &size) != 0:
+            raise CorruptionError("bad block handle in index block")
+        return off, size
+
+
+cdef class BlockIter(InternalIterator):
+    """Iterator over one block: seeks binary-search the restart array."""
+
+    def __dealloc__(self):
+        free(self.kbuf)
+
+    cdef int _corrupt(self, str what) except -1:
+        self.cur = self.limit
+        self.nxt = self.limit
+        raise CorruptionError(f"corrupt block entry: {what}")
+
+    cdef int _seek_to_restart(self, uint32_t i):
+        self.klen = 0
+        self.restart_index = i
+        self.nxt = _fixed32(self.ptr + self.limit + 4 * i)
+        return 0
+
+    cdef int _parse_next(self) except -1:
+        cdef Py_ssize_t p = self.nxt, limit = self.limit, nk
+        cdef const unsigned char* d = self.ptr
+        cdef uint64_t shared, unshared, vlen
+        cdef unsigned char* nb
+        cdef Block blk
+        if p >= limit:
+            self.cur = limit
+            self.nxt = limit
+            return 0
+        if p + 3 <= limit and d[p] < 0x80 and d[p + 1] < 0x80 and d[p + 2] < 0x80:
+            shared = d[p]
+            unshared = d[p + 1]
+            vlen = d[p + 2]
+            p += 3
+        elif (get_varint64(d, limit, &p, &shared) != 0 or get_varint64(d, limit, &p, &unshared) != 0
+                or get_varint64(d, limit, &p, &vlen) != 0):
+            return self._corrupt("bad varint")
+        if shared > <uint64_t>self.klen or unshared + vlen > <uint64_t>(limit - p):
+            return self._corrupt("lengths out of bounds")
+        nk = <Py_ssize_t>(shared + unshared)
+        if nk > self.kcap:
+            nb = <unsigned char*>realloc(self.kbuf, nk + 64)
+            if nb == NULL:
+                raise MemoryError()
+            self.kbuf = nb
+            self.kcap = nk + 64
+        memcpy(self.kbuf + shared, d + p, unshared)
+        self.klen = nk
+        self.cur = self.nxt
+        self.voff = p + <Py_ssize_t>unshared
+        self.vlen = <Py_ssize_t>vlen
+        self.nxt = self.voff + self.vlen
+        blk = self.block
+        while self.restart_index + 1 < blk.num_restarts and \
+                _fixed32(d + limit + 4 * (self.restart_index + 1)) <= <uint32_t>self.cur:
+            self.restart_index += 1
+        return 0
+
+    cdef int _seek_raw(self, const unsigned char* t, Py_ssize_t tn) except -1:
+        """Position at the first entry >= t (invalid if none)."""
+        cdef Block blk = self.block
+        cdef uint32_t left = 0, right = blk.num_restarts - 1, mid
+        cdef const unsigned char* k
+        cdef Py_ssize_t kn
+        cdef int bad = 0
+        if blk.limit == 0:
+            self.cur = self.nxt = self.limit
+            return 0
+        with nogil:
+            while left < right:
+                mid = (left + right + 1) // 2
+                if blk._restart_key(mid, &k, &kn) != 0:
+                    bad = 1
+                    break
+                if cmp_ikey(k, kn, t, tn) < 0:
+                    left = mid
+                else:
+                    right = mid - 1
+        if bad:
+            return self._corrupt("bad restart entry")
+        self._seek_to_restart(left)
+        while True:
+            self._parse_next()
+            if self.cur >= self.limit:
+                return 0
+            if self.klen < 8:
+                return self._corrupt("internal key shorter than 8 bytes")
+            if cmp_ikey(self.kbuf, self.klen, t, tn) >= 0:
+                return 0
+
+    cpdef bint valid(self):
+        return self.cur < self.limit
+
+    cpdef seek_to_first(self):
+        self._seek_to_restart(0)
+        self._parse_next()
+
+    cpdef seek_to_last(self):
+        self._seek_to_restart(self.block.num_restarts - 1)
+        self._parse_next()
+        while self.nxt < self.limit:
+            self._parse_next()
+
+    cpdef seek(self, bytes ikey):
+        if ikey is None or PyBytes_GET_SIZE(ikey) < 8:
+            raise ValueError("seek needs an internal key (>= 8 bytes)")
+        self._seek_raw(<const unsigned char*>PyBytes_AS_STRING(ikey), PyBytes_GET_SIZE(ikey))
+
+    cpdef seek_for_prev(self, bytes ikey):
+        self.seek(ikey)
+        if self.cur >= self.limit:
+            self.seek_to_last()
+        elif cmp_ikey(self.kbuf, self.klen, <const unsigned char*>PyBytes_AS_STRING(ikey),
+                      PyBytes_GET_SIZE(ikey)) > 0:
+            self.prev()
+
+    cpdef next(self):
+        if self.cur >= self.limit:
+            raise ValueError("next() on an invalid iterator")
+        self._parse_next()
+
+    cpdef prev(self):
+        cdef Py_ssize_t original = self.cur
+        if original >= self.limit:
+            raise ValueError("prev() on an invalid iterator")
+        if original == 0:
+            self.cur = self.nxt = self.limit
+            return
+        while _fixed32(self.ptr + self.limit + 4 * self.restart_index) >= <uint32_t>original:
+            self.restart_index -= 1
+        self._seek_to_restart(self.restart_index)
+        while True:
+            self._parse_next()
+            if self.nxt >= original:
+                break
+        if self.nxt != original:
+            self._corrupt("entries overlap")
+
+    cpdef bytes key(self):
+        if self.cur >= self.limit:
+            raise ValueError("key() on an invalid iterator")
+        return PyBytes_FromStringAndSize(<char*>self.kbuf, self.klen)
+
+    cpdef bytes value(self):
+        if self.cur >= self.limit:
+            raise ValueError("value() on an invalid iterator")
+        return PyBytes_FromStringAndSize(<char*>self.ptr + self.voff, self.vlen)

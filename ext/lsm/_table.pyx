@@ -1,0 +1,367 @@
+# cython: language_level=3
+"""The per-entry hot paths of SSTables: building data blocks, the two-level
+(index -> data block) iterator, and the key-range-bounded iterator.
+
+The file layout these serve is documented at the top of lsm/sstable.py.
+No file I/O here: the builder hands each finished data block to the Python
+method ``emit_data_block(contents, last_key)`` of its subclass, and the
+two-level iterator asks a Python ``loader(offset, size) -> Block``.
+"""
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memcpy, memcmp
+
+from lsm._keys cimport cmp_ikey, cmp_user
+from lsm._iter cimport InternalIterator
+from lsm._block cimport Block, BlockBuilder, BlockIter, get_varint64
+
+import mmh3
+
+from lsm.errors import CorruptionError
+
+_digest = mmh3.mmh3_x64_128_digest
+
+
+cdef class TableBuildCore:
+    """Accepts entries in strictly increasing internal-key order, cuts them
+    into data blocks of about ``block_size`` bytes and collects the bloom
+    digests of distinct user keys.  Subclassed by lsm.sstable.TableBuilder,
+    which does the writing.  One thread at a time.
+    """
+    cdef BlockBuilder data
+    cdef Py_ssize_t block_size
+    cdef bint bloom
+    cdef unsigned char* digests
+    cdef Py_ssize_t ndigest_bytes, digest_cap
+    cdef bytes first_key, last_key
+    cdef readonly uint64_t num_entries, raw_key_bytes, raw_value_bytes
+    cdef public bint closed
+
+    def __cinit__(self, *args, **kwargs):
+        self.digest_cap = 16 * 1024
+        self.digests = <unsigned char*>malloc(self.digest_cap)
+        if self.digests == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.digests)
+
+    def _setup(self, Py_ssize_t block_size, int restart_interval, bint bloom):
+        if block_size < 1:
+            raise ValueError(f"block_size must be >= 1, got {block_size}")
+        self.data = BlockBuilder(restart_interval)
+        self.block_size = block_size
+        self.bloom = bloom
+
+    cdef int _add_digest(self, bytes ikey) except -1:
+        cdef bytes d = _digest(ikey[:PyBytes_GET_SIZE(ikey) - 8], 0)
+        cdef unsigned char* nb
+        if self.ndigest_bytes + 16 > self.digest_cap:
+            nb = <unsigned char*>realloc(self.digests, self.digest_cap * 2)
+            if nb == NULL:
+                raise MemoryError()
+            self.digests = nb
+            self.digest_cap *= 2
+        memcpy(self.digests + self.ndigest_bytes, PyBytes_AS_STRING(d), 16)
+        self.ndigest_bytes += 16
+        return 0
+
+    def add(self, bytes ikey not None, bytes value not None):
+        """Append an entry; ValueError unless ikey is > every earlier key."""
+        cdef Py_ssize_t kn = PyBytes_GET_SIZE(ikey)
+        cdef const unsigned char* k = <const unsigned char*>PyBytes_AS_STRING(ikey)
+        cdef const unsigned char* last
+        cdef Py_ssize_t lastn
+        cdef bint new_user_key = True
+        if self.closed:
+            raise ValueError("add() after finish() or abandon()")
+        if kn < 8:
+            raise ValueError(f"internal key must be >= 8 bytes, got {kn}")
+        if self.num_entries:
+            last = <const unsigned char*>PyBytes_AS_STRING(self.last_key)
+            lastn = PyBytes_GET_SIZE(self.last_key)
+            if cmp_ikey(last, lastn, k, kn) >= 0:
+                raise ValueError("internal keys must be added in strictly increasing order")
+            new_user_key = cmp_user(last, lastn - 8, k, kn - 8) != 0
+        else:
+            self.first_key = ikey
+        if self.bloom and new_user_key:
+            self._add_digest(ikey)
+        self.data._add(ikey, value)
+        self.last_key = ikey
+        self.num_entries += 1
+        self.raw_key_bytes += kn
+        self.raw_value_bytes += PyBytes_GET_SIZE(value)
+        if self.data.size_estimate() >= self.block_size:
+            self.flush_data_block()
+
+    def flush_data_block(self):
+        """Hand the pending data block (if any) to ``emit_data_block``."""
+        cdef bytes contents, last
+        if self.data.nentries == 0:
+            return
+        contents = self.data.finish()
+        last = self.data.last_key
+        self.data.reset()
+        self.emit_data_block(contents, last)
+
+    def emit_data_block(self, bytes contents, bytes last_key):
+        raise NotImplementedError
+
+    @property
+    def pending_bytes(self):
+        """Size of the data block being built (0 when none)."""
+        return self.data.size_estimate() if self.data.nentries else 0
+
+    @property
+    def smallest(self):
+        return self.first_key
+
+    @property
+    def largest(self):
+        return self.last_key
+
+    def filter_digests(self):
+        """The bloom digests collected so far (16 bytes per distinct user key)."""
+        return PyBytes_FromStringAndSize(<char*>self.digests, self.ndigest_bytes)
+
+
+cdef inline int _handle_of(BlockIter it, uint64_t* off, uint64_t* size) except -1:
+    cdef Py_ssize_t pos = it.voff
+    cdef Py_ssize_t end = it.voff + it.vlen
+    if get_varint64(it.ptr, end, &pos, off) != 0 or get_varint64(it.ptr, end, &pos, size) != 0:
+        raise CorruptionError("bad block handle in index block")
+    return 0
+
+
+cdef class TwoLevelIter(InternalIterator):
+    """Index block -> data blocks.  ``loader(offset, size)`` returns the
+    parsed ``Block`` (through the block cache); it may raise CorruptionError,
+    which propagates.  One thread at a time; the table must stay open.
+    """
+    cdef BlockIter index
+    cdef BlockIter data
+    cdef object loader
+    cdef uint64_t data_off
+    cdef bint have_data
+
+    def __init__(self, Block index not None, loader):
+        self.index = index.iterator()
+        self.loader = loader
+        self.data = None
+        self.have_data = False
+
+    cdef int _init_data(self) except -1:
+        cdef uint64_t off, size
+        cdef Block blk
+        if not self.index.valid():
+            self.data = None
+            self.have_data = False
+            return 0
+        _handle_of(self.index, &off, &size)
+        if self.have_data and off == self.data_off:
+            return 0
+        self.data = None
+        self.have_data = False
+        blk = self.loader(off, size)
+        self.data = blk.iterator()
+        self.data_off = off
+        self.have_data = True
+        return 0
+
+    cdef int _skip_forward(self) except -1:
+        while self.data is None or not self.data.valid():
+            if not self.index.valid():
+                self.data = None
+                self.have_data = False
+                return 0
+            self.index._parse_next()
+            self._init_data()
+            if self.data is not None:
+                self.data.seek_to_first()
+        return 0
+
+    cdef int _skip_backward(self) except -1:
+        while self.data is None or not self.data.valid():
+            if not self.index.valid():
+                self.data = None
+                self.have_data = False
+                return 0
+            self.index.prev()
+            self._init_data()
+            if self.data is not None:
+                self.data.seek_to_last()
+        return 0
+
+    cpdef bint valid(self):
+        return self.data is not None and self.data.cur < self.data.limit
+
+    cpdef seek_to_first(self):
+        self.index.seek_to_first()
+        self._init_data()
+        if self.data is not None:
+            self.data.seek_to_first()
+        self._skip_forward()
+
+    cpdef seek_to_last(self):
+        self.index.seek_to_last()
+        self._init_data()
+        if self.data is not None:
+            self.data.seek_to_last()
+        self._skip_backward()
+
+    cpdef seek(self, bytes ikey):
+        self.index.seek(ikey)
+        self._init_data()
+        if self.data is not None:
+            self.data.seek(ikey)
+        self._skip_forward()
+
+    cpdef seek_for_prev(self, bytes ikey):
+        self.seek(ikey)
+        if not self.valid():
+            self.seek_to_last()
+        elif cmp_ikey(self.data.kbuf, self.data.klen, <const unsigned char*>PyBytes_AS_STRING(ikey),
+                      PyBytes_GET_SIZE(ikey)) > 0:
+            self.prev()
+
+    cpdef next(self):
+        if not self.valid():
+            raise ValueError("next() on an invalid iterator")
+        self.data._parse_next()
+        if self.data.cur >= self.data.limit:
+            self._skip_forward()
+
+    cpdef prev(self):
+        if not self.valid():
+            raise ValueError("prev() on an invalid iterator")
+        self.data.prev()
+        self._skip_backward()
+
+    cpdef bytes key(self):
+        if not self.valid():
+            raise ValueError("key() on an invalid iterator")
+        return PyBytes_FromStringAndSize(<char*>self.data.kbuf, self.data.klen)
+
+    cpdef bytes value(self):
+        if not self.valid():
+            raise ValueError("value() on an invalid iterator")
+        return PyBytes_FromStringAndSize(<char*>self.data.ptr + self.data.voff, self.data.vlen)
+
+
+cdef bytes _FF8 = b"\xff" * 8
+
+
+cdef class BoundedIter(InternalIterator):
+    """Any internal iterator restricted to user keys in ``[lo, hi)``
+    (``None`` = unbounded).  It never yields or lands outside the range, in
+    either direction or on any seek.  One thread at a time.
+    """
+    cdef InternalIterator inner
+    cdef bytes lo, hi
+    cdef bytes cur_key
+    cdef bint ok
+
+    def __init__(self, InternalIterator inner not None, lo, hi):
+        if lo is not None and not isinstance(lo, bytes):
+            raise TypeError("lo must be bytes or None")
+        if hi is not None and not isinstance(hi, bytes):
+            raise TypeError("hi must be bytes or None")
+        self.inner = inner
+        self.lo = lo
+        self.hi = hi
+        self.ok = False
+
+    cdef inline int _check(self, bint check_lo, bint check_hi) except -1:
+        cdef bytes k
+        cdef Py_ssize_t kn
+        self.ok = False
+        self.cur_key = None
+        if not self.inner.valid():
+            return 0
+        k = self.inner.key()
+        kn = PyBytes_GET_SIZE(k) - 8
+        if check_hi and self.hi is not None and cmp_user(
+                <const unsigned char*>PyBytes_AS_STRING(k), kn,
+                <const unsigned char*>PyBytes_AS_STRING(self.hi), PyBytes_GET_SIZE(self.hi)) >= 0:
+            return 0
+        if check_lo and self.lo is not None and cmp_user(
+                <const unsigned char*>PyBytes_AS_STRING(k), kn,
+                <const unsigned char*>PyBytes_AS_STRING(self.lo), PyBytes_GET_SIZE(self.lo)) < 0:
+            return 0
+        self.ok = True
+        self.cur_key = k
+        return 0
+
+    cdef inline bint _below_lo(self, bytes ikey):
+        return self.lo is not None and cmp_user(
+            <const unsigned char*>PyBytes_AS_STRING(ikey), PyBytes_GET_SIZE(ikey) - 8,
+            <const unsigned char*>PyBytes_AS_STRING(self.lo), PyBytes_GET_SIZE(self.lo)) < 0
+
+    cdef inline bint _at_or_above_hi(self, bytes ikey):
+        return self.hi is not None and cmp_user(
+            <const unsigned char*>PyBytes_AS_STRING(ikey), PyBytes_GET_SIZE(ikey) - 8,
+            <const unsigned char*>PyBytes_AS_STRING(self.hi), PyBytes_GET_SIZE(self.hi)) >= 0
+
+    cpdef bint valid(self):
+        return self.ok
+
+    cpdef seek_to_first(self):
+        if self.lo is None:
+            self.inner.seek_to_first()
+        else:
+            self.inner.seek(self.lo + _FF8)
+        self._check(False, True)
+
+    cpdef seek_to_last(self):
+        if self.hi is None:
+            self.inner.seek_to_last()
+        else:
+            # The last entry before the first entry of user key hi.
+            self.inner.seek(self.hi + _FF8)
+            if self.inner.valid():
+                self.inner.prev()
+            else:
+                self.inner.seek_to_last()
+        self._check(True, False)
+
+    cpdef seek(self, bytes ikey):
+        if ikey is None or PyBytes_GET_SIZE(ikey) < 8:
+            raise ValueError("seek needs an internal key (>= 8 bytes)")
+        if self._below_lo(ikey):
+            self.seek_to_first()
+        else:
+            self.inner.seek(ikey)
+            self._check(False, True)
+
+    cpdef seek_for_prev(self, bytes ikey):
+        if ikey is None or PyBytes_GET_SIZE(ikey) < 8:
+            raise ValueError("seek_for_prev needs an internal key (>= 8 bytes)")
+        if self._at_or_above_hi(ikey):
+            self.seek_to_last()
+        else:
+            self.inner.seek_for_prev(ikey)
+            self._check(True, False)
+
+    cpdef next(self):
+        if not self.ok:
+            raise ValueError("next() on an invalid iterator")
+        self.inner.next()
+        self._check(False, True)
+
+    cpdef prev(self):
+        if not self.ok:
+            raise ValueError("prev() on an invalid iterator")
+        self.inner.prev()
+        self._check(True, False)
+
+    cpdef bytes key(self):
+        if not self.ok:
+            raise ValueError("key() on an invalid iterator")
+        return self.cur_key
+
+    cpdef bytes value(self):
+        if not self.ok:
+            raise ValueError("value() on an invalid iterator")
+        return self.inner.value()

@@ -1,0 +1,99 @@
+"""Blocks as stored in a table file: compression and the checksummed trailer.
+
+The block contents grammar (entries, restart array) is at the top of
+ext/lsm/_block.pyx; this module owns what wraps it on disk::
+
+    stored_block := payload type:uint8 crc:uint32le
+    payload      := contents                       (type 0, raw)
+                  | zstd frame of contents         (type 1, with content size)
+    crc          := mask(crc32(payload ‖ type))    (zlib.crc32)
+    mask(c)      := ((c >> 15) | (c << 17)) + 0xa282ead8   mod 2**32  (LevelDB's)
+
+The mask keeps a CRC of data that itself embeds CRCs from being trivially
+predictable.  A block is compressed only when that saves at least 1/8 of it
+(LevelDB's rule): otherwise reading it back would cost a decompression for
+little disk saved.
+
+Thread-safety: zstandard (de)compressor objects are not thread-safe, so each
+thread gets its own (thread-local); everything else is pure.
+"""
+import struct
+import threading
+import zlib
+
+import zstandard
+
+from ._block import Block, BlockBuilder, BlockIter, decode_varint, encode_varint
+from .errors import CorruptionError
+
+__all__ = [
+    "Block", "BlockBuilder", "BlockIter", "encode_varint", "decode_varint",
+    "TYPE_RAW", "TYPE_ZSTD", "TRAILER_SIZE", "mask_crc", "unmask_crc",
+    "encode_stored_block", "decode_stored_block",
+]
+
+TYPE_RAW = 0    # never renumber: written to disk
+TYPE_ZSTD = 1   # never renumber: written to disk
+TRAILER_SIZE = 5
+_MASK_DELTA = 0xA282EAD8
+_U32 = struct.Struct("<I")
+
+_local = threading.local()
+
+
+def mask_crc(crc: int) -> int:
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def unmask_crc(masked: int) -> int:
+    rot = (masked - _MASK_DELTA) & 0xFFFFFFFF
+    return ((rot >> 17) | (rot << 15)) & 0xFFFFFFFF
+
+
+def _compressor(level: int):
+    c = getattr(_local, "compressors", None)
+    if c is None:
+        c = _local.compressors = {}
+    comp = c.get(level)
+    if comp is None:
+        comp = c[level] = zstandard.ZstdCompressor(level=level, write_content_size=True)
+    return comp
+
+
+def _decompressor():
+    d = getattr(_local, "decompressor", None)
+    if d is None:
+        d = _local.decompressor = zstandard.ZstdDecompressor()
+    return d
+
+
+def encode_stored_block(contents: bytes, compress: bool, level: int = 1) -> bytes:
+    """``contents`` as written to the file: payload + type + masked CRC."""
+    payload, btype = contents, TYPE_RAW
+    if compress and contents:
+        z = _compressor(level).compress(contents)
+        if len(z) <= len(contents) - len(contents) // 8:
+            payload, btype = z, TYPE_ZSTD
+    crc = mask_crc(zlib.crc32(bytes((btype,)), zlib.crc32(payload)))
+    return b"".join((payload, bytes((btype,)), _U32.pack(crc)))
+
+
+def decode_stored_block(raw: bytes, verify: bool, where: str) -> bytes:
+    """The block contents of ``raw`` (payload + trailer), checking the CRC
+    when ``verify``.  CorruptionError naming ``where`` on any problem."""
+    if len(raw) < TRAILER_SIZE:
+        raise CorruptionError(f"{where}: truncated block ({len(raw)} bytes)")
+    n = len(raw) - TRAILER_SIZE
+    btype = raw[n]
+    if verify:
+        (stored,) = _U32.unpack_from(raw, n + 1)
+        if zlib.crc32(memoryview(raw)[:n + 1]) != unmask_crc(stored):
+            raise CorruptionError(f"{where}: block checksum mismatch")
+    if btype == TYPE_RAW:
+        return raw[:n]
+    if btype == TYPE_ZSTD:
+        try:
+            return _decompressor().decompress(memoryview(raw)[:n])
+        except zstandard.ZstdError as e:
+            raise CorruptionError(f"{where}: bad zstd block: {e}") from None
+    raise CorruptionError(f"{where}: unknown block type {btype}")
