@@ -1,1 +1,41 @@
-"""regions: an HBase-style region server over the lsm engine."""
+"""regions: an HBase-style region server over the lsm engine.
+
+Guide to modules (see docs/regions.md):
+
+- ``server``    RegionServer: tables -> regions, routing, background work, check()
+- ``region``    Region (one lsm store over [start, end), its gate) and RegionInfo
+- ``meta``      the atomic catalogue of tables, regions, split parents, procedures
+- ``procedure`` the split procedure (persisted steps, recovery, kill points, parent GC)
+- ``policy``    split policies: when to split
+- ``adjust``    split-point adjusters: where a split may fall
+- ``options``   ServerOptions
+- ``errors``    RegionError and its subclasses
+
+Importing this package has no side effects (the lsm engine is imported when
+``regions.server`` is).
+"""
+from .adjust import DelimitedKeyPrefix, KeyPrefix
+from .errors import (InvariantError, MetaCorruptionError, RegionBusyError, RegionError,
+                     ServerClosedError, SplitError, TableExistsError, UnknownRegionError,
+                     UnknownTableError)
+from .options import ServerOptions
+from .policy import (ConstantSizeSplitPolicy, DisabledSplitPolicy,
+                     IncreasingToUpperBoundSplitPolicy, SplitPolicy, SteppingSplitPolicy)
+from .region import RegionInfo
+
+__all__ = [
+    "RegionServer", "ServerOptions", "RegionInfo",
+    "SplitPolicy", "ConstantSizeSplitPolicy", "IncreasingToUpperBoundSplitPolicy",
+    "SteppingSplitPolicy", "DisabledSplitPolicy", "KeyPrefix", "DelimitedKeyPrefix",
+    "RegionError", "UnknownTableError", "TableExistsError", "UnknownRegionError", "SplitError",
+    "ServerClosedError", "RegionBusyError", "MetaCorruptionError", "InvariantError",
+]
+
+
+def __getattr__(name):
+    # RegionServer needs lsm.DB; load it on first use so that importing
+    # regions (e.g. regions.presplit) does not pull in the engine.
+    if name == "RegionServer":
+        from .server import RegionServer
+        return RegionServer
+    raise AttributeError(f"module 'regions' has no attribute {name!r}")

@@ -1,0 +1,53 @@
+"""The exception hierarchy of the region server.
+
+Every error the server raises on purpose is a ``RegionError``.  Bad arguments
+raise the built-in ``TypeError`` / ``ValueError`` naming the argument, before
+anything is changed.  Errors of the storage engine (``lsm.LSMError``) pass
+through unchanged: they concern one region's files, not the region layer.
+"""
+
+__all__ = [
+    "RegionError", "UnknownTableError", "TableExistsError", "UnknownRegionError",
+    "SplitError", "ServerClosedError", "RegionBusyError", "MetaCorruptionError",
+    "InvariantError",
+]
+
+
+class RegionError(Exception):
+    """Base class of every error raised by the region layer."""
+
+
+class UnknownTableError(RegionError):
+    """The named table does not exist."""
+
+
+class TableExistsError(RegionError):
+    """``create_table`` was given the name of an existing table."""
+
+
+class UnknownRegionError(RegionError):
+    """No open region of the table has the given region id."""
+
+
+class SplitError(RegionError):
+    """A requested split cannot be done (no split point, hot partition key, ...).
+
+    The region is left exactly as it was.
+    """
+
+
+class ServerClosedError(RegionError):
+    """The server was used after ``close()``."""
+
+
+class RegionBusyError(RegionError):
+    """An operation waited longer than ``ServerOptions.busy_wait_seconds`` for a
+    region in transition (a split that neither finished nor rolled back)."""
+
+
+class MetaCorruptionError(RegionError):
+    """The meta file fails its structural checks: the server refuses to guess."""
+
+
+class InvariantError(RegionError):
+    """``RegionServer.check()`` found a broken invariant (the message says which)."""

@@ -1,0 +1,111 @@
+"""Every tunable of the region server, in one place, each with its reason."""
+from dataclasses import dataclass, replace
+from typing import Optional, Union
+
+from .policy import POLICY_NAMES, SplitPolicy
+
+__all__ = ["ServerOptions"]
+
+
+@dataclass
+class ServerOptions:
+    # -- memory -----------------------------------------------------------
+    #: Memtable bytes of one region's lsm store before it flushes.  HBase's
+    #: 128 MiB flush size scaled to this machine: with many regions the global
+    #: budget below is what really bounds memory.
+    memtable_bytes: int = 8 << 20
+    #: Sum of all regions' memtable bytes the server tolerates; above it the
+    #: background worker flushes the largest memtable (HBase's global memstore
+    #: limit), so a hundred mostly idle regions do not hold 100 memtables.
+    global_memtable_bytes: int = 256 << 20
+
+    # -- splitting --------------------------------------------------------
+    #: When regions split: a ``SplitPolicy`` instance, or one of the names
+    #: "stepping" (HBase 2.x default), "increasing", "constant", "disabled",
+    #: built with the thresholds below.
+    split_policy: Union[str, SplitPolicy] = "stepping"
+    #: Upper bound of a region's file bytes (HBase ``hbase.hregion.max.filesize``
+    #: 10 GiB, scaled down ~20x for a single Python process).
+    max_region_bytes: int = 512 << 20
+    #: First split threshold of a table with one region; 0 means
+    #: 2 x ``memtable_bytes`` (HBase's rule: split after two flushes).
+    initial_region_bytes: int = 0
+    #: Relative spread of each region's maximum (HBase's 0.25), so regions
+    #: growing in step do not all split at once.
+    split_jitter: float = 0.25
+    #: Most regions the server hosts before auto-split stops (HBase's
+    #: ``regionSplitLimit``, 1000): each region costs a memtable, a WAL and
+    #: open files.
+    max_regions: int = 1000
+
+    # -- background work --------------------------------------------------
+    #: Threads that run splits (a split of one table never blocks another's).
+    #: 0 runs no background thread at all: tests then call ``maintain()``.
+    background_workers: int = 1
+    #: Seconds between two passes of the maintenance scan (split checks,
+    #: memtable budget, garbage collection of split parents).
+    maintenance_interval: float = 0.05
+    #: Seconds an operation waits for a region in transition (a split) before
+    #: ``RegionBusyError``.  Splits take milliseconds; this only fires when
+    #: something is badly wrong, so it is generous.
+    busy_wait_seconds: float = 60.0
+
+    # -- storage ----------------------------------------------------------
+    #: Default durability of writes, passed to every region's store (see
+    #: lsm.Options.sync).  Meta is always written with fsync.
+    sync: bool = False
+    #: Base ``lsm.Options`` for region stores (block size, compression, ...);
+    #: ``memtable_bytes``, ``sync``, ``fs`` and the compaction filter are
+    #: always set by the server.  None: lsm's defaults.
+    lsm_options: Optional[object] = None
+    #: The file-system interface (``lsm.fs.OSFileSystem`` when None); used for
+    #: meta and handed to every region's store.
+    fs: object = None
+
+    def copy(self, **changes) -> "ServerOptions":
+        return replace(self, **changes)
+
+    def initial_bytes(self) -> int:
+        return self.initial_region_bytes or 2 * self.memtable_bytes
+
+    def make_policy(self) -> SplitPolicy:
+        """The split policy these options describe."""
+        p = self.split_policy
+        if isinstance(p, SplitPolicy):
+            return p
+        cls = POLICY_NAMES[p]
+        if p == "disabled":
+            return cls()
+        if p == "constant":
+            return cls(self.max_region_bytes, self.split_jitter)
+        return cls(self.max_region_bytes, self.initial_bytes(), self.split_jitter)
+
+    def validate(self) -> None:
+        """Raise TypeError/ValueError naming the first bad field."""
+        for name in ("memtable_bytes", "global_memtable_bytes", "max_region_bytes", "max_regions"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"ServerOptions.{name} must be an int, got {type(v).__name__}")
+            if v < 1:
+                raise ValueError(f"ServerOptions.{name} must be >= 1, got {v}")
+        for name in ("initial_region_bytes", "background_workers"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"ServerOptions.{name} must be an int, got {type(v).__name__}")
+            if v < 0:
+                raise ValueError(f"ServerOptions.{name} must be >= 0, got {v}")
+        for name in ("maintenance_interval", "busy_wait_seconds"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise TypeError(f"ServerOptions.{name} must be a number, got {type(v).__name__}")
+            if v <= 0:
+                raise ValueError(f"ServerOptions.{name} must be > 0, got {v}")
+        if not isinstance(self.split_policy, (str, SplitPolicy)):
+            raise TypeError("ServerOptions.split_policy must be a policy name or a SplitPolicy, "
+                            f"got {type(self.split_policy).__name__}")
+        if isinstance(self.split_policy, str) and self.split_policy not in POLICY_NAMES:
+            raise ValueError(f"ServerOptions.split_policy: unknown policy {self.split_policy!r} "
+                             f"(known: {', '.join(sorted(POLICY_NAMES))})")
+        if not isinstance(self.sync, bool):
+            raise TypeError(f"ServerOptions.sync must be a bool, got {type(self.sync).__name__}")
+        self.make_policy()  # jitter range and threshold checks

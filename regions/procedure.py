@@ -1,0 +1,273 @@
+"""The split procedure: an explicit state machine with persisted steps
+(HBase's ``SplitTableRegionProcedure``), its recovery, and its kill points.
+
+Steps (``run``), each followed by a kill point of the same name:
+
+1. ``split.prepared``: meta records the procedure (parent, split key, the
+   daughters' ids) and marks the parent SPLITTING.
+2. ``split.parent_closed``: the parent is flushed while still serving (so the
+   offline window is short), its gate is closed (new operations wait, those in
+   flight finish), it is flushed again and its store closed: all its data is
+   now in table files that nothing will change.
+3. ``split.daughter_a_created`` / ``split.daughter_b_created``: each daughter
+   is a new store made of bounded views (references) of the parent's table
+   files, ``[start, split)`` and ``[split, end)``: no data is copied, so a split
+   costs the same for 1 MB or 200 MB.
+4. ``split.before_meta`` then the point of no return: ONE meta write replaces
+   the parent by the daughters, records the parent for garbage collection and
+   moves the procedure to ``meta_updated`` (``split.after_meta``).
+5. ``split.daughters_opened``: the daughters are routed to; waiting operations
+   wake up and go to the right daughter.
+6. ``split.done``: the procedure record is removed.
+
+Recovery (``recover``, on server open): a procedure still ``prepared`` rolls
+back (the parent is OPEN again; the daughters' directories are orphans and are
+deleted); one at ``meta_updated`` rolls forward (the daughters are already in
+meta; only the record goes).  In-process, a failure before the point of no
+return rolls back at once and reopens the parent.
+
+Parent garbage collection (``collect_parents``): a split parent's directory is
+deleted once no region of its table refers to its files any more (after the
+daughters' compactions rewrote their views): first the meta write, then the
+directory (``gc.after_meta``), so a crash leaves at worst an orphan directory.
+
+Kill points: set ``REGIONS_KILL_AT=<name>`` in a child process's environment
+and it SIGKILLs itself at that point (crash tests); ``set_kill_hook(f)`` calls
+``f(name)`` at every point (in-process tests may raise to inject a failure).
+"""
+import logging
+import os
+import signal
+
+from . import region as _region
+from .meta import RegionRecord
+
+__all__ = ["SplitProcedure", "recover", "collect_parents", "kill_point", "set_kill_hook",
+           "KILL_ENV", "KILL_POINTS"]
+
+log = logging.getLogger("regions")
+
+KILL_ENV = "REGIONS_KILL_AT"
+KILL_POINTS = (
+    "split.prepared", "split.parent_closed", "split.daughter_a_created",
+    "split.daughter_b_created", "split.before_meta", "split.after_meta",
+    "split.daughters_opened", "split.done", "gc.after_meta",
+)
+_hook = None
+
+
+def set_kill_hook(hook) -> None:
+    """Install ``hook(name)`` called at every kill point (None removes it)."""
+    global _hook
+    _hook = hook
+
+
+def kill_point(name: str) -> None:
+    if os.environ.get(KILL_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if _hook is not None:
+        _hook(name)
+
+
+def _narrow(views, lo: bytes, hi: bytes):
+    """Intersect ``(level, path, vlo, vhi)`` views with ``[lo, hi)`` (b"" /
+    None = unbounded); drop views left empty."""
+    out = []
+    for level, path, vlo, vhi in views:
+        nlo = max(vlo or b"", lo) or None
+        if not hi:
+            nhi = vhi
+        elif vhi is None:
+            nhi = hi
+        else:
+            nhi = min(vhi, hi)
+        if nlo is not None and nhi is not None and nlo >= nhi:
+            continue
+        out.append((level, path, nlo, nhi))
+    return out
+
+
+class SplitProcedure:
+    """Split ``parent`` (an open Region of table state ``table``) at ``split_key``.
+
+    The caller holds ``table.split_lock`` for the whole run and has checked
+    that ``split_key`` lies strictly inside the parent.  ``host`` is the
+    server: the procedure uses its lock, meta, file system and store factory.
+    """
+
+    def __init__(self, host, table, parent, split_key: bytes):
+        self.host = host
+        self.table = table
+        self.parent = parent
+        self.split_key = split_key
+        self.ids = None
+        self.dbs = [None, None]
+        self.parent_closed = False
+        self.past_ponr = False
+
+    def run(self):
+        """Run every step; returns the two daughter Regions.  Before the point of
+        no return any exception rolls the split back and is re-raised."""
+        try:
+            self._prepare()
+            self._close_parent()
+            self._create_daughters()
+            kill_point("split.before_meta")
+            self._update_meta()
+        except BaseException:
+            if not self.past_ponr:
+                self._rollback()
+                raise
+            self._roll_forward()   # past the point of no return: finish, then report
+            raise
+        return self._roll_forward()
+
+    def _roll_forward(self):
+        daughters = self._open_daughters()
+        self._finish()
+        return daughters
+
+    # -- steps ------------------------------------------------------------
+    def _prepare(self):
+        host, p = self.host, self.parent
+        with host._lock:
+            def change(doc):
+                self.ids = (doc.allocate_id(), doc.allocate_id())
+                for r in doc.tables[self.table.name]["regions"]:
+                    if r.id == p.id:
+                        r.state = "SPLITTING"
+                doc.procedures.append({"kind": "split", "table": self.table.name, "parent": p.id,
+                                       "split_key": self.split_key, "daughters": list(self.ids),
+                                       "step": "prepared"})
+            host._meta.update(change)
+        kill_point("split.prepared")
+
+    def _close_parent(self):
+        p = self.parent
+        p.db.flush(wait=True)                   # pre-flush while still serving
+        p.close_gate(_region.SPLITTING, self.host.options.busy_wait_seconds)
+        p.db.flush(wait=True)
+        self.views = p.db.live_tables()
+        p.db.close()
+        self.parent_closed = True
+        kill_point("split.parent_closed")
+
+    def _create_daughters(self):
+        p, k = self.parent, self.split_key
+        bounds = ((p.start, k), (k, p.end))
+        for i, name in enumerate(("split.daughter_a_created", "split.daughter_b_created")):
+            lo, hi = bounds[i]
+            self.dbs[i] = self.host._create_store(self.table, self.ids[i], _narrow(self.views, lo, hi))
+            kill_point(name)
+
+    def _update_meta(self):
+        p, k, (a, b) = self.parent, self.split_key, self.ids
+        name = self.table.name
+        with self.host._lock:
+            def change(doc):
+                regions = doc.tables[name]["regions"]
+                i = next(i for i, r in enumerate(regions) if r.id == p.id)
+                regions[i:i + 1] = [RegionRecord(a, p.start, k), RegionRecord(b, k, p.end)]
+                doc.parents.append({"table": name, "id": p.id, "daughters": [a, b]})
+                for proc in doc.procedures:
+                    if proc["parent"] == p.id:
+                        proc["step"] = "meta_updated"
+            self.host._meta.update(change)
+            self.past_ponr = True
+        kill_point("split.after_meta")
+
+    def _open_daughters(self):
+        p, k = self.parent, self.split_key
+        host = self.host
+        da = host._make_region(self.table, self.ids[0], p.start, k, self.dbs[0])
+        db = host._make_region(self.table, self.ids[1], k, p.end, self.dbs[1])
+        with host._lock:
+            starts, regs = self.table.layout
+            i = regs.index(p)
+            regs = regs[:i] + [da, db] + regs[i + 1:]
+            self.table.layout = ([r.start for r in regs], regs)
+        p.set_state(_region.SPLIT)              # waiting operations route again
+        log.info("split region %d of %r at %r into %d [%r, %r) and %d [%r, %r)",
+                 p.id, self.table.name, k, da.id, p.start, k, db.id, k, p.end)
+        kill_point("split.daughters_opened")
+        return da, db
+
+    def _finish(self):
+        try:
+            with self.host._lock:
+                self.host._meta.update(lambda doc: doc.procedures.__setitem__(
+                    slice(None), [x for x in doc.procedures if x["parent"] != self.parent.id]))
+        except Exception:   # recovery drops a meta_updated record on the next open
+            log.exception("split of region %d: could not remove the procedure record", self.parent.id)
+        kill_point("split.done")
+
+    def _rollback(self):
+        host, p = self.host, self.parent
+        log.warning("split of region %d of %r rolled back", p.id, self.table.name)
+        for i, db in enumerate(self.dbs):
+            if db is not None:
+                try:
+                    db.close()
+                except Exception:
+                    log.exception("closing daughter %d during rollback", self.ids[i])
+        if self.ids:
+            for rid in self.ids:
+                host._fs.rmtree(host._region_path(rid), missing_ok=True)
+        if self.parent_closed:
+            p.db = host._open_store(self.table, p.id)
+        with host._lock:
+            host._meta.update(lambda doc: _rollback_doc(doc, p.id))
+        p.set_state(_region.OPEN)
+
+
+def _rollback_doc(doc, parent_id):
+    for t in doc.tables.values():
+        for r in t["regions"]:
+            if r.id == parent_id:
+                r.state = "OPEN"
+    doc.procedures = [x for x in doc.procedures if x["parent"] != parent_id]
+
+
+def recover(meta) -> None:
+    """Finish or undo the splits a crash interrupted (meta only; orphan
+    directories are removed by the caller afterwards)."""
+    procs = meta.doc.procedures
+    if not procs:
+        return
+
+    def change(doc):
+        for proc in list(doc.procedures):
+            if proc["step"] == "prepared":
+                log.warning("recovery: split of region %d of %r rolled back",
+                            proc["parent"], proc["table"])
+                _rollback_doc(doc, proc["parent"])
+            else:
+                log.warning("recovery: split of region %d of %r rolled forward",
+                            proc["parent"], proc["table"])
+        doc.procedures = []
+    meta.update(change)
+
+
+def collect_parents(host, table) -> int:
+    """Delete the split parents of ``table`` no region refers to; returns how
+    many.  The caller holds ``table.split_lock`` (no split may be copying views
+    of a parent meanwhile)."""
+    parents = [p for p in host._meta.doc.parents if p["table"] == table.name]
+    if not parents:
+        return 0
+    refs = set()
+    for r in table.layout[1]:
+        refs.update(os.path.realpath(f) for f in r.db.external_files())
+    done = 0
+    for p in parents:
+        pdir = os.path.realpath(host._region_path(p["id"])) + os.sep
+        if any(f.startswith(pdir) for f in refs):
+            continue
+        with host._lock:
+            host._meta.update(lambda doc: doc.parents.__setitem__(
+                slice(None), [x for x in doc.parents if x["id"] != p["id"]]))
+        kill_point("gc.after_meta")
+        host._fs.rmtree(host._region_path(p["id"]), missing_ok=True)
+        log.info("deleted split parent %d of %r", p["id"], table.name)
+        done += 1
+    return done

@@ -1,0 +1,697 @@
+"""The region server: tables as sorted lists of regions, routing, meta,
+background flush / split / garbage collection.
+
+Directory layout (under the server's ``path``)::
+
+    LOCK              exclusive lock: one server per directory
+    META              the catalogue (format in regions/meta.py)
+    regions/r<id>/    one lsm store per region (and per split parent still
+                      referred to by its daughters)
+
+Routing is a bisect over the start keys of a table's regions.  A table's
+``layout`` (start keys, regions) is replaced whole under the server lock and
+read without it, so lookups never wait for a lock.
+
+Thread-safety: every public method may be called from any thread.  Reads and
+writes of one region never wait for another region; a region being split
+makes its own operations wait briefly (then they go to the right daughter).
+Lock order: ``table.split_lock`` before ``server._lock``; a region's gate is
+never held while taking either.
+"""
+import bisect
+import itertools
+import json
+import logging
+import os
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import lsm
+
+from . import procedure, region as _region
+from .adjust import adjust_split_point
+from .errors import (InvariantError, ServerClosedError, SplitError, TableExistsError,
+                     UnknownRegionError, UnknownTableError)
+from .meta import Meta, RegionRecord, check_layout, region_dir_name
+from .options import ServerOptions
+from .policy import jitter_rate
+from .region import Region, RegionInfo
+
+__all__ = ["RegionServer"]
+
+log = logging.getLogger("regions")
+
+_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,254}\Z")
+_FIRST_CHUNK, _MAX_CHUNK = 64, 4096     # scan batch sizes (see _scan_forward)
+
+
+def _keep_all(key, value):
+    return False
+
+
+class _Hooks:
+    """Per-table runtime hooks (not persisted).  The lsm stores of the table
+    hold ``filter_factory``, which reads the current hook at every compaction,
+    so a hook set after a store opened still takes effect."""
+
+    def __init__(self):
+        self.split_boundary = None
+        self.compaction_filter_factory = None
+
+    def filter_factory(self):
+        f = self.compaction_filter_factory
+        return f() if f is not None else _keep_all
+
+
+class _Table:
+    """A table's in-memory state: layout, hooks and the lock that serialises
+    its splits, garbage collection and deletion."""
+
+    def __init__(self, name):
+        self.name = name
+        self.hooks = _Hooks()
+        self.split_lock = threading.Lock()
+        self.layout = ([], [])      # (start keys, regions), replaced whole
+
+
+def _check_key(key, name="key"):
+    if type(key) is not bytes:
+        raise TypeError(f"{name} must be bytes, got {type(key).__name__}")
+
+
+def _check_bound(key, name):
+    if key is not None:
+        _check_key(key, name)
+
+
+def _batch_of(ops):
+    b = lsm.WriteBatch()
+    for kind, key, value in ops:
+        if kind == lsm.dbformat.KIND_VALUE:
+            b.put(key, value)
+        else:
+            b.delete(key)
+    return b
+
+
+class RegionServer:
+    """Hosts tables of regions in one directory.  Use ``RegionServer.open``."""
+
+    # -- lifecycle --------------------------------------------------------
+    @classmethod
+    def open(cls, path, options: ServerOptions = None) -> "RegionServer":
+        """Open (creating if missing) the server at ``path``; recovers any
+        split a crash interrupted and deletes orphan region directories."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or path-like, got {type(path).__name__}")
+        options = options if options is not None else ServerOptions()
+        if not isinstance(options, ServerOptions):
+            raise TypeError(f"options must be a ServerOptions, got {type(options).__name__}")
+        options.validate()
+        return cls(os.path.abspath(os.fspath(path)), options)
+
+    def __init__(self, path, options):
+        self.path = path
+        self.options = options
+        self._fs = options.fs if options.fs is not None else lsm.fs.OSFileSystem()
+        self._policy = options.make_policy()
+        self._lock = threading.RLock()
+        self._tables = {}
+        self._closed = False
+        self._fs.makedirs(os.path.join(path, "regions"))
+        self._file_lock = self._fs.lock(os.path.join(path, "LOCK"))
+        try:
+            self._meta = Meta.open(self._fs, path)
+            if not self._fs.exists(self._meta.path):
+                self._meta.update(lambda doc: None)
+            procedure.recover(self._meta)
+            self._remove_orphans()
+            for name, rec in self._meta.doc.tables.items():
+                t = _Table(name)
+                regs = [self._make_region(t, r.id, r.start, r.end, self._open_store(t, r.id))
+                        for r in rec["regions"]]
+                t.layout = ([r.start for r in regs], regs)
+                self._tables[name] = t
+        except BaseException:
+            self._close_regions()
+            self._file_lock.release()
+            raise
+        self._stop = threading.Event()
+        self._pending = set()
+        self._executor = None
+        self._thread = None
+        if options.background_workers:
+            self._executor = ThreadPoolExecutor(options.background_workers,
+                                                thread_name_prefix="regions-split")
+            self._thread = threading.Thread(target=self._maintenance_loop,
+                                            name="regions-maintenance", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        """Stop background work, close every region.  Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._executor.shutdown(wait=True)
+        self._close_regions()
+        self._file_lock.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _close_regions(self):
+        for t in list(self._tables.values()):
+            with t.split_lock:
+                for r in t.layout[1]:
+                    r.close_gate(_region.CLOSED, self.options.busy_wait_seconds)
+                    r.db.close()
+                    r.set_state(_region.CLOSED)
+        self._tables = {}
+
+    # -- stores -----------------------------------------------------------
+    def _region_path(self, region_id: int) -> str:
+        return os.path.join(self.path, "regions", region_dir_name(region_id))
+
+    def _store_options(self, table):
+        base = self.options.lsm_options if self.options.lsm_options is not None else lsm.Options()
+        return base.copy(memtable_bytes=self.options.memtable_bytes, sync=self.options.sync,
+                         fs=self._fs, compaction_filter_factory=table.hooks.filter_factory)
+
+    def _open_store(self, table, region_id):
+        return lsm.DB.open(self._region_path(region_id), self._store_options(table))
+
+    def _create_store(self, table, region_id, views):
+        return lsm.DB.create_from_views(self._region_path(region_id), views,
+                                        self._store_options(table))
+
+    def _make_region(self, table, region_id, start, end, db):
+        rate = jitter_rate(region_id, getattr(self._policy, "jitter", 0.0))
+        return Region(table.name, region_id, start, end, db, rate)
+
+    def _remove_orphans(self):
+        """Delete region directories meta does not know (crash leftovers)."""
+        keep = {region_dir_name(i) for i in self._meta.doc.region_ids()}
+        root = os.path.join(self.path, "regions")
+        for name in self._fs.listdir(root):
+            if name not in keep:
+                log.warning("removing orphan region directory %s", name)
+                self._fs.rmtree(os.path.join(root, name), missing_ok=True)
+
+    # -- tables -----------------------------------------------------------
+    def _table(self, name) -> _Table:
+        t = self._tables.get(name)
+        if t is None:
+            if self._closed:
+                raise ServerClosedError("the region server is closed")
+            if not isinstance(name, str):
+                raise TypeError(f"table name must be a str, got {type(name).__name__}")
+            raise UnknownTableError(f"table {name!r} does not exist")
+        return t
+
+    def _check_open(self):
+        if self._closed:
+            raise ServerClosedError("the region server is closed")
+
+    def create_table(self, name: str, split_keys=None, attributes=None) -> None:
+        """Create a table pre-split at ``split_keys`` (sorted, unique, non-empty
+        bytes; n keys give n + 1 regions) with the JSON object ``attributes``
+        stored atomically beside it.  Bad input raises TypeError/ValueError
+        naming it, and an existing name TableExistsError; nothing is created."""
+        if not isinstance(name, str):
+            raise TypeError(f"table name must be a str, got {type(name).__name__}")
+        if not _TABLE_NAME.match(name):
+            raise ValueError(f"table name {name!r} is invalid: 1-255 characters of letters, "
+                             "digits, '_', '.', '-', not starting with a digit, '.' or '-'")
+        keys = self._check_split_keys(split_keys)
+        attributes = self._check_attributes(attributes)
+        self._check_open()
+        bounds = [b""] + keys + [b""]
+        with self._lock:
+            if name in self._tables:
+                raise TableExistsError(f"table {name!r} already exists")
+            t = _Table(name)
+            first = self._meta.doc.next_region_id
+            regs = []
+            try:
+                for i in range(len(bounds) - 1):
+                    db = self._open_store(t, first + i)
+                    regs.append(self._make_region(t, first + i, bounds[i], bounds[i + 1], db))
+
+                def change(doc):
+                    doc.next_region_id = first + len(regs)
+                    doc.tables[name] = {"attributes": attributes, "regions": [
+                        RegionRecord(r.id, r.start, r.end) for r in regs]}
+                self._meta.update(change)
+            except BaseException:
+                for r in regs:
+                    r.db.close()
+                for i in range(len(bounds) - 1):
+                    self._fs.rmtree(self._region_path(first + i), missing_ok=True)
+                raise
+            t.layout = (bounds[:-1], regs)
+            self._tables[name] = t
+        log.info("created table %r with %d regions", name, len(regs))
+
+    @staticmethod
+    def _check_split_keys(split_keys):
+        if split_keys is None:
+            return []
+        if not isinstance(split_keys, (list, tuple)):
+            raise TypeError(f"split_keys must be a list of bytes, got {type(split_keys).__name__}")
+        for i, k in enumerate(split_keys):
+            if type(k) is not bytes:
+                raise TypeError(f"split_keys[{i}] must be bytes, got {type(k).__name__}")
+            if not k:
+                raise ValueError(f"split_keys[{i}] is empty (b'' already bounds the first region)")
+            if i and k <= split_keys[i - 1]:
+                what = "a duplicate of" if k == split_keys[i - 1] else "not after"
+                raise ValueError(f"split_keys[{i}] = {k!r} is {what} split_keys[{i - 1}] = "
+                                 f"{split_keys[i - 1]!r}: split keys must be sorted and unique")
+        return list(split_keys)
+
+    @staticmethod
+    def _check_attributes(attributes):
+        if attributes is None:
+            return {}
+        if not isinstance(attributes, dict):
+            raise TypeError(f"attributes must be a dict, got {type(attributes).__name__}")
+        try:
+            return json.loads(json.dumps(attributes, allow_nan=False))
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"attributes must be JSON-serialisable: {e}") from None
+
+    def table_attributes(self, name: str) -> dict:
+        """A copy of the table's attributes."""
+        self._table(name)
+        with self._lock:
+            return json.loads(json.dumps(self._meta.doc.tables[name]["attributes"]))
+
+    def set_table_attributes(self, name: str, attributes: dict) -> None:
+        """Replace the table's attributes (one atomic meta write)."""
+        if not isinstance(attributes, dict):
+            raise TypeError(f"attributes must be a dict, got {type(attributes).__name__}")
+        attributes = self._check_attributes(attributes)
+        with self._lock:
+            self._table(name)
+            self._meta.update(lambda doc: doc.tables[name].__setitem__("attributes", attributes))
+
+    def delete_table(self, name: str) -> None:
+        """Delete the table and all its files (meta first: a crash leaves orphans only)."""
+        t = self._table(name)
+        with t.split_lock:
+            with self._lock:
+                if self._tables.get(name) is not t:
+                    raise UnknownTableError(f"table {name!r} does not exist")
+                parents = [p["id"] for p in self._meta.doc.parents if p["table"] == name]
+
+                def change(doc):
+                    del doc.tables[name]
+                    doc.parents = [p for p in doc.parents if p["table"] != name]
+                self._meta.update(change)
+                del self._tables[name]
+            for r in t.layout[1]:
+                r.close_gate(_region.CLOSED, self.options.busy_wait_seconds)
+                r.db.close()
+                r.set_state(_region.CLOSED)
+            for rid in [r.id for r in t.layout[1]] + parents:
+                self._fs.rmtree(self._region_path(rid), missing_ok=True)
+        log.info("deleted table %r", name)
+
+    def list_tables(self) -> list:
+        self._check_open()
+        return sorted(self._tables)
+
+    def configure_table(self, name: str, split_boundary=None, compaction_filter_factory=None) -> None:
+        """Set the table's runtime hooks (not persisted; call after every open).
+
+        ``split_boundary(key) -> bytes`` maps a row key to the first key of its
+        indivisible group (see regions/adjust.py); ``compaction_filter_factory``
+        is handed to every region store of the table, present and future.
+        """
+        for arg, what in ((split_boundary, "split_boundary"),
+                          (compaction_filter_factory, "compaction_filter_factory")):
+            if arg is not None and not callable(arg):
+                raise TypeError(f"{what} must be callable or None, got {type(arg).__name__}")
+        hooks = self._table(name).hooks
+        hooks.split_boundary = split_boundary
+        hooks.compaction_filter_factory = compaction_filter_factory
+
+    def regions(self, name: str) -> list:
+        """``RegionInfo`` of every region of the table, in key order."""
+        out = []
+        for r in self._table(name).layout[1]:
+            stats = self._stats(r)
+            out.append(r.info(stats))
+        return out
+
+    def _stats(self, r):
+        if not r.enter(None):
+            return {}
+        try:
+            return r.db.stats()
+        finally:
+            r.exit()
+
+    # -- data -------------------------------------------------------------
+    def _enter(self, table, key, write, before=False):
+        """Route to the region holding ``key`` (``before``: the region holding
+        the keys just below ``key``, None meaning the end) and enter its gate."""
+        while True:
+            starts, regs = self._table(table).layout
+            if before:
+                i = len(regs) - 1 if key is None else bisect.bisect_left(starts, key) - 1
+            else:
+                i = bisect.bisect_right(starts, key) - 1
+            r = regs[i]
+            if r.enter(write):
+                return r
+            r.wait_transition(self.options.busy_wait_seconds)
+
+    def put(self, table: str, key: bytes, value: bytes, sync=None) -> None:
+        _check_key(key)
+        r = self._enter(table, key, True)
+        try:
+            r.db.put(key, value, sync)
+        finally:
+            r.exit()
+
+    def delete(self, table: str, key: bytes, sync=None) -> None:
+        _check_key(key)
+        r = self._enter(table, key, True)
+        try:
+            r.db.delete(key, sync)
+        finally:
+            r.exit()
+
+    def get(self, table: str, key: bytes):
+        _check_key(key)
+        r = self._enter(table, key, False)
+        try:
+            return r.db.get(key)
+        finally:
+            r.exit()
+
+    def write(self, table: str, batch, sync=None) -> None:
+        """Apply ``batch`` (an ``lsm.WriteBatch``).  Atomic when all its keys lie
+        in one region (always true for one row); a batch spanning regions is
+        applied region by region, each part atomic."""
+        if not isinstance(batch, lsm.WriteBatch):
+            raise TypeError(f"batch must be an lsm.WriteBatch, got {type(batch).__name__}")
+        ops = batch.ops
+        if not ops:
+            self._table(table)
+            return
+        while ops:
+            r = self._enter(table, ops[0][1], True)
+            try:
+                mine = [op for op in ops if r.contains(op[1])]
+                r.db.write(batch if len(mine) == len(ops) else _batch_of(mine), sync)
+            finally:
+                r.exit()
+            ops = [op for op in ops if not r.contains(op[1])]
+            batch = _batch_of(ops)
+
+    def scan(self, table: str, start=None, end=None, reverse=False):
+        """Iterate ``(key, value)`` over ``[start, end)`` of the table in key order
+        (descending with ``reverse``), across regions and through splits.
+
+        Not a point-in-time snapshot across regions: rows are read in chunks,
+        each from one region under its gate, so a long scan never holds a
+        split back.  Every key present for the whole scan is returned once.
+        """
+        _check_bound(start, "start")
+        _check_bound(end, "end")
+        self._table(table)
+        if reverse:
+            return self._scan_reverse(table, start or b"", end)
+        return self._scan_forward(table, start or b"", end)
+
+    def _scan_forward(self, table, lo, hi):
+        chunk = _FIRST_CHUNK
+        while hi is None or lo < hi:
+            r = self._enter(table, lo, False)
+            try:
+                sub_hi = hi if not r.end or (hi is not None and hi < r.end) else r.end
+                items = list(itertools.islice(r.db.scan(lo or None, sub_hi), chunk))
+            finally:
+                r.exit()
+            yield from items
+            if len(items) == chunk:
+                lo = items[-1][0] + b"\x00"
+                chunk = min(chunk * 2, _MAX_CHUNK)
+            elif not r.end or (hi is not None and r.end >= hi):
+                return
+            else:
+                lo = r.end
+
+    def _scan_reverse(self, table, lo, hi):
+        chunk = _FIRST_CHUNK
+        while hi is None or lo < hi:
+            r = self._enter(table, hi, False, before=True)
+            try:
+                sub_lo = max(lo, r.start) or None
+                items = list(itertools.islice(r.db.scan(sub_lo, hi, reverse=True), chunk))
+            finally:
+                r.exit()
+            yield from items
+            if len(items) == chunk:
+                hi = items[-1][0]
+                chunk = min(chunk * 2, _MAX_CHUNK)
+            elif r.start <= lo:
+                return
+            else:
+                hi = r.start
+
+    # -- operations -------------------------------------------------------
+    def flush_all(self) -> None:
+        """Flush every region's memtable to table files (and wait)."""
+        self._check_open()
+        for t in list(self._tables.values()):
+            for r in t.layout[1]:
+                self._with_store(r, lambda db: db.flush(wait=True))
+
+    def compact(self, table: str) -> None:
+        """Compact every region of the table fully (this also rewrites the
+        views daughters hold of their parents' files)."""
+        for r in self._table(table).layout[1]:
+            self._with_store(r, lambda db: db.compact_range())
+
+    def _with_store(self, r, fn):
+        """Run ``fn(r.db)`` under the gate; a region that split meanwhile is
+        skipped (its daughters are in the layout the caller reads next)."""
+        if r.enter(None):
+            try:
+                fn(r.db)
+            finally:
+                r.exit()
+
+    def split_region(self, table: str, region_id: int, split_key=None) -> list:
+        """Split one region now, at ``split_key`` or at its middle key; the point
+        is moved by the table's split boundary like an automatic one.  Returns
+        the daughters' ``RegionInfo``; ``SplitError`` if it cannot split."""
+        if isinstance(region_id, bool) or not isinstance(region_id, int):
+            raise TypeError(f"region_id must be an int, got {type(region_id).__name__}")
+        _check_bound(split_key, "split_key")
+        t = self._table(table)
+        with t.split_lock:
+            self._check_open()
+            r = next((r for r in t.layout[1] if r.id == region_id), None)
+            if r is None or self._tables.get(table) is not t:
+                raise UnknownRegionError(f"table {table!r} has no region {region_id}")
+            if split_key is not None and not (split_key > r.start and (not r.end or split_key < r.end)):
+                raise ValueError(f"split_key {split_key!r} is not strictly inside region "
+                                 f"{region_id} [{r.start!r}, {r.end!r})")
+            point = self._split_point(t, r, split_key)
+            daughters = procedure.SplitProcedure(self, t, r, point).run()
+        return [d.info() for d in daughters]
+
+    def _split_point(self, t, r, proposed):
+        """The adjusted split key of region ``r`` (SplitError with the reason if none)."""
+        if not r.enter(None):
+            raise SplitError(f"region {r.id} of {t.name!r} is not serving")
+        try:
+            if proposed is None:
+                proposed = r.db.middle_key(r.start or None, r.end or None)
+                if proposed is None:
+                    raise SplitError(f"region {r.id} of {t.name!r} has too little data to split")
+
+            def keys_after(k):
+                return (key for key, _ in r.db.scan(k + b"\x00", r.end or None))
+            point, reason = adjust_split_point(proposed, r.start, r.end,
+                                               t.hooks.split_boundary, keys_after)
+        finally:
+            r.exit()
+        if point is None:
+            raise SplitError(f"region {r.id} of {t.name!r} cannot split: {reason}")
+        return point
+
+    # -- background work --------------------------------------------------
+    def _maintenance_loop(self):
+        while not self._stop.wait(self.options.maintenance_interval):
+            try:
+                self.maintain()
+            except Exception:
+                log.exception("regions maintenance pass failed")
+
+    def maintain(self) -> None:
+        """One maintenance pass: flush the largest memtable while over the
+        global budget, split the regions the policy selects, delete split
+        parents nothing refers to.  The background thread calls this every
+        ``maintenance_interval``; with ``background_workers=0`` tests call it,
+        and splits then run inline."""
+        if self._closed:
+            return
+        self._enforce_memtable_budget()
+        total = sum(len(t.layout[1]) for t in self._tables.values())
+        for t in list(self._tables.values()):
+            regs = t.layout[1]
+            for r in regs:
+                if total >= self.options.max_regions:
+                    break
+                if self._wants_split(r, len(regs)):
+                    total += 1
+                    self._submit_split(t, r)
+            self._submit_gc(t)
+
+    def _wants_split(self, r, count):
+        stats = self._stats(r)
+        size = int(stats.get("table_bytes", 0))
+        if r.split_blocker is not None and size < r.blocked_at_size * 1.25:
+            return False        # hot: re-examined once it has grown by a quarter
+        return self._policy.should_split(size, count, r.jitter_rate)
+
+    def _run_in_background(self, key, fn):
+        if self._executor is None:
+            fn()
+            return
+        with self._lock:
+            if key in self._pending or self._closed:
+                return
+            self._pending.add(key)
+
+        def task():
+            try:
+                fn()
+            except Exception:
+                log.exception("background task %r failed", key)
+            finally:
+                with self._lock:
+                    self._pending.discard(key)
+        self._executor.submit(task)
+
+    def _submit_split(self, t, r):
+        def task():
+            with t.split_lock:
+                if self._closed or self._tables.get(t.name) is not t or r not in t.layout[1]:
+                    return
+                try:
+                    point = self._split_point(t, r, None)
+                except SplitError as e:
+                    if "cannot split" in str(e):
+                        if r.split_blocker is None:
+                            log.warning("%s", e)
+                        r.split_blocker = str(e)
+                        r.blocked_at_size = int(self._stats(r).get("table_bytes", 0)) or 1
+                    return
+                r.split_blocker = None
+                procedure.SplitProcedure(self, t, r, point).run()
+        self._run_in_background(("split", t.name, r.id), task)
+
+    def _submit_gc(self, t):
+        if not any(p["table"] == t.name for p in self._meta.doc.parents):
+            return
+
+        def task():
+            with t.split_lock:
+                if not self._closed and self._tables.get(t.name) is t:
+                    procedure.collect_parents(self, t)
+        self._run_in_background(("gc", t.name), task)
+
+    def _enforce_memtable_budget(self):
+        sizes = []
+        for t in list(self._tables.values()):
+            for r in t.layout[1]:
+                sizes.append((int(self._stats(r).get("memtable_bytes", 0)), r))
+        total = sum(s for s, _ in sizes)
+        for size, r in sorted(sizes, key=lambda x: -x[0]):
+            if total <= self.options.global_memtable_bytes or size == 0:
+                break
+            self._with_store(r, lambda db: db.flush(wait=False))
+            total -= size
+
+    # -- verification -----------------------------------------------------
+    def check(self) -> None:
+        """Verify the server's invariants; ``InvariantError`` lists what is broken.
+
+        Meta and the in-memory layout agree; every table's regions are sorted,
+        contiguous, non-overlapping and cover the key space; no split is half
+        done; every region's table files exist and every file a region refers
+        to in another directory belongs to a split parent still in meta; no
+        orphan directory is left.  Waits for splits in progress to finish.
+        """
+        self._check_open()
+        problems = []
+        tables = sorted(self._tables.values(), key=lambda t: t.name)
+        locks = [t.split_lock for t in tables]
+        for lk in locks:
+            lk.acquire()
+        try:
+            with self._lock:
+                doc = self._meta.doc
+                if set(doc.tables) != {t.name for t in tables}:
+                    problems.append(f"meta tables {sorted(doc.tables)} != open tables "
+                                    f"{[t.name for t in tables]}")
+                if doc.procedures:
+                    problems.append(f"split procedures left in meta: {doc.procedures}")
+                for t in tables:
+                    problems += self._check_table(t, doc)
+                wanted = {region_dir_name(i) for i in doc.region_ids()}
+                present = set(self._fs.listdir(os.path.join(self.path, "regions")))
+                if present - wanted:
+                    problems.append(f"orphan region directories: {sorted(present - wanted)}")
+                if wanted - present:
+                    problems.append(f"missing region directories: {sorted(wanted - present)}")
+        finally:
+            for lk in locks:
+                lk.release()
+        if problems:
+            raise InvariantError("; ".join(problems))
+
+    def _check_table(self, t, doc):
+        problems = []
+        rec = doc.tables.get(t.name)
+        starts, regs = t.layout
+        try:
+            check_layout(t.name, regs)
+        except ValueError as e:
+            problems.append(str(e))
+        if rec is not None:
+            mine = [(r.id, r.start, r.end) for r in regs]
+            theirs = [(r.id, r.start, r.end) for r in rec["regions"]]
+            if mine != theirs:
+                problems.append(f"table {t.name!r}: layout {mine} != meta {theirs}")
+        if starts != [r.start for r in regs]:
+            problems.append(f"table {t.name!r}: routing keys do not match the regions")
+        parent_dirs = [os.path.realpath(self._region_path(p["id"])) + os.sep
+                       for p in doc.parents if p["table"] == t.name]
+        for r in regs:
+            if r.state is not _region.OPEN:
+                problems.append(f"region {r.id} of {t.name!r} is {r.state}")
+                continue
+            for level, path, lo, hi in r.db.live_tables():
+                if not self._fs.exists(path):
+                    problems.append(f"region {r.id} of {t.name!r}: table file {path} is missing")
+            for path in r.db.external_files():
+                real = os.path.realpath(path)
+                if not any(real.startswith(d) for d in parent_dirs):
+                    problems.append(f"region {r.id} of {t.name!r} refers to {path}, "
+                                    "which is not a file of a split parent in meta")
+        return problems
