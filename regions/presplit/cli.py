@@ -1,0 +1,269 @@
+"""``regions-presplit``: plan, evaluate and create a pre-split table.
+
+The command line is a thin layer over the library: it builds one
+``SplitAlgorithm`` from the arguments, asks it for the points, optionally
+evaluates them against a workload and asks the advisor, writes the plan, and
+optionally creates the table. Every expected failure is a ``PresplitError``
+or ``KeyDesignError``; ``main`` prints it as one line on stderr and returns
+2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from ..keys import KeyDesignError
+from . import algorithms as alg
+from .advisor import advise
+from .errors import PresplitError
+from .evaluator import WORKLOADS, bar_chart, evaluate, plot, render_table, show, workload
+from .formats import (KEY_TYPES, from_string_binary, parse_point, points_json,
+                      read_sample_file, read_splits_file, splits_text)
+
+PROG = "regions-presplit"
+ALGORITHMS = ("hex", "decimal", "alphabet", "uniform", "integer", "hash-prefix", "salt",
+              "sample", "explicit", "interpolate")
+
+DESCRIPTION = """\
+Propose split points for a table pre-split into N regions, show how keys
+and load would spread over them, and optionally create the table.
+
+Choose the algorithm that matches the keys that will really arrive:
+  hex          fixed-width [0-9a-f] strings, e.g. an md5 prefix (HBase HexStringSplit)
+  decimal      fixed-width digit strings (HBase DecimalStringSplit)
+  alphabet     fixed-width strings over --alphabet (base36, [0-9A-Za-z], ...)
+  uniform      raw bytes of --length (HBase UniformSplit; Tablestore BINARY keys)
+  integer      an INTEGER partition key in [--low, --high]
+  hash-prefix  keys = first --width hex digits of md5/mmh3(id) + id
+  salt         keys = one of --buckets zero-padded salts + id
+  sample       quantiles of real keys from --sample FILE (equal count or --by bytes)
+  explicit     your own points: --points a,b,c or --splits FILE (HBase SPLITS file)
+  interpolate  bytes between --start and --end (HBase Bytes.split; beware text keys)
+
+Then look before you create: --evaluate draws a workload from the
+algorithm's keyspace (uniform, sequential ids, timestamps, zipf) or reads
+keys from --key-file, prints the share of keys and bytes per region, a bar
+chart, the hot spot of the last 10%% of writes, and the advisor's findings
+(monotonic keys, few partition-key values, empty regions, skew).
+"""
+
+EPILOG = """\
+examples:
+  %(prog)s hex --regions 16 --length 16
+  %(prog)s --sample keys.txt --regions 8 --format splits -o splits.txt
+  %(prog)s integer --regions 4 --low 0 --high 999 --format json
+  %(prog)s decimal --regions 8 --evaluate sequential      # the monotonic trap
+  %(prog)s hash-prefix --width 4 --regions 8 --evaluate sequential
+  %(prog)s hex --regions 16 --evaluate --plot spread.png
+  %(prog)s hex --regions 16 --create-table ./data orders
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("algorithm", nargs="?", choices=ALGORITHMS, metavar="ALGORITHM",
+                   help="one of: " + ", ".join(ALGORITHMS) + " (default: sample with --sample)")
+    p.add_argument("-n", "--regions", type=int, metavar="N", help="number of regions (N-1 points)")
+    g = p.add_argument_group("keyspace")
+    g.add_argument("--length", type=int, default=8, help="key length in characters or bytes (8)")
+    g.add_argument("--upper", action="store_true", help="hex with A-F instead of a-f")
+    g.add_argument("--alphabet", help="characters keys can hold (alphabet algorithm)")
+    g.add_argument("--low", type=int, default=0, help="integer: lowest key (0)")
+    g.add_argument("--high", type=int, default=alg.INT64_MAX, help="integer: highest key")
+    g.add_argument("--width", type=int, default=4, help="hash-prefix: hex digits (4)")
+    g.add_argument("--hash", default="md5", choices=("md5", "mmh3"), help="hash-prefix: hash")
+    g.add_argument("--buckets", type=int, default=16, help="salt: salt values (16)")
+    g.add_argument("--sep", default="", help="hash-prefix/salt: separator after the prefix")
+    g.add_argument("--sample", metavar="FILE", help="key sample, one key per line "
+                   "(optionally key<TAB>bytes), in arrival order")
+    g.add_argument("--by", default="count", choices=("count", "bytes"),
+                   help="sample: equal key counts or equal bytes per region")
+    g.add_argument("--points", help="explicit: comma-separated split points")
+    g.add_argument("--splits", metavar="FILE", help="explicit: HBase SPLITS file")
+    g.add_argument("--start", help="interpolate: first key (\\xNN escapes)")
+    g.add_argument("--end", help="interpolate: last key (\\xNN escapes)")
+    g.add_argument("--key-type", default="str", choices=KEY_TYPES,
+                   help="type of keys in --sample/--splits/--points/--key-file (str)")
+    o = p.add_argument_group("output")
+    o.add_argument("--format", default="text", choices=("text", "json", "splits"),
+                   help="text (default), json, or an HBase SPLITS file")
+    o.add_argument("-o", "--output", metavar="FILE", help="write the plan here (default stdout)")
+    e = p.add_argument_group("evaluation")
+    e.add_argument("--evaluate", nargs="?", const="auto", metavar="WORKLOAD",
+                   choices=WORKLOADS + ("file", "auto"),
+                   help="spread of a workload: uniform (default; the sample itself for "
+                        "sample), sequential, timestamp, zipf, or file (--key-file)")
+    e.add_argument("--keys", type=int, default=100_000, help="workload size (100000)")
+    e.add_argument("--key-file", metavar="FILE", help="keys for --evaluate file")
+    e.add_argument("--seed", type=int, default=0, help="workload seed (0)")
+    e.add_argument("--zipf-s", type=float, default=1.1, help="zipf exponent (1.1)")
+    e.add_argument("--value-size", type=int, default=0, help="bytes of value per row (0)")
+    e.add_argument("--plot", metavar="PNG", help="draw the spread (needs matplotlib)")
+    p.add_argument("--create-table", nargs=2, metavar=("PATH", "TABLE"),
+                   help="create TABLE pre-split in the embedded region server at PATH")
+    return p
+
+
+def make_algorithm(args) -> alg.SplitAlgorithm:
+    """The algorithm the arguments describe."""
+    name = args.algorithm or ("sample" if args.sample else None)
+    if name is None:
+        raise PresplitError("choose an algorithm or give --sample FILE")
+    if name == "hex":
+        return alg.HexSplit(args.length, args.upper)
+    if name == "decimal":
+        return alg.DecimalSplit(args.length)
+    if name == "alphabet":
+        if args.alphabet is None:
+            raise PresplitError("the alphabet algorithm needs --alphabet CHARS")
+        return alg.AlphabetSplit(args.alphabet, args.length)
+    if name == "uniform":
+        return alg.UniformSplit(args.length)
+    if name == "integer":
+        return alg.IntegerSplit(args.low, args.high)
+    if name == "hash-prefix":
+        return alg.HashPrefixSplit(args.width, args.hash, args.sep)
+    if name == "salt":
+        return alg.SaltSplit(args.buckets, args.sep)
+    if name == "sample":
+        if not args.sample:
+            raise PresplitError("the sample algorithm needs --sample FILE")
+        keys, sizes = read_sample_file(args.sample, args.key_type)
+        return alg.SampleSplit(keys, sizes, by=args.by)
+    if name == "explicit":
+        if bool(args.points) == bool(args.splits):
+            raise PresplitError("the explicit algorithm needs exactly one of --points or --splits")
+        if args.splits:
+            return alg.ExplicitSplit(read_splits_file(args.splits, args.key_type))
+        return alg.ExplicitSplit([parse_point(t, args.key_type) for t in args.points.split(",")])
+    if args.start is None or args.end is None:
+        raise PresplitError("the interpolate algorithm needs --start and --end")
+    return alg.InterpolateSplit(from_string_binary(args.start), from_string_binary(args.end))
+
+
+def _workload_keys(args, algorithm):
+    kind = args.evaluate
+    if kind == "auto":
+        kind = "sample" if isinstance(algorithm, alg.SampleSplit) else "uniform"
+    if kind == "sample":
+        return algorithm.keys, None, "the sample"
+    if kind == "file":
+        path = args.key_file or args.sample
+        if not path:
+            raise PresplitError("--evaluate file needs --key-file FILE")
+        keys, sizes = read_sample_file(path, args.key_type)
+        return keys, sizes, path
+    return workload(algorithm, kind, args.keys, args.seed, args.zipf_s), None, f"{kind} workload"
+
+
+def create_table(path: str, table: str, points) -> int:
+    """Create ``table`` pre-split on ``points`` in the region server at ``path``.
+
+    Imported lazily: the planner works without the server. Returns the
+    number of regions created.
+    """
+    try:
+        from regions import RegionServer
+        from regions.errors import RegionError
+    except ImportError as e:
+        raise PresplitError(f"--create-table needs the region server (regions.RegionServer), "
+                            f"which cannot be imported: {e}") from None
+    split_keys = alg.encode_points(points)
+    try:
+        server = RegionServer.open(path)
+        try:
+            server.create_table(table, split_keys=split_keys)
+        finally:
+            server.close()
+    except (RegionError, ValueError, TypeError, OSError) as e:
+        raise PresplitError(f"cannot create table {table!r} in {path}: {e}") from None
+    return len(split_keys) + 1
+
+
+def _emit(text: str, path: str | None) -> None:
+    if path is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise PresplitError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def _evaluation_json(report, findings) -> dict:
+    doc = report.as_dict()
+    doc["top_key"] = show(report.top_key)
+    doc["per_region"] = [{"start": show(r.start), "end": show(r.end), "keys": r.keys,
+                          "bytes": r.bytes, "key_share": r.key_share,
+                          "byte_share": r.byte_share} for r in report.regions]
+    doc["findings"] = [{"code": f.code, "message": f.message, "fix": f.fix} for f in findings]
+    return doc
+
+
+def run(args) -> int:
+    algorithm = make_algorithm(args)
+    if args.regions is None and not isinstance(algorithm, alg.ExplicitSplit):
+        raise PresplitError(f"the {algorithm.name} algorithm needs --regions N")
+    points = algorithm.split(args.regions)
+    evaluation = None
+    if args.evaluate or args.plot:
+        args.evaluate = args.evaluate or "auto"
+        keys, sizes, source = _workload_keys(args, algorithm)
+        report = evaluate(points, keys, sizes, args.value_size)
+        evaluation = (report, advise(report, keys), source)
+    if args.format == "json":
+        extra = None
+        if evaluation:
+            extra = {"evaluation": _evaluation_json(evaluation[0], evaluation[1])}
+            extra["evaluation"]["source"] = evaluation[2]
+        _emit(points_json(points, algorithm.name, algorithm.key_type, extra), args.output)
+    elif args.format == "splits":
+        _emit(splits_text(points), args.output)
+    else:
+        lines = [f"# {algorithm.describe()}: {len(points) + 1} regions, {len(points)} split points"]
+        lines += [show(p) for p in points]
+        _emit("\n".join(lines) + "\n", args.output)
+    if evaluation:
+        report, findings, source = evaluation
+        text = [f"\nspread of {source} over {len(report.regions)} regions:",
+                render_table(report), "", bar_chart(report), ""]
+        text += [str(f) for f in findings] or ["advisor: no problems found"]
+        # The SPLITS stream on stdout must stay a pure SPLITS file.
+        to = sys.stderr if (args.format == "splits" and args.output is None) else sys.stdout
+        if args.format != "json" or args.output is not None:
+            print("\n".join(text), file=to)
+        if args.plot:
+            plot(evaluation[0], args.plot, f"{algorithm.describe()}: {source}")
+    if args.create_table:
+        path, table = args.create_table
+        count = create_table(path, table, points)
+        print(f"created table {table!r} in {path} with {count} regions", file=sys.stderr)
+    return 0
+
+
+def main(argv=None) -> int:
+    """Console-script entry point; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", alg.SmallAlphabetWarning)
+            status = run(args)
+        for w in caught:
+            print(f"{PROG}: warning: {w.message}", file=sys.stderr)
+        return status
+    except (PresplitError, KeyDesignError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
