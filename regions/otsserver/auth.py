@@ -33,6 +33,8 @@ import hmac
 from functools import lru_cache
 from typing import Mapping, NamedTuple
 
+from regions.otsserver.errors import WireError
+
 SIGNATURE_V2 = "x-ots-signature"
 SIGNATURE_V4 = "x-ots-signaturev4"
 SIGN_DATE = "x-ots-signdate"
@@ -43,14 +45,8 @@ MAX_CLOCK_SKEW_S = 15 * 60
 DATE_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
-class AuthError(Exception):
-    """A request that fails authentication: carries Tablestore's status/code/message."""
-
-    def __init__(self, http_status: int, code: str, message: str):
-        super().__init__(message)
-        self.http_status = http_status
-        self.code = code
-        self.message = message
+class AuthError(WireError):
+    """A request that fails authentication (Tablestore's status, code, message)."""
 
 
 class Verified(NamedTuple):

@@ -1,0 +1,315 @@
+"""Protobuf messages <-> the data API's objects (rows, conditions, filters, table meta).
+
+Requests arrive as the SDK's proto2 messages (``tablestore.protobuf``,
+imported at run time: the optional ``server`` extra) with rows in PlainBuffer;
+this module turns them into the very arguments the SDK's ``OTSClient`` would
+have been called with, so ``regions.tablestore`` validates them exactly as it
+does for embedded callers.  Responses go the other way.  Every required proto2
+field is always set (the SDK's native decoder rejects messages without them).
+
+Stateless apart from the codec; thread-safe.
+"""
+from __future__ import annotations
+
+from google.protobuf.message import DecodeError
+from tablestore.protobuf import table_store_filter_pb2 as fpb
+from tablestore.protobuf import table_store_pb2 as pb
+
+from regions.otsserver import errors
+from regions.otsserver.plainbuffer import (
+    DELETE_ALL_VERSION, DELETE_ONE_VERSION, INCREMENT, Markers, PlainBufferCodec, PlainBufferError,
+)
+from regions.tablestore import metadata as md
+from regions.tablestore.errors import OTSClientError, service_error
+
+CODEC = PlainBufferCodec(Markers(md.INF_MIN, md.INF_MAX, md.PK_AUTO_INCR))
+
+PK_TYPES = {pb.INTEGER: "INTEGER", pb.STRING: "STRING", pb.BINARY: "BINARY", pb.PK_BOOLEAN: "BOOLEAN"}
+PK_TYPES_PB = {v: k for k, v in PK_TYPES.items()}
+DEFINED_TYPES = {pb.DCT_INTEGER: "INTEGER", pb.DCT_DOUBLE: "DOUBLE", pb.DCT_BOOLEAN: "BOOLEAN",
+                 pb.DCT_STRING: "STRING", pb.DCT_BLOB: "BINARY"}
+DEFINED_TYPES_PB = {v: k for k, v in DEFINED_TYPES.items()}
+EXPECTATIONS = {pb.IGNORE: md.RowExistenceExpectation.IGNORE,
+                pb.EXPECT_EXIST: md.RowExistenceExpectation.EXPECT_EXIST,
+                pb.EXPECT_NOT_EXIST: md.RowExistenceExpectation.EXPECT_NOT_EXIST}
+DIRECTIONS = {pb.FORWARD: md.Direction.FORWARD, pb.BACKWARD: md.Direction.BACKWARD}
+UPDATE_OPS = {None: md.UpdateType.PUT, DELETE_ONE_VERSION: md.UpdateType.DELETE,
+              DELETE_ALL_VERSION: md.UpdateType.DELETE_ALL, INCREMENT: md.UpdateType.INCREMENT}
+
+
+def parse(message_cls, body: bytes):
+    """Parse a request body; truncated, garbage or incomplete -> 400."""
+    msg = message_cls()
+    try:
+        msg.ParseFromString(body)
+    except (DecodeError, RuntimeError, ValueError):
+        raise errors.bad_protobuf() from None
+    if not msg.IsInitialized():
+        raise errors.bad_protobuf()
+    return msg
+
+
+def decode_row(data: bytes):
+    try:
+        return CODEC.decode_row(data)
+    except PlainBufferError as e:
+        raise errors.parameter_invalid(str(e)) from None
+
+
+def primary_key(data: bytes) -> list:
+    """A PK-only row (GetRow key, GetRange bounds)."""
+    row = decode_row(data)
+    if row.cells or row.delete_marker:
+        raise errors.parameter_invalid("data format is invalid.")
+    return row.primary_key
+
+
+def put_row(data: bytes) -> md.Row:
+    row = decode_row(data)
+    if row.delete_marker:
+        raise errors.parameter_invalid("data format is invalid.")
+    columns = []
+    for cell in row.cells:
+        if cell.op is not None:
+            raise errors.parameter_invalid(
+                "OpType cannot be given for column name:%s in PutRow." % cell.name)
+        if cell.value is None:
+            raise errors.parameter_invalid("Column value must be given for column name:%s in PutRow."
+                                           % cell.name)
+        columns.append((cell.name, cell.value) if cell.timestamp is None
+                       else (cell.name, cell.value, cell.timestamp))
+    return md.Row(row.primary_key, columns)
+
+
+def update_row(data: bytes) -> md.Row:
+    """Cells grouped by update type, as the SDK's ``update_of_attribute_columns`` dict."""
+    row = decode_row(data)
+    if row.delete_marker:
+        raise errors.parameter_invalid("data format is invalid.")
+    if not row.cells:
+        raise service_error("update_missing_cells")
+    update: dict = {}
+    for cell in row.cells:
+        kind = UPDATE_OPS[cell.op]
+        if kind == md.UpdateType.DELETE_ALL:
+            if cell.value is not None:
+                raise service_error("delete_with_value")
+            if cell.timestamp is not None:
+                raise service_error("delete_all_no_ts")
+            item = cell.name
+        elif kind == md.UpdateType.DELETE:
+            if cell.value is not None:
+                raise service_error("delete_with_value")
+            item = (cell.name, None, cell.timestamp)
+        elif cell.timestamp is None:
+            item = (cell.name, cell.value)
+        else:
+            item = (cell.name, cell.value, cell.timestamp)
+        update.setdefault(kind, []).append(item)
+    return md.Row(row.primary_key, update)
+
+
+def delete_row(data: bytes) -> md.Row:
+    row = decode_row(data)
+    if not row.delete_marker:
+        raise errors.parameter_invalid(
+            "Invalid request of delete row: missing RowDeleteMarker in request.")
+    if row.cells:
+        raise errors.parameter_invalid("data format is invalid.")
+    return md.Row(row.primary_key)
+
+
+# ------------------------------------------------------------ filters
+
+def column_condition(data: bytes):
+    """A serialized ``Filter`` -> SingleColumnCondition / CompositeColumnCondition."""
+    try:
+        flt = fpb.Filter()
+        flt.ParseFromString(data)
+        if not flt.IsInitialized():
+            raise DecodeError("incomplete")
+        return _filter(flt)
+    except (DecodeError, PlainBufferError, OTSClientError):
+        raise service_error("filter_invalid") from None
+
+
+def _filter(flt):
+    if flt.type == fpb.FT_SINGLE_COLUMN_VALUE:
+        single = fpb.SingleColumnValueFilter()
+        single.ParseFromString(flt.filter)
+        if not single.IsInitialized():
+            raise DecodeError("incomplete")
+        if single.HasField("value_trans_rule") or single.comparator in (fpb.CT_EXIST, fpb.CT_NOT_EXIST):
+            raise errors.parameter_invalid(
+                "SingleColumnRegexCondition (value_trans_rule, EXIST, NOT_EXIST) is not supported "
+                "by this server.")
+        return md.SingleColumnCondition(
+            single.column_name, CODEC.decode_bare_variant(single.column_value),
+            single.comparator - 1, pass_if_missing=not single.filter_if_missing,
+            latest_version_only=single.latest_version_only)
+    if flt.type == fpb.FT_COMPOSITE_COLUMN_VALUE:
+        comp = fpb.CompositeColumnValueFilter()
+        comp.ParseFromString(flt.filter)
+        if not comp.IsInitialized():
+            raise DecodeError("incomplete")
+        cond = md.CompositeColumnCondition(comp.combinator - 1)
+        for sub in comp.sub_filters:
+            cond.add_sub_condition(_filter(sub))
+        return cond
+    raise errors.parameter_invalid("ColumnPaginationFilter is not supported by this server.")
+
+
+def condition(proto) -> md.Condition:
+    cond = md.Condition(EXPECTATIONS[proto.row_existence])
+    if proto.HasField("column_condition"):
+        cond.set_column_condition(column_condition(proto.column_condition))
+    return cond
+
+
+def return_type(proto, field: str = "return_content"):
+    if not proto.HasField(field):
+        return None
+    rt = getattr(proto, field).return_type
+    if rt == pb.RT_PK:
+        return md.ReturnType.RT_PK
+    if rt == pb.RT_NONE:
+        return md.ReturnType.RT_NONE
+    raise errors.parameter_invalid("ReturnType RT_AFTER_MODIFY is not supported by this server.")
+
+
+def read_options(proto) -> dict:
+    """The keyword arguments GetRow, BatchGetRow items and GetRange share."""
+    time_range = None
+    if proto.HasField("time_range"):
+        tr = proto.time_range
+        if tr.HasField("specific_time"):
+            time_range = tr.specific_time
+        elif tr.HasField("start_time") != tr.HasField("end_time"):
+            raise service_error("time_range_both")
+        elif tr.HasField("start_time"):
+            time_range = (tr.start_time, tr.end_time)
+    return {
+        "columns_to_get": list(proto.columns_to_get) or None,
+        "column_filter": column_condition(proto.filter) if proto.HasField("filter") else None,
+        "max_version": proto.max_versions if proto.HasField("max_versions") else None,
+        "time_range": time_range,
+        "start_column": proto.start_column if proto.HasField("start_column") else None,
+        "end_column": proto.end_column if proto.HasField("end_column") else None,
+    }
+
+
+def no_transaction(proto) -> None:
+    if proto.HasField("transaction_id"):
+        raise errors.parameter_invalid("Local transactions are not supported by this server.")
+
+
+# ------------------------------------------------------------ responses
+
+def set_consumed(proto_consumed, cu) -> None:
+    unit = proto_consumed.capacity_unit
+    unit.read = (cu.read or 0) if cu is not None else 0
+    unit.write = (cu.write or 0) if cu is not None else 0
+
+
+def encode_row(row) -> bytes:
+    """A returned Row (PK and (name, value, ts) columns) -> PlainBuffer; None -> b""."""
+    if row is None or (not row.primary_key and not row.attribute_columns):
+        return b""
+    try:
+        return CODEC.encode_row(row.primary_key or (), row.attribute_columns or ())
+    except PlainBufferError as e:
+        raise errors.parameter_invalid(str(e)) from None
+
+
+def encode_rows(rows) -> bytes:
+    try:
+        return CODEC.encode_rows([(r.primary_key or (), r.attribute_columns or ()) for r in rows])
+    except PlainBufferError as e:
+        raise errors.parameter_invalid(str(e)) from None
+
+
+def encode_primary_key(pk) -> bytes:
+    return CODEC.encode_row(pk) if pk else b""
+
+
+# ------------------------------------------------------------ table meta
+
+def table_meta(proto) -> md.TableMeta:
+    schema = []
+    for col in proto.primary_key:
+        if col.type not in PK_TYPES:
+            raise service_error("invalid_pk_type", type=pb.PrimaryKeyType.Name(col.type))
+        entry = (col.name, PK_TYPES[col.type])
+        if col.HasField("option") and col.option == pb.AUTO_INCREMENT:
+            entry += (md.PK_AUTO_INCR,)
+        schema.append(entry)
+    defined = [(c.name, DEFINED_TYPES.get(c.type, str(c.type))) for c in proto.defined_column]
+    return md.TableMeta(proto.table_name, schema, defined)
+
+
+def table_options(proto, defaults: bool) -> md.TableOptions:
+    """CreateTable fills SDK defaults for absent fields; UpdateTable leaves them None."""
+    def get(field, default):
+        return getattr(proto, field) if proto.HasField(field) else (default if defaults else None)
+    return md.TableOptions(get("time_to_live", -1), get("max_versions", 1),
+                           get("deviation_cell_version_in_sec", 86400), get("allow_update", None))
+
+
+def capacity_unit(proto) -> md.CapacityUnit:
+    return md.CapacityUnit(proto.read if proto.HasField("read") else None,
+                           proto.write if proto.HasField("write") else None)
+
+
+def split_points(partitions, schema) -> list | None:
+    """CreateTable ``partitions`` (bare variants) -> the SDK's split_points values."""
+    if not partitions:
+        return None
+    pk_type = schema[0][1] if schema else None
+    points = []
+    try:
+        for part in list(partitions)[1:]:
+            value = CODEC.decode_bare_variant(part.begin)
+            if pk_type == "STRING" and isinstance(value, bytearray):
+                value = bytes(value).decode("utf-8")
+            elif pk_type == "BINARY" and isinstance(value, str):
+                value = bytearray(value.encode("utf-8"))
+            points.append(value)
+    except (PlainBufferError, UnicodeDecodeError):
+        raise errors.parameter_invalid("Invalid partition range.") from None
+    return points
+
+
+def fill_table_meta(proto, meta) -> None:
+    proto.table_name = meta.table_name
+    for entry in meta.schema_of_primary_key:
+        col = proto.primary_key.add()
+        col.name = entry[0]
+        col.type = PK_TYPES_PB[entry[1]]
+        if len(entry) > 2 and entry[2] is md.PK_AUTO_INCR:
+            col.option = pb.AUTO_INCREMENT
+    for name, kind in meta.defined_columns or ():
+        col = proto.defined_column.add()
+        col.name = name
+        col.type = DEFINED_TYPES_PB[kind]
+
+
+def fill_table_options(proto, opts) -> None:
+    proto.time_to_live = opts.time_to_live if opts.time_to_live is not None else -1
+    proto.max_versions = opts.max_version if opts.max_version is not None else 1
+    proto.deviation_cell_version_in_sec = (opts.max_time_deviation
+                                           if opts.max_time_deviation is not None else 86400)
+    proto.allow_update = True if opts.allow_update is None else bool(opts.allow_update)
+
+
+def fill_throughput_details(proto, details) -> None:
+    cu = details.capacity_unit if details is not None else None
+    proto.capacity_unit.read = (cu.read or 0) if cu is not None else 0
+    proto.capacity_unit.write = (cu.write or 0) if cu is not None else 0
+    proto.last_increase_time = (details.last_increase_time or 0) if details is not None else 0
+    if details is not None and details.last_decrease_time is not None:
+        proto.last_decrease_time = details.last_decrease_time
+
+
+def shard_split(partition_key_name: str, value) -> bytes:
+    """A region boundary as DescribeTable's ``shard_splits`` carries it: a PK-only row."""
+    return CODEC.encode_row([(partition_key_name, value)])

@@ -1,0 +1,256 @@
+"""One handler per Tablestore API: request bytes in, response bytes out.
+
+``TablestoreService(client).handle(api, body)`` parses ``<Api>Request``,
+calls the same-named method of the data API client (``regions.tablestore
+.OTSClient``, whose signatures and return shapes are the official SDK's), and
+serializes ``<Api>Response``.  Errors of the data API (``OTSServiceError``)
+become ``WireError`` with the same status, code and message; the data API's
+client-side checks (``OTSClientError``: what the SDK would have refused before
+sending) become 400 OTSParameterInvalid.
+
+Thread-safety: as thread-safe as the client (which is); handlers keep no state.
+Ownership: the service owns the client and closes it in ``close()``.
+"""
+from __future__ import annotations
+
+from tablestore.protobuf import search_pb2 as spb
+from tablestore.protobuf import table_store_pb2 as pb
+
+from regions.otsserver import convert as cv
+from regions.otsserver import errors
+from regions.otsserver.errors import WireError
+from regions.tablestore import metadata as md
+from regions.tablestore.errors import OTSClientError, OTSServiceError, service_error
+
+BATCH_WRITE_TYPES = {pb.PUT: md.PutRowItem, pb.UPDATE: md.UpdateRowItem, pb.DELETE: md.DeleteRowItem}
+ROW_OF_TYPE = {pb.PUT: cv.put_row, pb.UPDATE: cv.update_row, pb.DELETE: cv.delete_row}
+
+
+class TablestoreService:
+    """Maps the wire protocol onto one data API client."""
+
+    def __init__(self, client):
+        self.client = client
+        self._handlers = {
+            "CreateTable": self.create_table, "DeleteTable": self.delete_table,
+            "ListTable": self.list_table, "DescribeTable": self.describe_table,
+            "UpdateTable": self.update_table, "GetRow": self.get_row, "PutRow": self.put_row,
+            "UpdateRow": self.update_row, "DeleteRow": self.delete_row,
+            "BatchGetRow": self.batch_get_row, "BatchWriteRow": self.batch_write_row,
+            "GetRange": self.get_range, "ListSearchIndex": self.list_search_index,
+        }
+
+    @property
+    def apis(self):
+        return tuple(self._handlers)
+
+    def handle(self, api: str, body: bytes) -> bytes:
+        handler = self._handlers.get(api)
+        if handler is None:
+            raise errors.unsupported_operation(api)
+        try:
+            return handler(body).SerializeToString()
+        except OTSServiceError as e:
+            raise WireError(e.http_status, e.code, e.message) from None
+        except OTSClientError as e:
+            raise errors.parameter_invalid(e.message) from None
+
+    def close(self) -> None:
+        self.client.close()
+
+    # ------------------------------------------------------------- tables
+    def create_table(self, body):
+        req = cv.parse(pb.CreateTableRequest, body)
+        if len(req.index_metas) or (req.HasField("sse_spec") and req.sse_spec.enable) or \
+                (req.HasField("stream_spec") and req.stream_spec.enable_stream):
+            raise errors.parameter_invalid(
+                "Secondary indexes, server-side encryption and streams are not supported by this "
+                "server.")
+        meta = cv.table_meta(req.table_meta)
+        options = cv.table_options(req.table_options, defaults=True)
+        throughput = md.ReservedThroughput(cv.capacity_unit(req.reserved_throughput.capacity_unit))
+        points = cv.split_points(req.partitions, meta.schema_of_primary_key)
+        self.client.create_table(meta, options, throughput, split_points=points)
+        return pb.CreateTableResponse()
+
+    def delete_table(self, body):
+        req = cv.parse(pb.DeleteTableRequest, body)
+        self.client.delete_table(req.table_name)
+        return pb.DeleteTableResponse()
+
+    def list_table(self, body):
+        cv.parse(pb.ListTableRequest, body)
+        resp = pb.ListTableResponse()
+        resp.table_names.extend(self.client.list_table())
+        return resp
+
+    def describe_table(self, body):
+        req = cv.parse(pb.DescribeTableRequest, body)
+        desc = self.client.describe_table(req.table_name)
+        resp = pb.DescribeTableResponse()
+        cv.fill_table_meta(resp.table_meta, desc.table_meta)
+        cv.fill_throughput_details(resp.reserved_throughput_details, desc.reserved_throughput_details)
+        cv.fill_table_options(resp.table_options, desc.table_options)
+        pk_name = desc.table_meta.schema_of_primary_key[0][0]
+        for value in getattr(desc, "shard_splits", None) or ():
+            resp.shard_splits.append(cv.shard_split(pk_name, value))
+        return resp
+
+    def update_table(self, body):
+        req = cv.parse(pb.UpdateTableRequest, body)
+        if req.HasField("stream_spec") and req.stream_spec.enable_stream:
+            raise errors.parameter_invalid("Streams are not supported by this server.")
+        options = cv.table_options(req.table_options, defaults=False) \
+            if req.HasField("table_options") else None
+        throughput = md.ReservedThroughput(cv.capacity_unit(req.reserved_throughput.capacity_unit)) \
+            if req.HasField("reserved_throughput") else None
+        result = self.client.update_table(req.table_name, table_options=options,
+                                          reserved_throughput=throughput)
+        resp = pb.UpdateTableResponse()
+        cv.fill_throughput_details(resp.reserved_throughput_details,
+                                   result.reserved_throughput_details)
+        cv.fill_table_options(resp.table_options, result.table_options)
+        return resp
+
+    def list_search_index(self, body):
+        cv.parse(spb.ListSearchIndexRequest, body)
+        return spb.ListSearchIndexResponse()
+
+    # ---------------------------------------------------------- single row
+    def get_row(self, body):
+        req = cv.parse(pb.GetRowRequest, body)
+        cv.no_transaction(req)
+        opts = cv.read_options(req)
+        consumed, row, next_token = self.client.get_row(
+            req.table_name, cv.primary_key(req.primary_key),
+            token=req.token if req.HasField("token") else None, **opts)
+        resp = pb.GetRowResponse()
+        cv.set_consumed(resp.consumed, consumed)
+        resp.row = cv.encode_row(row)
+        if next_token:
+            resp.next_token = next_token
+        return resp
+
+    def put_row(self, body):
+        req = cv.parse(pb.PutRowRequest, body)
+        cv.no_transaction(req)
+        consumed, row = self.client.put_row(req.table_name, cv.put_row(req.row),
+                                            cv.condition(req.condition), cv.return_type(req))
+        return self._write_response(pb.PutRowResponse(), consumed, row)
+
+    def update_row(self, body):
+        req = cv.parse(pb.UpdateRowRequest, body)
+        cv.no_transaction(req)
+        consumed, row = self.client.update_row(req.table_name, cv.update_row(req.row_change),
+                                               cv.condition(req.condition), cv.return_type(req))
+        return self._write_response(pb.UpdateRowResponse(), consumed, row)
+
+    def delete_row(self, body):
+        req = cv.parse(pb.DeleteRowRequest, body)
+        cv.no_transaction(req)
+        consumed, row = self.client.delete_row(req.table_name, cv.delete_row(req.primary_key),
+                                               cv.condition(req.condition), cv.return_type(req))
+        return self._write_response(pb.DeleteRowResponse(), consumed, row)
+
+    @staticmethod
+    def _write_response(resp, consumed, row):
+        cv.set_consumed(resp.consumed, consumed)
+        if row is not None and row.primary_key:
+            resp.row = cv.encode_primary_key(row.primary_key)
+        return resp
+
+    # ------------------------------------------------------------- batches
+    def batch_get_row(self, body):
+        req = cv.parse(pb.BatchGetRowRequest, body)
+        request = md.BatchGetRowRequest()
+        order = []
+        for table in req.tables:
+            if table.table_name in request.items:
+                raise errors.parameter_invalid("Duplicated table name: %s." % table.table_name)
+            if len(table.token):
+                raise errors.parameter_invalid("Tokens in BatchGetRow are not supported by this server.")
+            keys = [cv.primary_key(k) for k in table.primary_key]
+            request.add(md.TableInBatchGetRowItem(table.table_name, keys, **cv.read_options(table)))
+            order.append(table.table_name)
+        if not order:
+            raise service_error("batch_get_empty")
+        result = self.client.batch_get_row(request)
+        resp = pb.BatchGetRowResponse()
+        for name in order:
+            out = resp.tables.add()
+            out.table_name = name
+            for item in result.items.get(name, ()):
+                row = out.rows.add()
+                row.is_ok = bool(item.is_ok)
+                if item.is_ok:
+                    cv.set_consumed(row.consumed, item.consumed)
+                    row.row = cv.encode_row(item.row)
+                else:
+                    row.error.code = item.error_code or "OTSInternalServerError"
+                    row.error.message = item.error_message or ""
+                    if item.consumed is not None:
+                        cv.set_consumed(row.consumed, item.consumed)
+        return resp
+
+    def batch_write_row(self, body):
+        req = cv.parse(pb.BatchWriteRowRequest, body)
+        cv.no_transaction(req)
+        request = md.BatchWriteRowRequest()
+        order = []
+        for table in req.tables:
+            if table.table_name in request.items:
+                raise errors.parameter_invalid("Duplicated table name: %s." % table.table_name)
+            items = [BATCH_WRITE_TYPES[r.type](ROW_OF_TYPE[r.type](r.row_change),
+                                               cv.condition(r.condition),
+                                               cv.return_type(r))
+                     for r in table.rows]
+            request.add(md.TableInBatchWriteRowItem(table.table_name, items))
+            order.append(table.table_name)
+        result = self.client.batch_write_row(request)
+        resp = pb.BatchWriteRowResponse()
+        for name in order:
+            out = resp.tables.add()
+            out.table_name = name
+            for item in _results_in_request_order(result, name):
+                row = out.rows.add()
+                row.is_ok = bool(item.is_ok)
+                if item.is_ok:
+                    cv.set_consumed(row.consumed, item.consumed)
+                    pk = item.row.primary_key if item.row is not None else None
+                    if pk:
+                        row.row = cv.encode_primary_key(pk)
+                else:
+                    row.error.code = item.error_code or "OTSInternalServerError"
+                    row.error.message = item.error_message or ""
+                    if item.consumed is not None:
+                        cv.set_consumed(row.consumed, item.consumed)
+        return resp
+
+    # --------------------------------------------------------------- range
+    def get_range(self, body):
+        req = cv.parse(pb.GetRangeRequest, body)
+        cv.no_transaction(req)
+        consumed, next_pk, rows, next_token = self.client.get_range(
+            req.table_name, cv.DIRECTIONS[req.direction],
+            cv.primary_key(req.inclusive_start_primary_key),
+            cv.primary_key(req.exclusive_end_primary_key),
+            limit=req.limit if req.HasField("limit") else None,
+            token=req.token if req.HasField("token") else None,
+            **cv.read_options(req))
+        resp = pb.GetRangeResponse()
+        cv.set_consumed(resp.consumed, consumed)
+        resp.rows = cv.encode_rows(rows)
+        if next_pk:
+            resp.next_start_primary_key = cv.encode_primary_key(next_pk)
+        if next_token:
+            resp.next_token = next_token
+        return resp
+
+
+def _results_in_request_order(result, table_name):
+    """BatchWriteRowResponse splits results by type; the wire wants request order."""
+    items = []
+    for by_table in (result.table_of_put, result.table_of_update, result.table_of_delete):
+        items.extend(by_table.get(table_name, ()))
+    items.sort(key=lambda item: item.index)
+    return items
