@@ -1,1 +1,20 @@
-"""lsm: a LevelDB-style LSM storage engine."""
+"""lsm: a LevelDB-style LSM storage engine in Python with Cython speedups.
+
+>>> import lsm, tempfile
+>>> with lsm.DB.open(tempfile.mkdtemp()) as db:
+...     db.put(b"k", b"v")
+...     db.get(b"k")
+b'v'
+
+Keys and values are ``bytes``; keys sort bytewise.  See ``lsm.db`` for the
+durability contract and ``lsm.options.Options`` for every tunable.
+"""
+from .batch import WriteBatch
+from .db import DB, Snapshot
+from .errors import ClosedError, CorruptionError, LSMError, ReadOnlyError, StorageError
+from .options import Options
+
+__all__ = [
+    "DB", "Snapshot", "WriteBatch", "Options",
+    "LSMError", "CorruptionError", "StorageError", "ClosedError", "ReadOnlyError",
+]

@@ -1,0 +1,849 @@
+"""The DB: an LSM store of bytes keys and values in one directory.
+
+Write path: WAL record (lsm/wal.py framing of an lsm/batch.py record) ->
+memtable -> when full, frozen and flushed to an L0 table in the background
+-> leveled compaction (lsm/compaction.py).  Read path: memtable, frozen
+memtable, L0 tables newest first, then one table per deeper level; scans
+merge all of them (lsm/_iter.pyx).
+
+Durability contract:
+  * ``sync=False`` (default): a write returns once its WAL record has been
+    handed to the OS: it survives kill -9 of the process.
+  * ``sync=True``: the WAL is fsynced before the write returns; concurrent
+    syncing writers share one fsync (group commit).  Survives power loss.
+  * After a failed WAL write or fsync the store refuses writes
+    (``ReadOnlyError``) until reopened: the state of the record is unknown.
+
+Thread-safety: any number of threads may call any method.  Writers are
+serialised by one lock; readers take no lock on the point-read path; flush
+and compaction run in one background thread and never block readers.
+"""
+import logging
+import os
+import threading
+import time
+import weakref
+
+from . import filenames
+from ._iter import DBIterator, MergingIterator, LevelIterator
+from .batch import WriteBatch, check_key, check_value, decode_record, encode_record, encode_single
+from .cache import BlockCache, TableCache
+from .compaction import input_iterator, pick_compaction, range_compactions, write_tables
+from .dbformat import KIND_DELETE, KIND_VALUE, MAX_SEQ, lookup_key
+from .errors import ClosedError, CorruptionError, LSMError, ReadOnlyError, StorageError
+from .fs import FileMissingError, OSFileSystem
+from .memtable import MemTable
+from .options import Options
+from .sstable import Table, TableView
+from .version import FileMeta, VersionEdit, VersionSet
+from .wal import LogReader, LogWriter
+
+__all__ = ["DB", "Snapshot"]
+
+log = logging.getLogger("lsm")
+
+
+class Snapshot:
+    """A consistent, read-only view of the store as of one sequence number.
+
+    Later writes are invisible through it; compaction keeps the versions it
+    needs until ``close()`` (or garbage collection).  Usable as a context
+    manager and with ``db.get(..., snapshot=)`` / ``db.scan(..., snapshot=)``.
+    """
+    __slots__ = ("seq", "_db", "__weakref__")
+
+    def __init__(self, db, seq):
+        self.seq = seq
+        self._db = db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db._release_snapshot(self.seq)
+            self._db = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class _Pin:
+    """Keeps a version's files alive for an iterator; released on GC."""
+    __slots__ = ("versions", "version")
+
+    def __init__(self, versions, version):
+        self.versions = versions
+        self.version = version
+
+    def __del__(self):
+        try:
+            self.versions.unref(self.version)
+        except Exception:
+            pass
+
+
+class _Log:
+    """The active WAL file, with the group-commit bookkeeping."""
+    __slots__ = ("number", "file", "writer", "synced")
+
+    def __init__(self, number, file):
+        self.number = number
+        self.file = file
+        self.writer = LogWriter(file)
+        self.synced = 0
+
+
+class DB:
+    """An open store.  Create with ``DB.open(path)``; see the module doc."""
+
+    # ------------------------------------------------------------------ open
+    @classmethod
+    def open(cls, path: str, options: Options = None) -> "DB":
+        """Open (creating if missing) the store in directory ``path``.
+
+        Replays the WAL; a torn tail is dropped, a corrupt record in the
+        middle raises ``CorruptionError``.  Raises ``StorageError`` if
+        another DB object holds the store open.
+        """
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or path-like, got {type(path).__name__}")
+        options = Options() if options is None else options
+        if not isinstance(options, Options):
+            raise TypeError(f"options must be lsm.Options, got {type(options).__name__}")
+        options.validate()
+        db = cls.__new__(cls)
+        db._init(os.path.abspath(os.fspath(path)), options)
+        try:
+            db._recover()
+        except BaseException:
+            db._abort_open()
+            raise
+        db._start_background()
+        return db
+
+    @classmethod
+    def create_from_views(cls, path: str, views, options: Options = None) -> "DB":
+        """Create a store whose tables are bounded views of other stores' tables.
+
+        ``views``: ``[(level, table_path, lo, hi), ...]`` as returned by
+        ``live_tables()`` (newest L0 table first), ``lo``/``hi`` the user-key
+        bounds ``[lo, hi)`` (None = open).  No data is copied: this is how a
+        region split makes its daughters.  Atomic: built in a temporary
+        directory renamed to ``path`` at the end, so a failure leaves nothing.
+        """
+        options = Options() if options is None else options
+        fs = options.fs or OSFileSystem()
+        path = os.path.abspath(os.fspath(path))
+        if fs.exists(path) and fs.listdir(path):
+            raise ValueError(f"create_from_views: {path} exists and is not empty")
+        tmp = path + ".creating"
+        fs.rmtree(tmp, missing_ok=True)
+        fs.makedirs(tmp)
+        try:
+            vs = VersionSet(fs, tmp, options.num_levels)
+            edit = VersionEdit()
+            views = list(views)
+            l0 = [v for v in views if v[0] == 0]
+            numbers = {}
+            # L0 order is by number: the newest (first) view gets the highest.
+            for i, v in enumerate(reversed(l0)):
+                numbers[id(v)] = 2 + i
+            nxt = 2 + len(l0)
+            for v in views:
+                level, tpath, lo, hi = v
+                if not (isinstance(level, int) and 0 <= level < options.num_levels):
+                    raise ValueError(f"create_from_views: bad level {level!r}")
+                for name, b in (("lo", lo), ("hi", hi)):
+                    if b is not None and type(b) is not bytes:
+                        raise TypeError(f"create_from_views: {name} must be bytes or None")
+                tpath = os.path.abspath(tpath)
+                f = fs.open_read(tpath)
+                view = TableView(Table.open(f, options, name=tpath), lo, hi)
+                try:
+                    if view.smallest is None:
+                        continue
+                    n = numbers.get(id(v))
+                    if n is None:
+                        n, nxt = nxt, nxt + 1
+                    edit.add(level, FileMeta(n, view.file_size, view.num_entries, view.smallest,
+                                             view.largest, os.path.relpath(tpath, path), lo, hi))
+                finally:
+                    del view
+            vs.next_file = nxt
+            vs.current = vs.current.apply(edit)
+            vs.current.check()
+            vs.create()
+            vs.close()
+            fs.rename(tmp, path)
+            fs.sync_dir(os.path.dirname(path))
+        except BaseException:
+            fs.rmtree(tmp, missing_ok=True)
+            raise
+        return cls.open(path, options)
+
+    def _init(self, path, options):
+        self.path = path
+        self.options = options
+        self.fs = options.fs or OSFileSystem()
+        self._closed = False
+        self._write_lock = threading.Lock()
+        self._sync_lock = threading.Lock()          # group commit: one fsync at a time
+        self._mutex = threading.Lock()              # guards imm, bg state, snapshots
+        self._cv = threading.Condition(self._mutex)
+        self._mem = MemTable(options.memtable_entry_overhead)
+        self._imm = None
+        self._imm_log_number = None                 # WAL that holds writes after imm
+        self._log = None
+        self._last_seq = 0
+        self._write_error = None
+        self._bg_error = None
+        self._bg_thread = None
+        self._bg_busy = False
+        self._manual = None                         # (lo, hi) of a pending compact_range
+        self._closing = False
+        self._snapshots = {}                        # seq -> count
+        self._pointers = {}
+        self.pending_outputs = set()
+        self._stats = {"flushes": 0, "compactions": 0, "bytes_flushed": 0, "bytes_compacted": 0,
+                       "bytes_read_compaction": 0}
+        self._lock_file = None
+        self.versions = None
+        self.block_cache = BlockCache(options.block_cache_bytes)
+        self._tables = TableCache(self._open_table, options.max_open_files)
+
+    def _abort_open(self):
+        try:
+            if self.versions is not None:
+                self.versions.close()
+            if self._log is not None:
+                self._log.file.close()
+        finally:
+            if self._lock_file is not None:
+                self._lock_file.release()
+
+    def _recover(self):
+        fs, path = self.fs, self.path
+        fs.makedirs(path)
+        self._lock_file = fs.lock(os.path.join(path, filenames.LOCK))
+        self.versions = VersionSet(fs, path, self.options.num_levels)
+        if not fs.exists(os.path.join(path, filenames.CURRENT)):
+            self.versions.create()
+        else:
+            self.versions.recover()
+        self._last_seq = self.versions.last_seq
+        # Replay every WAL not yet covered by a table, oldest first.
+        logs = sorted(n for kind, n in filter(None, map(filenames.parse, fs.listdir(path)))
+                      if kind == "log" and n >= self.versions.log_number)
+        mem = MemTable(self.options.memtable_entry_overhead)
+        edit = VersionEdit()
+        for n in logs:
+            self.versions.mark_file_number_used(n)
+            lpath = os.path.join(path, filenames.log_name(n))
+            reader = LogReader(fs.read_all(lpath), lpath)
+            for rec in reader:
+                seq, ops = decode_record(rec)
+                for i, (kind, key, value) in enumerate(ops):
+                    mem.add(seq + i, kind, key, value)
+                self._last_seq = max(self._last_seq, seq + len(ops) - 1)
+            if reader.dropped_tail_bytes:
+                log.warning("%s: dropped a torn tail of %d bytes (%s)", lpath,
+                            reader.dropped_tail_bytes, reader.tail_reason)
+            if mem.approximate_bytes >= self.options.memtable_bytes:
+                edit.added.extend((0, m) for m in self._write_memtable(mem))
+                mem = MemTable(self.options.memtable_entry_overhead)
+        if len(mem):
+            edit.added.extend((0, m) for m in self._write_memtable(mem))
+        # Start a fresh WAL; the replayed ones are now covered by tables.
+        self._new_log()
+        edit.log_number = self._log.number
+        self.versions.last_seq = self._last_seq
+        self.versions.log_and_apply(edit)
+        self.pending_outputs.clear()
+        self._delete_obsolete_files()
+
+    def _new_log(self):
+        n = self.versions.new_file_number()
+        f = self.fs.open_append(os.path.join(self.path, filenames.log_name(n)))
+        self._log = _Log(n, f)
+
+    def _start_background(self):
+        if self.options.background:
+            self._bg_thread = threading.Thread(target=self._bg_loop, name=f"lsm-bg:{self.path}", daemon=True)
+            self._bg_thread.start()
+        with self._mutex:
+            self._cv.notify_all()
+
+    # ----------------------------------------------------------------- tables
+    def _open_table(self, key):
+        path, lo, hi, is_view = key
+        t = Table.open(self.fs.open_read(path), self.options, cache=self.block_cache, name=path)
+        return TableView(t, lo, hi) if is_view else t
+
+    def _table_key(self, f: FileMeta):
+        if f.path is None:
+            return (os.path.join(self.path, filenames.table_name(f.number)), None, None, False)
+        return (os.path.normpath(os.path.join(self.path, f.path)), f.lo, f.hi, True)
+
+    def _table(self, f: FileMeta):
+        return self._tables.get(self._table_key(f))
+
+    def _table_iter(self, f: FileMeta):
+        return self._table(f).iterator()
+
+    # ------------------------------------------------------------------ writes
+    def put(self, key: bytes, value: bytes, sync: bool = None) -> None:
+        """Set ``key`` to ``value``.  See the module doc for durability."""
+        if type(key) is not bytes or not key or len(key) > self.options.max_key_bytes:
+            check_key(key, self.options.max_key_bytes)
+        if type(value) is not bytes or len(value) > self.options.max_value_bytes:
+            check_value(value, self.options.max_value_bytes)
+        self._write_one(KIND_VALUE, key, value, sync)
+
+    def delete(self, key: bytes, sync: bool = None) -> None:
+        """Remove ``key`` (a tombstone; no error if it is absent)."""
+        if type(key) is not bytes or not key or len(key) > self.options.max_key_bytes:
+            check_key(key, self.options.max_key_bytes)
+        self._write_one(KIND_DELETE, key, b"", sync)
+
+    def _write_one(self, kind, key, value, sync):
+        with self._write_lock:
+            if self._closed:
+                raise ClosedError("DB is closed")
+            if self._write_error is not None:
+                raise ReadOnlyError(f"DB refuses writes after an earlier failure: {self._write_error}")
+            if self._mem.approximate_bytes >= self.options.memtable_bytes or self._l0_busy():
+                self._make_room()
+            seq = self._last_seq + 1
+            lg = self._log
+            try:
+                lg.writer.add_record(encode_single(seq, kind, key, value))
+            except BaseException as e:
+                self._write_error = e
+                raise
+            self._mem.add(seq, kind, key, value)
+            self._last_seq = seq
+            end = lg.file.size
+        if sync or (sync is None and self.options.sync):
+            self._sync_log(lg, end)
+
+    def write(self, batch: WriteBatch, sync: bool = None) -> None:
+        """Apply every operation of ``batch`` atomically, in order."""
+        if not isinstance(batch, WriteBatch):
+            raise TypeError(f"batch must be lsm.WriteBatch, got {type(batch).__name__}")
+        ops = list(batch.ops)
+        if not ops:
+            return
+        kmax, vmax = self.options.max_key_bytes, self.options.max_value_bytes
+        for kind, key, value in ops:
+            if len(key) > kmax:
+                check_key(key, kmax)
+            if len(value) > vmax:
+                check_value(value, vmax)
+        with self._write_lock:
+            if self._closed:
+                raise ClosedError("DB is closed")
+            if self._write_error is not None:
+                raise ReadOnlyError(f"DB refuses writes after an earlier failure: {self._write_error}")
+            if self._mem.approximate_bytes >= self.options.memtable_bytes or self._l0_busy():
+                self._make_room()
+            seq = self._last_seq + 1
+            lg = self._log
+            try:
+                lg.writer.add_record(encode_record(seq, ops))
+            except BaseException as e:
+                self._write_error = e
+                raise
+            add = self._mem.add
+            for i, (kind, key, value) in enumerate(ops):
+                add(seq + i, kind, key, value)
+            self._last_seq = seq + len(ops) - 1
+            end = lg.file.size
+        if sync or (sync is None and self.options.sync):
+            self._sync_log(lg, end)
+
+    def _sync_log(self, lg: _Log, end: int) -> None:
+        """Group commit: one fsync covers every record appended before it."""
+        with self._sync_lock:
+            if lg.synced >= end:
+                return
+            target = lg.file.size
+            try:
+                lg.file.sync()
+            except BaseException as e:
+                self._write_error = e
+                raise
+            lg.synced = target
+
+    def _l0_busy(self) -> bool:
+        return len(self.versions.current.levels[0]) >= self.options.l0_slowdown_trigger
+
+    def _make_room(self):
+        """Called with the write lock held: switch memtables, or wait for the
+        background thread while L0 or the frozen memtable is backed up."""
+        opts = self.options
+        delayed = False
+        while True:
+            self._raise_bg_error()
+            l0 = len(self.versions.current.levels[0])
+            if not delayed and l0 >= opts.l0_slowdown_trigger:
+                # Let compaction catch up a little, once per write (LevelDB).
+                time.sleep(0.001)
+                delayed = True
+                continue
+            if self._mem.approximate_bytes < opts.memtable_bytes:
+                return
+            if self._imm is not None or l0 >= opts.l0_stop_trigger:
+                if opts.background:
+                    with self._mutex:
+                        if self._imm is not None or len(self.versions.current.levels[0]) >= opts.l0_stop_trigger:
+                            self._cv.wait(0.1)
+                else:
+                    self._background_step()
+                continue
+            self._switch_memtable()
+            if not opts.background:
+                self._run_inline_work()
+            return
+
+    def _run_inline_work(self):
+        """Without a background thread: flush and compact until nothing is due."""
+        while self._imm is not None or pick_compaction(self.versions.current, self.options,
+                                                       dict(self._pointers)) is not None:
+            self._background_step()
+
+    def _switch_memtable(self):
+        """Freeze the memtable and start a new WAL (write lock held)."""
+        old = self._log
+        if old.synced < old.file.size and self.options.sync:
+            old.file.sync()
+        self._new_log()
+        old.synced = old.file.size
+        old.file.close()
+        with self._mutex:
+            self._imm = self._mem
+            self._imm_log_number = self._log.number
+            self._mem = MemTable(self.options.memtable_entry_overhead)
+            self._cv.notify_all()
+
+    # ------------------------------------------------------------------- reads
+    def get(self, key: bytes, snapshot: Snapshot = None):
+        """The value of ``key``, or None."""
+        if type(key) is not bytes or not key:
+            check_key(key, self.options.max_key_bytes)
+        if self._closed:
+            raise ClosedError("DB is closed")
+        seq = self._last_seq if snapshot is None else self._snapshot_seq(snapshot)
+        r = self._mem.get(key, seq)
+        if r is None:
+            imm = self._imm
+            if imm is not None:
+                r = imm.get(key, seq)
+            if r is None:
+                r = self._get_from_tables(key, seq)
+                if r is None:
+                    return None
+        return r[1] if r[0] == KIND_VALUE else None
+
+    def _get_from_tables(self, key, seq):
+        for _attempt in range(3):
+            v = self.versions.current
+            try:
+                for f in v.levels[0]:
+                    if f.smallest_user <= key <= f.largest_user:
+                        r = self._table(f).get(key, seq)
+                        if r is not None:
+                            return r
+                lk = None
+                for level in range(1, len(v.levels)):
+                    if v.levels[level]:
+                        if lk is None:
+                            lk = lookup_key(key, seq)
+                        f = v.find_file(level, lk)
+                        if f is not None:
+                            r = self._table(f).get(key, seq)
+                            if r is not None:
+                                return r
+                return None
+            except FileMissingError:
+                # A compaction deleted the file after we read the version:
+                # the data is in the new version.
+                if v is self.versions.current:
+                    raise
+        raise CorruptionError(f"table files keep vanishing under a read of {key!r}")
+
+    def _snapshot_seq(self, snapshot):
+        if not isinstance(snapshot, Snapshot):
+            raise TypeError(f"snapshot must be an lsm Snapshot, got {type(snapshot).__name__}")
+        if snapshot._db is not self:
+            raise ClosedError("snapshot is closed or belongs to another DB")
+        return snapshot.seq
+
+    def snapshot(self) -> Snapshot:
+        """A consistent view; later writes do not change it.  Close it when done."""
+        if self._closed:
+            raise ClosedError("DB is closed")
+        with self._mutex:
+            seq = self._last_seq
+            self._snapshots[seq] = self._snapshots.get(seq, 0) + 1
+        return Snapshot(self, seq)
+
+    def _release_snapshot(self, seq):
+        with self._mutex:
+            n = self._snapshots.get(seq, 0) - 1
+            if n <= 0:
+                self._snapshots.pop(seq, None)
+            else:
+                self._snapshots[seq] = n
+
+    def _smallest_snapshot(self):
+        with self._mutex:
+            return min(self._snapshots, default=self._last_seq)
+
+    def iterator(self, start=None, end=None, snapshot=None) -> DBIterator:
+        """A positionable iterator (seek/next/prev) over ``[start, end)``."""
+        for name, b in (("start", start), ("end", end)):
+            if b is not None and type(b) is not bytes:
+                raise TypeError(f"{name} must be bytes or None, got {type(b).__name__}")
+        if self._closed:
+            raise ClosedError("DB is closed")
+        seq = self._last_seq if snapshot is None else self._snapshot_seq(snapshot)
+        mem, imm = self._mem, self._imm
+        v = self.versions.ref()
+        pin = _Pin(self.versions, v)
+        children = [mem.iterator()]
+        if imm is not None:
+            children.append(imm.iterator())
+        lo, hi = start, end
+        for f in v.levels[0]:
+            if (hi is None or f.smallest_user < hi) and (lo is None or f.largest_user >= lo):
+                children.append(self._table_iter(f))
+        for level in range(1, len(v.levels)):
+            files = v.levels[level]
+            if files:
+                children.append(LevelIterator([f.largest for f in files],
+                                              lambda i, files=files: self._table_iter(files[i])))
+        it = children[0] if len(children) == 1 else MergingIterator(children)
+        return DBIterator(it, seq, start, end, pin)
+
+    def scan(self, start: bytes = None, end: bytes = None, reverse: bool = False, snapshot: Snapshot = None):
+        """Iterate ``(key, value)`` over ``[start, end)`` in key order (or reversed)."""
+        it = self.iterator(start, end, snapshot)
+        return _scan(it, reverse)
+
+    # ------------------------------------------------------- flush / compaction
+    def flush(self, wait: bool = True) -> None:
+        """Freeze the memtable and write it to a table (waits by default)."""
+        with self._write_lock:
+            self._check_open()
+            if len(self._mem):
+                while self._imm is not None:
+                    if self.options.background:
+                        with self._mutex:
+                            self._cv.wait(0.1)
+                    else:
+                        self._background_step()
+                    self._raise_bg_error()
+                self._switch_memtable()
+                if not self.options.background:
+                    self._run_inline_work()
+        if wait:
+            self._wait_idle(lambda: self._imm is None)
+
+    def compact_range(self, start: bytes = None, end: bytes = None) -> None:
+        """Flush, then compact every table meeting ``[start, end]`` down to one
+        level, rewriting views into own files.  Blocks until done."""
+        for name, b in (("start", start), ("end", end)):
+            if b is not None and type(b) is not bytes:
+                raise TypeError(f"{name} must be bytes or None, got {type(b).__name__}")
+        self.flush()
+        while True:
+            with self._mutex:
+                self._wait_bg_quiet_locked()
+                c = range_compactions(self.versions.current, self.options, start, end)
+                if c is None:
+                    return
+                self._bg_busy = True
+            try:
+                self._run_compaction(c)
+            finally:
+                with self._mutex:
+                    self._bg_busy = False
+                    self._cv.notify_all()
+
+    def _wait_bg_quiet_locked(self):
+        while self._bg_busy:
+            self._cv.wait(0.1)
+        self._raise_bg_error()
+
+    def _raise_bg_error(self):
+        if self._bg_error is not None:
+            raise self._bg_error
+
+    def _wait_idle(self, cond):
+        while not cond():
+            self._raise_bg_error()
+            if self.options.background:
+                with self._mutex:
+                    if not cond():
+                        self._cv.wait(0.1)
+            else:
+                self._background_step()
+        self._raise_bg_error()
+
+    def _bg_loop(self):
+        while True:
+            with self._mutex:
+                while not self._closing and self._bg_error is None and not self._work_due():
+                    self._cv.wait(1.0)
+                if self._closing or self._bg_error is not None:
+                    return
+            try:
+                self._background_step()
+            except BaseException as e:   # noqa: BLE001 - reported to every writer
+                log.exception("lsm background work failed in %s", self.path)
+                with self._mutex:
+                    self._bg_error = e if isinstance(e, LSMError) else StorageError(str(e))
+                    self._cv.notify_all()
+                return
+
+    def _work_due(self):
+        return self._imm is not None or (not self._bg_busy and
+                                         pick_compaction(self.versions.current, self.options, dict(self._pointers)) is not None)
+
+    def _background_step(self):
+        """One unit of background work: flush first, else one compaction."""
+        with self._mutex:
+            if self._bg_busy:
+                self._cv.wait(0.1)
+                return
+            self._bg_busy = True
+        try:
+            if self._imm is not None:
+                self._flush_imm()
+            else:
+                c = pick_compaction(self.versions.current, self.options, self._pointers)
+                if c is not None:
+                    self._run_compaction(c)
+        finally:
+            with self._mutex:
+                self._bg_busy = False
+                self._cv.notify_all()
+
+    def _write_memtable(self, mem):
+        """Write ``mem`` to L0 table(s); returns their FileMeta (not installed)."""
+        from ._iter import compaction_entries
+        it = mem.iterator()
+        it.seek_to_first()
+        metas = write_tables(self, compaction_entries(it, self._smallest_snapshot(), False, None, None),
+                             0, cut=False)
+        for m in metas:
+            self._stats["flushes"] += 1
+            self._stats["bytes_flushed"] += m.size
+        return metas
+
+    def _flush_imm(self):
+        imm = self._imm
+        metas = self._write_memtable(imm)
+        edit = VersionEdit()
+        for m in metas:
+            edit.add(0, m)
+        edit.log_number = self._imm_log_number
+        self.versions.last_seq = self._last_seq
+        self.versions.log_and_apply(edit)
+        with self._mutex:
+            self._imm = None
+            for m in metas:
+                self.pending_outputs.discard(m.number)
+            self._cv.notify_all()
+        self._delete_obsolete_files()
+
+    def _run_compaction(self, c):
+        from ._iter import compaction_entries
+        v = self.versions.current
+        it = input_iterator(c, self._table_iter)
+        it.seek_to_first()
+        lo, hi = c.user_range()
+        deeper = any(v.overlapping(lv, lo, hi) for lv in range(c.output_level + 1, len(v.levels)))
+        factory = self.options.compaction_filter_factory
+        filter_fn = factory() if factory is not None else None
+        entries = compaction_entries(it, self._smallest_snapshot(), not deeper, None, filter_fn)
+        metas = write_tables(self, entries, c.output_level, cut=True)
+        edit = VersionEdit()
+        for level, f in c.all_inputs():
+            edit.delete(level, f.number)
+            self._stats["bytes_read_compaction"] += f.size
+        for m in metas:
+            edit.add(c.output_level, m)
+            self._stats["bytes_compacted"] += m.size
+        self.versions.last_seq = self._last_seq
+        self.versions.log_and_apply(edit)
+        with self._mutex:
+            for m in metas:
+                self.pending_outputs.discard(m.number)
+        self._stats["compactions"] += 1
+        log.debug("%s: %r -> %d tables", self.path, c, len(metas))
+        self._delete_obsolete_files()
+
+    def _delete_obsolete_files(self):
+        """Delete files no live version, iterator or pending output uses."""
+        numbers, _views = self.versions.live_files()
+        with self._mutex:
+            keep = numbers | self.pending_outputs
+        log_number = self.versions.log_number
+        current_log = self._log.number if self._log is not None else None
+        for name in self.fs.listdir(self.path):
+            p = filenames.parse(name)
+            if p is None:
+                continue
+            kind, n = p
+            if kind == "sst" and n not in keep:
+                path = os.path.join(self.path, name)
+                self._tables.evict((path, None, None, False))
+                self.fs.remove_if_exists(path)
+            elif kind == "log" and n < log_number and n != current_log:
+                self.fs.remove_if_exists(os.path.join(self.path, name))
+            elif kind == "manifest" and n != self.versions.manifest_number:
+                self.fs.remove_if_exists(os.path.join(self.path, name))
+            elif kind == "dbtmp":
+                self.fs.remove_if_exists(os.path.join(self.path, name))
+
+    # ------------------------------------------------------------- introspection
+    def stats(self) -> dict:
+        """Files and bytes per level, memtable bytes, flush/compaction counts,
+        and write amplification (table bytes written / bytes flushed)."""
+        v = self.versions.current
+        s = self._stats
+        flushed = s["bytes_flushed"]
+        imm = self._imm
+        return {
+            "files_per_level": [len(lv) for lv in v.levels],
+            "bytes_per_level": [sum(f.size for f in lv) for lv in v.levels],
+            "table_bytes": sum(f.size for _l, f in v.files()),
+            "memtable_bytes": self._mem.approximate_bytes + (imm.approximate_bytes if imm is not None else 0),
+            "memtable_entries": len(self._mem) + (len(imm) if imm is not None else 0),
+            "num_entries": sum(f.entries for _l, f in v.files()) + len(self._mem),
+            "views": sum(1 for _l, f in v.files() if f.is_view),
+            "flushes": s["flushes"],
+            "compactions": s["compactions"],
+            "bytes_flushed": flushed,
+            "bytes_compacted": s["bytes_compacted"],
+            "write_amplification": (flushed + s["bytes_compacted"]) / flushed if flushed else 0.0,
+            "last_sequence": self._last_seq,
+            "block_cache": self.block_cache.stats() if hasattr(self.block_cache, "stats") else None,
+        }
+
+    def _tables_in(self, start, end):
+        v = self.versions.current
+        for _lv, f in v.files():
+            if end is not None and f.smallest_user >= end:
+                continue
+            if start is not None and f.largest_user < start:
+                continue
+            yield f
+
+    def approximate_size(self, start: bytes = None, end: bytes = None) -> int:
+        """Approximate table bytes of keys in ``[start, end)`` (memtable excluded)."""
+        total = 0
+        for f in self._tables_in(start, end):
+            t = self._table(f)
+            a = 0 if start is None else t.approximate_offset(start)
+            b = t.file_size if end is None else t.approximate_offset(end)
+            if start is None and end is None:
+                a, b = 0, t.file_size
+            total += max(0, b - a)
+        return total
+
+    def middle_key(self, start: bytes = None, end: bytes = None):
+        """The user key that halves the table bytes of ``[start, end)``.
+
+        Weighted by bytes, from every table's block index: the split point of
+        a region.  Returns a key strictly greater than ``start`` (and the
+        smallest key), or None when the range holds too little to split.
+        """
+        points = []
+        for f in self._tables_in(start, end):
+            prev = 0
+            for key, cum in self._table(f).block_boundaries():
+                w, prev = cum - prev, cum
+                if (start is None or key > start) and (end is None or key < end):
+                    points.append((key, w))
+        if len(points) < 2:
+            return None
+        points.sort()
+        total = sum(w for _k, w in points)
+        acc = 0
+        smallest = points[0][0]
+        for key, w in points:
+            acc += w
+            if acc * 2 >= total and key > smallest:
+                return key
+        return None
+
+    def live_tables(self):
+        """``[(level, path, lo, hi)]`` of the current version (newest L0 first)."""
+        out = []
+        for level, f in self.versions.current.files():
+            path, lo, hi, _view = self._table_key(f)
+            out.append((level, path, lo, hi))
+        return out
+
+    def external_files(self) -> set:
+        """Absolute paths of other stores' tables this store still refers to."""
+        _numbers, views = self.versions.live_files()
+        return {os.path.normpath(os.path.join(self.path, p)) for p in views}
+
+    # ------------------------------------------------------------------- close
+    def _check_open(self):
+        if self._closed:
+            raise ClosedError("DB is closed")
+
+    def close(self) -> None:
+        """Stop background work and release the store (idempotent).
+
+        Unflushed writes stay in the WAL and are replayed at the next open.
+        """
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+        with self._mutex:
+            self._closing = True
+            self._cv.notify_all()
+        if self._bg_thread is not None:
+            self._bg_thread.join()
+        try:
+            if self._log is not None:
+                if self.options.sync:
+                    self._log.file.sync()
+                self._log.file.close()
+            self.versions.close()
+            self._tables.close()
+        finally:
+            self._lock_file.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"<lsm.DB {self.path!r}{' closed' if self._closed else ''}>"
+
+
+def _scan(it: DBIterator, reverse: bool):
+    if reverse:
+        it.seek_to_last()
+    else:
+        it.seek_to_first()
+    batch = it.next_batch(64, reverse)
+    while batch:
+        yield from batch
+        batch = it.next_batch(256, reverse)
