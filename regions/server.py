@@ -46,10 +46,6 @@ _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,254}\Z")
 _FIRST_CHUNK, _MAX_CHUNK = 64, 4096     # scan batch sizes (see _scan_forward)
 
 
-def _keep_all(key, value):
-    return False
-
-
 class _Hooks:
     """Per-table runtime hooks (not persisted).  The lsm stores of the table
     hold ``filter_factory``, which reads the current hook at every compaction,
@@ -60,8 +56,9 @@ class _Hooks:
         self.compaction_filter_factory = None
 
     def filter_factory(self):
+        # None: no filter for this compaction (lsm skips the per-entry call)
         f = self.compaction_filter_factory
-        return f() if f is not None else _keep_all
+        return f() if f is not None else None
 
 
 class _Table:
