@@ -1,0 +1,584 @@
+"""OTSClient: Tablestore's data API over an embedded region server.
+
+Signatures, defaults and return shapes follow the official Python SDK 6.4.8,
+so code written for the cloud runs here by changing the constructor.  Every
+request is validated whole (validate.py) before anything is written; errors
+are the SDK's OTSClientError or the service's OTSServiceError (errors.py).
+
+Thread-safety: one client may be used by many threads.  Writes to a row hold
+that row's striped lock, so conditional writes and INCREMENT are atomic per
+row; a row's entries always live in one region (split_boundary keeps a
+partition key in one region), so its multi-entry writes are atomic batches.
+Reads take no lock and see each row as one region-server scan sees it.
+"""
+import threading
+import time
+
+from . import cells, pkcodec
+from .capacity import cells_size, failed_condition_cu, pk_size, read_cu, units, write_cu
+from .conditions import check_condition, evaluate
+from .errors import OTSClientError, OTSServiceError, service_error
+from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowRequest,
+                       BatchWriteRowResponse, BatchWriteRowResponseItem, BatchWriteRowType,
+                       CapacityUnit, Condition, DescribeTableResponse, Direction, PK_AUTO_INCR,
+                       ReservedThroughput, ReservedThroughputDetails, ReturnType, Row,
+                       RowDataItem, RowExistenceExpectation, TableMeta, TableOptions,
+                       UpdateTableResponse, INF_MAX, INF_MIN)
+from .reads import assemble, visible
+from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_TABLES,
+                       RANGE_BYTES, RANGE_ROWS, Schema, check_int64, check_name, check_pk,
+                       check_put_columns, check_read_params, check_table_meta,
+                       check_table_options, check_update_columns)
+
+__all__ = ["OTSClient"]
+
+_ATTR = "tablestore"
+_LOCK_STRIPES = 256
+_ROW_END = b"\x02"  # R + 0x02 sorts after every entry of row R
+
+
+def _now_ms():
+    return int(time.time() * 1000)
+
+
+def _new_batch():
+    import lsm
+    return lsm.WriteBatch()
+
+
+class _Prepared:
+    """A validated row write, ready to run under its row lock."""
+
+    __slots__ = ("table", "kind", "pk_values", "row_key", "cells", "condition", "return_type",
+                 "pk_bytes", "attr_bytes", "auto_incr")
+
+
+class OTSClient:
+    """``OTSClient(path, **options)``: an embedded Tablestore instance in ``path``.
+
+    Options: ``server_options`` (regions.ServerOptions for a new server) or
+    ``server`` (an open server with the RegionServer interface; the client
+    then does not close it).  The SDK's connection arguments (access keys,
+    instance name, ...) are accepted and ignored.
+    """
+
+    def __init__(self, path, **options):
+        server = options.pop("server", None)
+        self._owns_server = server is None
+        if server is None:
+            import regions
+            server = regions.RegionServer.open(path, options.pop("server_options", None))
+        self._server = server
+        self._schemas = {}
+        self._meta_lock = threading.Lock()
+        self._locks = [threading.Lock() for _ in range(_LOCK_STRIPES)]
+        self._gens = cells.Generations()
+        self._auto = cells.Generations()
+        for name in server.list_tables():
+            attrs = server.table_attributes(name) or {}
+            if _ATTR in attrs:
+                self._schemas[name] = Schema.from_json(attrs[_ATTR])
+                self._configure(name)
+
+    # -- lifecycle -------------------------------------------------------
+    def close(self):
+        if self._owns_server and self._server is not None:
+            self._server.close()
+        self._server = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _configure(self, name):
+        def options():
+            s = self._schemas.get(name)
+            return (s.ttl, s.max_versions) if s else (-1, 1 << 30)
+
+        def boundary(key):
+            return key[:pkcodec.partition_prefix_len(key)]
+
+        self._server.configure_table(name, split_boundary=boundary,
+                                     compaction_filter_factory=cells.compaction_filter_factory(options))
+
+    def _schema(self, table_name):
+        if not isinstance(table_name, (str, bytes)):
+            raise OTSClientError("expect str or unicode type for string, not %s: %s"
+                                 % (table_name.__class__.__name__, table_name))
+        if isinstance(table_name, bytes):
+            table_name = table_name.decode("utf-8")
+        schema = self._schemas.get(table_name)
+        if schema is None:
+            raise service_error("table_not_exist")
+        return table_name, schema
+
+    def _lock(self, row_key):
+        return self._locks[hash(row_key) % _LOCK_STRIPES]
+
+    # -- tables ----------------------------------------------------------
+    def create_table(self, table_meta, table_options=None, reserved_throughput=None,
+                     secondary_indexes=None, split_points=None):
+        name, names, types, auto_incr, defined = check_table_meta(table_meta)
+        opts = check_table_options(table_options if table_options is not None else TableOptions())
+        if reserved_throughput is None:
+            reserved_throughput = ReservedThroughput(CapacityUnit(0, 0))
+        reserved = self._check_reserved(reserved_throughput, create=True)
+        split_keys = None
+        if split_points:
+            _validate_split_points(split_points, types[0])
+            split_keys = [pkcodec.encode_value(types[0], bytearray(p) if isinstance(p, bytes)
+                                               and types[0] == "BINARY" else p)
+                          for p in split_points]
+        schema = Schema(names, types, auto_incr, opts.get("ttl", -1), opts.get("max_versions", 1),
+                        opts.get("deviation", 86400), opts.get("allow_update", True), defined)
+        with self._meta_lock:
+            if name in self._schemas:
+                raise service_error("table_exists")
+            if len(self._schemas) >= MAX_TABLES:
+                raise service_error("table_quota")
+            attrs = {_ATTR: schema.to_json(), "reserved": reserved,
+                     "created": int(time.time())}
+            self._server.create_table(name, split_keys=split_keys, attributes=attrs)
+            self._schemas[name] = schema
+            self._configure(name)
+
+    @staticmethod
+    def _check_reserved(reserved_throughput, create):
+        if not isinstance(reserved_throughput, ReservedThroughput):
+            raise OTSClientError("reserved_throughput should be an instance of ReservedThroughput, "
+                                 "not %s" % reserved_throughput.__class__.__name__)
+        cu = reserved_throughput.capacity_unit
+        if not isinstance(cu, CapacityUnit):
+            raise OTSClientError("capacity_unit should be an instance of CapacityUnit, not %s"
+                                 % cu.__class__.__name__)
+        if create and (cu.read is None or cu.write is None):
+            raise OTSClientError("both of read and write of CapacityUnit are required")
+        if not create and cu.read is None and cu.write is None:
+            raise OTSClientError("at least one of read or write of CapacityUnit is required")
+        for v in (cu.read, cu.write):
+            if v is not None and (not isinstance(v, int) or not -(1 << 31) <= v < (1 << 31)):
+                raise OTSClientError("%s exceeds the range of int32" % v)
+        return [cu.read, cu.write]
+
+    def delete_table(self, table_name):
+        with self._meta_lock:
+            name, _ = self._schema(table_name)
+            self._server.delete_table(name)
+            del self._schemas[name]
+
+    def list_table(self):
+        return tuple(sorted(self._schemas))
+
+    def describe_table(self, table_name):
+        name, schema = self._schema(table_name)
+        attrs = self._server.table_attributes(name)
+        pk_schema = [(n, t, PK_AUTO_INCR) if i == schema.auto_incr else (n, t)
+                     for i, (n, t) in enumerate(zip(schema.names, schema.types))]
+        splits = [pkcodec.decode_partition_value(r.start_key)
+                  for r in self._server.regions(name) if r.start_key]
+        return DescribeTableResponse(TableMeta(name, pk_schema, list(schema.defined)),
+                                     self._table_options(schema), self._details(attrs),
+                                     shard_splits=splits)
+
+    @staticmethod
+    def _table_options(schema):
+        return TableOptions(schema.ttl, schema.max_versions, schema.deviation, schema.allow_update)
+
+    @staticmethod
+    def _details(attrs):
+        read, write = attrs.get("reserved", [0, 0])
+        return ReservedThroughputDetails(CapacityUnit(read or 0, write or 0),
+                                         attrs.get("created", 0), None)
+
+    def update_table(self, table_name, table_options=None, reserved_throughput=None):
+        with self._meta_lock:
+            name, schema = self._schema(table_name)
+            opts = check_table_options(table_options) if table_options is not None else {}
+            reserved = (self._check_reserved(reserved_throughput, create=False)
+                        if reserved_throughput is not None else None)
+            attrs = dict(self._server.table_attributes(name))
+            new = Schema.from_json(dict(schema.to_json(), **opts))
+            attrs[_ATTR] = new.to_json()
+            if reserved is not None:
+                old = attrs.get("reserved", [0, 0])
+                attrs["reserved"] = [r if r is not None else o for r, o in zip(reserved, old)]
+            self._server.set_table_attributes(name, attrs)
+            self._schemas[name] = new
+            return UpdateTableResponse(self._details(attrs), self._table_options(new))
+
+    # -- reading rows ----------------------------------------------------
+    def _row_entries(self, table, row_key):
+        return list(self._server.scan(table, row_key, row_key + _ROW_END))
+
+    def get_row(self, table_name, primary_key, columns_to_get=None, column_filter=None,
+                max_version=1, time_range=None, start_column=None, end_column=None, token=None,
+                transaction_id=None):
+        name, schema = self._schema(table_name)
+        values = check_pk(schema, primary_key)
+        names, max_version, rng = check_read_params(columns_to_get, max_version, time_range)
+        if column_filter is not None:
+            check_condition(column_filter)
+        return self._get(name, schema, values, names, max_version, rng, column_filter)
+
+    def _get(self, name, schema, values, names, max_version, rng, column_filter):
+        row_key = pkcodec.encode_pk(schema.types, values)
+        head, deltas = cells.split_entries(len(row_key), self._row_entries(name, row_key))
+        parts, size = assemble(schema, values, len(row_key), head, deltas, _now_ms(), names,
+                               max_version, rng, column_filter)
+        consumed = read_cu(pk_size(zip(schema.names, values)) + size if head or deltas else 0)
+        if parts is None:
+            return consumed, None, b""
+        return consumed, Row(parts[0], parts[1]), b""
+
+    def get_range(self, table_name, direction, inclusive_start_primary_key,
+                  exclusive_end_primary_key, columns_to_get=None, limit=None, column_filter=None,
+                  max_version=1, time_range=None, start_column=None, end_column=None, token=None,
+                  transaction_id=None):
+        name, schema = self._schema(table_name)
+        if direction not in (Direction.FORWARD, Direction.BACKWARD):
+            raise OTSClientError("direction should be one of [FORWARD, BACKWARD], not %s"
+                                 % str(direction))
+        start = check_pk(schema, inclusive_start_primary_key, "bound")
+        end = check_pk(schema, exclusive_end_primary_key, "bound")
+        names, max_version, rng = check_read_params(columns_to_get, max_version, time_range)
+        if column_filter is not None:
+            check_condition(column_filter)
+        if limit is not None:
+            if not isinstance(limit, int) or isinstance(limit, bool):
+                raise OTSClientError("expect int or long for the value, not %s"
+                                     % limit.__class__.__name__)
+            if limit <= 0:
+                raise service_error("limit_invalid")
+        s = pkcodec.encode_pk(schema.types, start)
+        e = pkcodec.encode_pk(schema.types, end)
+        forward = direction == Direction.FORWARD
+        if forward and not s < e:
+            raise service_error("forward_range")
+        if not forward and not s > e:
+            raise service_error("backward_range")
+        if forward:
+            entries = self._server.scan(name, s, e)
+        else:
+            entries = self._server.scan(name, e + _ROW_END, s + _ROW_END, reverse=True)
+        return self._range_page(schema, entries, forward, names, max_version, rng,
+                                column_filter, min(limit or RANGE_ROWS, RANGE_ROWS))
+
+    def _range_page(self, schema, entries, forward, names, max_version, rng, column_filter,
+                    max_rows):
+        """One GetRange page from an entry iterator: rows, next start PK, consumed."""
+        npk = len(schema.names)
+        now = _now_ms()
+        rows = []
+        scanned = read_bytes = 0
+        next_pk = None
+        for row_key, values, group in _rows(entries, npk, forward):
+            if scanned >= max_rows or read_bytes >= RANGE_BYTES or len(rows) >= max_rows:
+                head, deltas = cells.split_entries(len(row_key), group)
+                if visible(len(row_key), head, deltas, schema.ttl, schema.max_versions, now):
+                    next_pk = list(zip(schema.names, values))
+                    break
+                continue
+            head, deltas = cells.split_entries(len(row_key), group)
+            parts, size = assemble(schema, values, len(row_key), head, deltas, now, names,
+                                   max_version, rng, column_filter)
+            if size or parts is not None:
+                scanned += 1
+                read_bytes += pk_size(zip(schema.names, values)) + size
+            if parts is not None:
+                rows.append(Row(parts[0], parts[1]))
+        return read_cu(read_bytes), next_pk, rows, b""
+
+    def xget_range(self, table_name, direction, inclusive_start_primary_key,
+                   exclusive_end_primary_key, consumed_counter, columns_to_get=None, count=None,
+                   column_filter=None, max_version=1, time_range=None, start_column=None,
+                   end_column=None, token=None):
+        """Generator of Rows over all pages; adds each page's read CU to ``consumed_counter``."""
+        if not isinstance(consumed_counter, CapacityUnit):
+            raise OTSClientError("consumed_counter should be an instance of CapacityUnit, not %s"
+                                 % consumed_counter.__class__.__name__)
+        left = None
+        if count is not None:
+            if count <= 0:
+                raise OTSClientError("the value of count must be larger than 0")
+            left = count
+        consumed_counter.read = 0
+        consumed_counter.write = 0
+        next_start = inclusive_start_primary_key
+        while next_start:
+            consumed, next_start, rows, _ = self.get_range(
+                table_name, direction, next_start, exclusive_end_primary_key, columns_to_get,
+                left, column_filter, max_version, time_range, start_column, end_column, token)
+            consumed_counter.read += consumed.read
+            for row in rows:
+                yield row
+                if left is not None:
+                    left -= 1
+                    if left <= 0:
+                        return
+
+    def batch_get_row(self, request):
+        if not isinstance(request, BatchGetRowRequest):
+            raise OTSClientError("The request should be a instance of BatchGetRowRequest, not %d"
+                                 % len(request.__class__.__name__))
+        total = sum(len(item.primary_keys) for item in request.items.values())
+        if total == 0:
+            raise service_error("batch_get_empty")
+        if total > BATCH_GET_ROWS:
+            raise service_error("batch_rows_limit", limit=BATCH_GET_ROWS)
+        result = {}
+        for table_name, item in request.items.items():
+            items = result[table_name] = []
+            try:
+                name, schema = self._schema(table_name)
+                max_version = item.max_version
+                if max_version is None and item.time_range is None:
+                    max_version = 1  # the service's default when a batch item sets neither
+                names, max_version, rng = check_read_params(item.columns_to_get, max_version,
+                                                            item.time_range)
+                if item.column_filter is not None:
+                    check_condition(item.column_filter)
+                table_error = None
+            except OTSServiceError as exc:
+                table_error = exc
+            for pk in item.primary_keys:
+                error = table_error
+                if error is None:
+                    try:
+                        values = check_pk(schema, pk)
+                    except OTSServiceError as exc:
+                        error = exc
+                if error is not None:
+                    items.append(RowDataItem(False, error.code, error.message, table_name,
+                                             None, None, None))
+                    continue
+                consumed, row, _ = self._get(name, schema, values, names, max_version, rng,
+                                             item.column_filter)
+                items.append(RowDataItem(True, None, None, table_name, consumed,
+                                         row.primary_key if row else None,
+                                         row.attribute_columns if row else None))
+        return BatchGetRowResponse(result)
+
+    # -- writing rows ----------------------------------------------------
+    def put_row(self, table_name, row, condition=None, return_type=None, transaction_id=None):
+        return self._run(self._prepare(table_name, BatchWriteRowType.PUT, row, condition,
+                                       return_type))
+
+    def update_row(self, table_name, row, condition, return_type=None, transaction_id=None):
+        return self._run(self._prepare(table_name, BatchWriteRowType.UPDATE, row, condition,
+                                       return_type))
+
+    def delete_row(self, table_name, row=None, condition=None, return_type=None,
+                   transaction_id=None, **kwargs):
+        primary_key = kwargs.get("primary_key", None)
+        if row is not None:
+            primary_key = row
+        if isinstance(primary_key, Row):
+            primary_key = primary_key.primary_key
+        return self._run(self._prepare(table_name, BatchWriteRowType.DELETE, Row(primary_key),
+                                       condition, return_type))
+
+    def _prepare(self, table_name, kind, row, condition, return_type):
+        """Validate one row write completely; raises before anything is written."""
+        if condition is None:
+            condition = Condition(RowExistenceExpectation.IGNORE)
+        if not isinstance(condition, Condition):
+            raise OTSClientError("condition should be an instance of Condition, not %s"
+                                 % condition.__class__.__name__)
+        if condition.column_condition is not None:
+            check_condition(condition.column_condition)
+        name, schema = self._schema(table_name)
+        p = _Prepared()
+        p.table, p.kind, p.condition, p.return_type = name, kind, condition, return_type
+        now = _now_ms()
+        if kind == BatchWriteRowType.PUT:
+            values = check_pk(schema, row.primary_key, "put")
+            p.cells = check_put_columns(schema, row.attribute_columns, now)
+        elif kind == BatchWriteRowType.UPDATE:
+            values = check_pk(schema, row.primary_key)
+            p.cells = check_update_columns(schema, row.attribute_columns, now)
+        else:
+            values = check_pk(schema, row.primary_key)
+            p.cells = []
+        p.auto_incr = any(v is PK_AUTO_INCR for v in values)
+        if p.auto_incr and (condition.row_existence_expectation != RowExistenceExpectation.IGNORE
+                            or condition.column_condition is not None):
+            raise service_error("auto_incr_condition")
+        p.pk_values = values
+        p.row_key = None if p.auto_incr else pkcodec.encode_pk(schema.types, values)
+        p.pk_bytes = pk_size((n, 0 if v is PK_AUTO_INCR else v)
+                             for n, v in zip(schema.names, values))
+        p.attr_bytes = cells_size([(c[1], c[2]) if len(c) == 4 else c for c in p.cells])
+        return p
+
+    def _run(self, p):
+        """Execute a prepared write under its row lock: (consumed, return_row)."""
+        name = p.table
+        schema = self._schemas.get(name)
+        if schema is None:
+            raise service_error("table_not_exist")
+        if p.auto_incr:
+            p.pk_values = [check_int64(self._auto.next() // 1000) if v is PK_AUTO_INCR else v
+                           for v in p.pk_values]
+            p.row_key = pkcodec.encode_pk(schema.types, p.pk_values)
+        row_key = p.row_key
+        cond = p.condition
+        needs_read = (cond.row_existence_expectation != RowExistenceExpectation.IGNORE
+                      or cond.column_condition is not None
+                      or any(c[0] == "INCREMENT" for c in p.cells if len(c) == 4))
+        with self._lock(row_key):
+            live = None
+            if needs_read:
+                head, deltas = cells.split_entries(len(row_key), self._row_entries(name, row_key))
+                live = visible(len(row_key), head, deltas, schema.ttl, schema.max_versions,
+                               _now_ms())
+                expect = cond.row_existence_expectation
+                if ((expect == RowExistenceExpectation.EXPECT_EXIST and not live)
+                        or (expect == RowExistenceExpectation.EXPECT_NOT_EXIST and live)
+                        or (cond.column_condition is not None
+                            and not evaluate(cond.column_condition, live))):
+                    raise service_error("condition_failed")
+            if p.kind == BatchWriteRowType.PUT:
+                self._server.put(name, cells.head_key(row_key),
+                                 cells.encode_head(self._gens.next(), _sorted_cells(p.cells)))
+            elif p.kind == BatchWriteRowType.DELETE:
+                self._server.put(name, cells.head_key(row_key),
+                                 cells.encode_deleted_head(self._gens.next()))
+            else:
+                self._server.write(name, self._update_batch(row_key, p.cells, live))
+        consumed = write_cu(p.pk_bytes, p.attr_bytes, cond)
+        return_row = None
+        if p.return_type == ReturnType.RT_PK:
+            return_row = Row(list(zip(schema.names, p.pk_values)))
+        return consumed, return_row
+
+    def _update_batch(self, row_key, ops, live):
+        batch = _new_batch()
+        for op, col, value, ts in ops:
+            gen = self._gens.next()
+            key = cells.delta_key(row_key, col, gen)
+            if op == "PUT":
+                batch.put(key, cells.encode_put_delta(ts, value))
+            elif op == "DELETE":
+                batch.put(key, cells.encode_delete_one(ts))
+            elif op == "DELETE_ALL":
+                batch.put(key, cells.encode_delete_all())
+            else:
+                current = live.get(col) if live else None
+                base = current[0][1] if current else 0
+                if not isinstance(base, int) or isinstance(base, bool):
+                    raise service_error("increment_on_non_integer", column=col)
+                result = base + value
+                if live is not None:
+                    live[col] = [(ts, result)] + (current or [])
+                batch.put(key, cells.encode_put_delta(ts, result))
+        return batch
+
+    def batch_write_row(self, request):
+        if not isinstance(request, BatchWriteRowRequest):
+            raise OTSClientError("The request should be a instance of BatchWriteRowRequest, not %s"
+                                 % request.__class__.__name__)
+        if not request.items:
+            raise service_error("batch_write_empty")
+        total = 0
+        for table_name, item in request.items.items():
+            if not item.row_items:
+                raise service_error("batch_no_operation", table=table_name)
+            total += len(item.row_items)
+        if total > BATCH_WRITE_ROWS:
+            raise service_error("batch_rows_limit", limit=BATCH_WRITE_ROWS)
+        prepared = {}
+        size = 0
+        for table_name, item in request.items.items():
+            plans = prepared[table_name] = []
+            for row_item in item.row_items:
+                try:
+                    p = self._prepare(table_name, row_item.type, row_item.row, row_item.condition,
+                                      row_item.return_type)
+                    size += p.pk_bytes + p.attr_bytes
+                    plans.append(p)
+                except OTSServiceError as exc:
+                    plans.append(exc)
+            _check_repeated(plans)
+        if size > BATCH_WRITE_BYTES:
+            raise service_error("batch_write_size", limit=BATCH_WRITE_BYTES, size=size)
+        response = {}
+        for table_name, plans in prepared.items():
+            results = response[table_name] = []
+            for p in plans:
+                if isinstance(p, OTSServiceError):
+                    results.append(BatchWriteRowResponseItem(False, p.code, p.message, None, None))
+                    continue
+                try:
+                    consumed, row = self._run(p)
+                except OTSServiceError as exc:
+                    cu = failed_condition_cu() if exc.code == "OTSConditionCheckFail" else None
+                    results.append(BatchWriteRowResponseItem(False, exc.code, exc.message, cu,
+                                                             None))
+                    continue
+                results.append(BatchWriteRowResponseItem(True, None, None, consumed,
+                                                         row.primary_key if row else None))
+        return BatchWriteRowResponse(request, response)
+
+
+def _sorted_cells(cell_list):
+    """PutRow cells in read order: by name, newest first; a repeated (name, ts) keeps the last."""
+    latest = {}
+    for name, value, ts in cell_list:
+        latest[(name, ts)] = value
+    ordered = sorted(latest.items(), key=lambda kv: (kv[0][0], -kv[0][1]))
+    return [(name, value, ts) for (name, ts), value in ordered]
+
+
+def _check_repeated(plans):
+    """A row repeated in one table's batch may not carry a condition."""
+    seen = {}
+    for p in plans:
+        if isinstance(p, OTSServiceError) or p.row_key is None:
+            continue
+        seen.setdefault(p.row_key, []).append(p)
+    for group in seen.values():
+        if len(group) < 2:
+            continue
+        for p in group:
+            if p.condition.row_existence_expectation != RowExistenceExpectation.IGNORE:
+                raise service_error("batch_repeated_expectation")
+            if p.condition.column_condition is not None:
+                raise service_error("batch_repeated_condition")
+
+
+def _rows(entries, npk, forward):
+    """Group a scan's (key, value) entries by row: yields (row_key, pk values, entries)."""
+    row_key = None
+    group = []
+    values = None
+    for key, value in entries:
+        if row_key is not None and key.startswith(row_key) and len(key) > len(row_key) \
+                and key[len(row_key)] in (0, 1):
+            group.append((key, value))
+            continue
+        if row_key is not None:
+            yield row_key, values, group
+        values, end = pkcodec.decode_pk(key, npk)
+        row_key = key[:end]
+        group = [(key, value)]
+    if row_key is not None:
+        yield row_key, values, group
+
+
+def _validate_split_points(split_points, pk_type):
+    """The SDK's client-side checks of ``split_points`` (same messages)."""
+    if not split_points:
+        raise OTSClientError("The split-point list cannot be empty.")
+    for point in split_points:
+        if point is INF_MIN or point is INF_MAX:
+            raise OTSClientError("The split-point can't be set as an INF value.")
+    expected = {"INTEGER": (int,), "STRING": (str,), "BINARY": (bytes, bytearray)}[pk_type]
+    for point in split_points:
+        if not isinstance(point, expected) or (pk_type == "INTEGER" and isinstance(point, bool)):
+            raise OTSClientError("The split-point's type doesn't match the partition key's type. "
+                                 "Expected %s, but got %s." % (pk_type, type(point).__name__))
+    for i in range(1, len(split_points)):
+        if split_points[i - 1] >= split_points[i]:
+            raise OTSClientError("The split-point list isn't strictly increasing.")

@@ -1,0 +1,141 @@
+"""Tablestore's errors: the two exception classes and the one table of codes.
+
+Every error the service side of this package raises is built here by
+:func:`service_error` from a row of :data:`ERRORS`, so the code, HTTP status
+and message wording of each failure live in exactly one place.  Messages are
+Tablestore's own (shared/reference/tablestore.md, section 6); where the
+reference gives none, the wording is ours and is marked ``(ours)`` below.
+
+:class:`OTSClientError` is what the official SDK raises when it rejects a
+request before sending it; :class:`OTSServiceError` is what the service
+answers.  Both have the SDK's accessors.
+"""
+
+__all__ = ["OTSError", "OTSClientError", "OTSServiceError", "ERRORS", "service_error"]
+
+
+class OTSError(Exception):
+    """Base of both Tablestore errors (as in the SDK)."""
+
+
+class OTSClientError(OTSError):
+    """A request the SDK itself refuses (bad argument types, bad split points...)."""
+
+    def __init__(self, message, http_status=None):
+        super().__init__(message)
+        self.message = message
+        self.http_status = http_status
+
+    def get_http_status(self):
+        return self.http_status
+
+    def get_error_message(self):
+        return self.message
+
+    def __str__(self):
+        return self.message
+
+
+class OTSServiceError(OTSError):
+    """An error answered by the service: HTTP status, error code, message."""
+
+    def __init__(self, http_status, code, message, request_id=""):
+        super().__init__(http_status, code, message)
+        self.http_status = http_status
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+
+    def get_http_status(self):
+        return self.http_status
+
+    def get_error_code(self):
+        return self.code
+
+    def get_error_message(self):
+        return self.message
+
+    def get_request_id(self):
+        return self.request_id
+
+    def __str__(self):
+        return "ErrorCode: %s, ErrorMessage: %s, RequestID: %s" % (
+            self.code, self.message, self.request_id)
+
+
+_P = (400, "OTSParameterInvalid")
+
+#: name -> (http status, error code, message template).
+ERRORS = {
+    # tables
+    "table_not_exist": (404, "OTSObjectNotExist", "Requested table does not exist."),
+    "table_exists": (409, "OTSObjectAlreadyExist", "Requested table already exists."),
+    "table_quota": (403, "OTSQuotaExhausted", "Number of tables exceeded the quota."),
+    "invalid_table_name": _P + ("Invalid table name: {table}.",),
+    "invalid_column_name": _P + ("Invalid column name: {column}.",),
+    "invalid_pk_type": _P + ("{type} is an invalid type for the primary key.",),
+    "pk_count": _P + ("The number of primary key columns must be in range: [1, {limit}].",),
+    "duplicated_pk_name": _P + ("Duplicated primary key name: '{name}'.",),
+    "auto_incr_not_integer": _P + ("AUTO_INCREMENT primary key must be integer.",),
+    "auto_incr_first": _P + ("First primary key can't be auto increment, table: {table}.",),
+    "ttl_invalid": _P + ("TimeToLive cannot be 0 or less than -1.",),
+    "ttl_too_small": _P + ("TimeToLive must be -1 or at least 86400 seconds.",),  # (ours)
+    "max_versions_invalid": _P + ("The maximum versions cannot be less than or equal to 0.",),
+    "deviation_invalid": _P + ("MaxTimeDeviation must be greater than 0.",),  # (ours)
+    "defined_columns_limit": _P + ("The number of defined columns must be in range: [0, 32].",),  # (ours)
+    # primary keys
+    "pk_name_mismatch": (400, "OTSInvalidPK", "Validate PK name fail. Input: {input}, Meta: {meta}."),
+    "pk_size_mismatch": (400, "OTSInvalidPK", "Validate PK size fail. Input: {input}, Meta: {meta}."),
+    "pk_schema_mismatch": (400, "OTSInvalidPK", "Primary key schema mismatch."),
+    "pk_too_long": _P + ("The length of primary key column: {column} exceeds the MaxLength: "
+                         "{limit} with CurrentLength: {length}.",),
+    "auto_incr_read": _P + ("PKAutoIncr can't be used for read operations.",),
+    "auto_incr_condition": _P + ("Can't set condition when modify row with pk auto increment.",),
+    # rows
+    "attribute_missing": _P + ("Attribute column is missing.",),
+    "attr_dup_pk": _P + ("Duplicated attribute column name with primary key column: {column}.",),
+    "attr_too_long": _P + ("The length of attribute column: {column} exceeds the MaxLength: "
+                           "{limit} with CurrentLength: {length}.",),  # (ours, by analogy)
+    "double_invalid": _P + ("Invalid double value: NaN or Infinity. Cell:{column}.",),  # (ours)
+    "delete_with_value": _P + ("Column value cannot be given when type is "
+                               "DELETE_ONE_VERSION,DELETE_ALL_VERSION.",),
+    "delete_one_needs_ts": _P + ("Timestamp must be given when type is DELETE_ONE_VERSION.",),
+    "delete_all_no_ts": _P + ("Timestamp cannot be given when type is DELETE_ALL_VERSION.",),
+    "invalid_timestamp": _P + ("Invalid timestamp. Cell:{column}.",),
+    "update_missing_cells": _P + ("Invalid update row request: missing cells in request.",),
+    "increment_not_integer": _P + ("Increment value must be INTEGER. Cell:{column}.",),  # (ours)
+    "increment_on_non_integer": _P + ("The type of the column to increment must be INTEGER. "
+                                      "Cell:{column}.",),  # (ours)
+    "condition_failed": (403, "OTSConditionCheckFail", "Condition check failed."),
+    # reads
+    "no_version_condition": _P + ("No version condition is specified while querying row.",),
+    "time_range_both": _P + ("Start and end time must be given at the same time.",),
+    "time_range_invalid": _P + ("Invalid time range: start time must be less than end time.",),  # (ours)
+    "max_version_invalid": _P + ("The maximum versions to get must be greater than 0.",),  # (ours)
+    "columns_to_get_limit": _P + ("The number of columns to get exceeds the limit: {limit}.",),  # (ours)
+    "limit_invalid": _P + ("The limit must be greater than 0.",),
+    "forward_range": _P + ("Begin key must less than end key in FORWARD",),
+    "backward_range": _P + ("Begin key must more than end key in BACKWARD",),
+    # filters
+    "filter_not": _P + ("Invalid NOT operator: the number of sub-filters must be 1.",),
+    "filter_and_or": _P + ("Invalid AND/OR operator: the number of sub-filters must be 2.",),
+    "filter_invalid": _P + ("Deserialize filter failed.",),
+    # batches
+    "batch_get_empty": _P + ("No row specified in the request of BatchGetRow.",),
+    "batch_write_empty": _P + ("No row is specified in BatchWriteRow.",),
+    "batch_no_operation": _P + ("No operation is specified for table:{table}.",),
+    "batch_rows_limit": _P + ("Rows count exceeds the upper limit:{limit}.",),
+    "batch_write_size": _P + ("The total data size of BatchWriteRow request exceeds the limit, "
+                              "limit size: {limit}, data size:{size}.",),
+    "batch_repeated_expectation": _P + ("Repeated rows do not support row exist expectation "
+                                        "check in BatchModify.",),
+    "batch_repeated_condition": _P + ("Repeated rows do not support row condition check in "
+                                      "BatchModify.",),
+    "request_too_large": (413, "OTSRequestBodyTooLarge", "The size of POST data is too large."),
+}
+
+
+def service_error(name, **fields):
+    """The :class:`OTSServiceError` for row ``name`` of :data:`ERRORS`."""
+    status, code, template = ERRORS[name]
+    return OTSServiceError(status, code, template.format(**fields))

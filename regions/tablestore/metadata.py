@@ -1,0 +1,481 @@
+"""The SDK's data classes: same names, fields, defaults and constructor checks.
+
+These mirror ``tablestore.metadata`` of the official Python SDK 6.4.8 so code
+written for the cloud service builds its requests unchanged.  Constructors
+raise :class:`OTSClientError` exactly where the SDK's do.  Instances are plain
+value holders, not thread-safe to mutate while a request uses them.
+"""
+from .errors import OTSClientError
+
+__all__ = [
+    "INF_MIN", "INF_MAX", "PK_AUTO_INCR", "TableMeta", "TableOptions", "CapacityUnit",
+    "ReservedThroughput", "ReservedThroughputDetails", "ColumnType", "ReturnType",
+    "Direction", "UpdateType", "UpdateTableResponse", "DescribeTableResponse", "RowDataItem",
+    "LogicalOperator", "ComparatorType", "ColumnConditionType", "ColumnCondition",
+    "CompositeColumnCondition", "SingleColumnCondition", "RowExistenceExpectation",
+    "Condition", "Row", "RowItem", "PutRowItem", "UpdateRowItem", "DeleteRowItem",
+    "TableInBatchGetRowItem", "BatchGetRowRequest", "BatchGetRowResponse",
+    "BatchWriteRowType", "TableInBatchWriteRowItem", "BatchWriteRowRequest",
+    "BatchWriteRowResponse", "BatchWriteRowResponseItem",
+]
+
+
+class _Value:
+    """Readable repr and field equality, like the SDK's JSON repr (handy in tests)."""
+
+    def __repr__(self):
+        fields = ", ".join("%s=%r" % kv for kv in vars(self).items())
+        return "%s(%s)" % (type(self).__name__, fields)
+
+    def __eq__(self, other):
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    __hash__ = None
+
+
+class INF_MIN:
+    """Marker class: smaller than every value of a primary-key column (range bounds)."""
+
+
+class INF_MAX:
+    """Marker class: greater than every value of a primary-key column (range bounds)."""
+
+
+class PK_AUTO_INCR:
+    """Marker class: the auto-increment option in a schema, the placeholder in a put."""
+
+
+class TableMeta(_Value):
+    def __init__(self, table_name, schema_of_primary_key, defined_columns=None):
+        self.table_name = table_name
+        self.schema_of_primary_key = schema_of_primary_key
+        self.defined_columns = [] if defined_columns is None else defined_columns[:]
+
+
+class TableOptions(_Value):
+    def __init__(self, time_to_live=-1, max_version=1, max_time_deviation=86400, allow_update=None):
+        self.time_to_live = time_to_live
+        self.max_version = max_version
+        self.max_time_deviation = max_time_deviation
+        self.allow_update = allow_update
+
+
+class CapacityUnit(_Value):
+    def __init__(self, read=0, write=0):
+        self.read = read
+        self.write = write
+
+
+class ReservedThroughput(_Value):
+    def __init__(self, capacity_unit):
+        self.capacity_unit = capacity_unit
+
+
+class ReservedThroughputDetails(_Value):
+    def __init__(self, capacity_unit, last_increase_time, last_decrease_time):
+        self.capacity_unit = capacity_unit
+        self.last_increase_time = last_increase_time
+        self.last_decrease_time = last_decrease_time
+
+
+class ColumnType:
+    STRING = "STRING"
+    INTEGER = "INTEGER"
+    BOOLEAN = "BOOLEAN"
+    DOUBLE = "DOUBLE"
+    BINARY = "BINARY"
+    INF_MIN = "INF_MIN"
+    INF_MAX = "INF_MAX"
+
+
+class ReturnType:
+    RT_NONE = "RT_NONE"
+    RT_PK = "RT_PK"
+
+
+class Direction:
+    FORWARD = "FORWARD"
+    BACKWARD = "BACKWARD"
+
+
+class UpdateType:
+    PUT = "PUT"
+    DELETE = "DELETE"
+    DELETE_ALL = "DELETE_ALL"
+    INCREMENT = "INCREMENT"
+
+
+class UpdateTableResponse(_Value):
+    def __init__(self, reserved_throughput_details, table_options):
+        self.reserved_throughput_details = reserved_throughput_details
+        self.table_options = table_options
+        self.request_id = ""
+
+
+class DescribeTableResponse(_Value):
+    """As the SDK's, plus ``shard_splits``: the partition-key values where regions start."""
+
+    def __init__(self, table_meta, table_options, reserved_throughput_details,
+                 secondary_indexes=None, sse_details=None, shard_splits=None):
+        self.table_meta = table_meta
+        self.table_options = table_options
+        self.reserved_throughput_details = reserved_throughput_details
+        self.sse_details = sse_details
+        self.secondary_indexes = [] if secondary_indexes is None else secondary_indexes[:]
+        self.shard_splits = [] if shard_splits is None else list(shard_splits)
+        self.request_id = ""
+
+
+class RowDataItem(_Value):
+    def __init__(self, is_ok, error_code, error_message, table_name, consumed,
+                 primary_key_columns, attribute_columns):
+        self.is_ok = is_ok
+        self.error_code = error_code
+        self.error_message = error_message
+        self.table_name = table_name
+        self.consumed = consumed
+        self.row = None
+        if primary_key_columns is not None or attribute_columns is not None:
+            self.row = Row(primary_key_columns, attribute_columns)
+
+
+class LogicalOperator:
+    NOT = 0
+    AND = 1
+    OR = 2
+    __values__ = [NOT, AND, OR]
+    __members__ = ["LogicalOperator.NOT", "LogicalOperator.AND", "LogicalOperator.OR"]
+
+
+class ComparatorType:
+    EQUAL = 0
+    NOT_EQUAL = 1
+    GREATER_THAN = 2
+    GREATER_EQUAL = 3
+    LESS_THAN = 4
+    LESS_EQUAL = 5
+    EXIST = 6
+    NOT_EXIST = 7
+    __values__ = [0, 1, 2, 3, 4, 5, 6, 7]
+    __single_condition_values__ = [0, 1, 2, 3, 4, 5]
+    __members__ = ["ComparatorType." + n for n in (
+        "EQUAL", "NOT_EQUAL", "GREATER_THAN", "GREATER_EQUAL", "LESS_THAN", "LESS_EQUAL",
+        "EXIST", "NOT_EXIST")]
+    __single_condition_members__ = __members__[:6]
+
+
+class ColumnConditionType:
+    COMPOSITE_COLUMN_CONDITION = 0
+    SINGLE_COLUMN_CONDITION = 1
+    SINGLE_COLUMN_REGEX_CONDITION = 2
+
+
+class ColumnCondition(_Value):
+    """Base of the column conditions (filters)."""
+
+
+class CompositeColumnCondition(ColumnCondition):
+    def __init__(self, combinator):
+        self.sub_conditions = []
+        if combinator not in LogicalOperator.__values__:
+            raise OTSClientError("Expect input combinator should be one of %s, but '%s'"
+                                 % (str(LogicalOperator.__members__), combinator))
+        self.combinator = combinator
+
+    def get_type(self):
+        return ColumnConditionType.COMPOSITE_COLUMN_CONDITION
+
+    def get_combinator(self):
+        return self.combinator
+
+    def add_sub_condition(self, condition):
+        if not isinstance(condition, ColumnCondition):
+            raise OTSClientError(
+                "The input condition should be an instance of ColumnCondition, not %s"
+                % condition.__class__.__name__)
+        self.sub_conditions.append(condition)
+
+    def clear_sub_condition(self):
+        self.sub_conditions = []
+
+
+class SingleColumnCondition(ColumnCondition):
+    def __init__(self, column_name, column_value, comparator, pass_if_missing=True,
+                 latest_version_only=True):
+        self.column_name = column_name
+        self.column_value = column_value
+        self.comparator = None
+        self.pass_if_missing = None
+        self.latest_version_only = None
+        self.set_comparator(comparator)
+        self.set_pass_if_missing(pass_if_missing)
+        self.set_latest_version_only(latest_version_only)
+
+    def get_type(self):
+        return ColumnConditionType.SINGLE_COLUMN_CONDITION
+
+    def set_pass_if_missing(self, pass_if_missing):
+        if not isinstance(pass_if_missing, bool):
+            raise OTSClientError(
+                "The input pass_if_missing of SingleColumnCondition should be an instance of "
+                "Bool, not %s" % pass_if_missing.__class__.__name__)
+        self.pass_if_missing = pass_if_missing
+
+    def get_pass_if_missing(self):
+        return self.pass_if_missing
+
+    def set_latest_version_only(self, latest_version_only):
+        if not isinstance(latest_version_only, bool):
+            raise OTSClientError(
+                "The input latest_version_only of SingleColumnCondition should be an instance "
+                "of Bool, not %s" % latest_version_only.__class__.__name__)
+        self.latest_version_only = latest_version_only
+
+    def get_latest_version_only(self):
+        return self.latest_version_only
+
+    def set_column_name(self, column_name):
+        if not isinstance(column_name, (str, bytes)):
+            raise OTSClientError(
+                "The input column_name of SingleColumnCondition should be an instance of str, "
+                "not %s" % column_name.__class__.__name__)
+        self.column_name = column_name
+
+    def get_column_name(self):
+        return self.column_name
+
+    def set_column_value(self, column_value):
+        if column_value is None:
+            raise OTSClientError("The input column_value of SingleColumnCondition should not be None")
+        self.column_value = column_value
+
+    def get_column_value(self):
+        return self.column_value
+
+    def set_comparator(self, comparator):
+        if comparator not in ComparatorType.__single_condition_values__:
+            raise OTSClientError(
+                "Expect input comparator of SingleColumnCondition should be one of %s, but '%s'"
+                % (str(ComparatorType.__single_condition_members__), comparator))
+        self.comparator = comparator
+
+    def get_comparator(self):
+        return self.comparator
+
+
+class RowExistenceExpectation:
+    IGNORE = "IGNORE"
+    EXPECT_EXIST = "EXPECT_EXIST"
+    EXPECT_NOT_EXIST = "EXPECT_NOT_EXIST"
+    __values__ = [IGNORE, EXPECT_EXIST, EXPECT_NOT_EXIST]
+    __members__ = ["RowExistenceExpectation.IGNORE", "RowExistenceExpectation.EXPECT_EXIST",
+                   "RowExistenceExpectation.EXPECT_NOT_EXIST"]
+
+
+class Condition(_Value):
+    def __init__(self, row_existence_expectation, column_condition=None):
+        self.row_existence_expectation = None
+        self.column_condition = None
+        self.set_row_existence_expectation(row_existence_expectation)
+        if column_condition is not None:
+            self.set_column_condition(column_condition)
+
+    def set_row_existence_expectation(self, row_existence_expectation):
+        if row_existence_expectation not in RowExistenceExpectation.__values__:
+            raise OTSClientError("Expect input row_existence_expectation should be one of %s, but '%s'"
+                                 % (str(RowExistenceExpectation.__members__), row_existence_expectation))
+        self.row_existence_expectation = row_existence_expectation
+
+    def get_row_existence_expectation(self):
+        return self.row_existence_expectation
+
+    def set_column_condition(self, column_condition):
+        if not isinstance(column_condition, ColumnCondition):
+            raise OTSClientError(
+                "The input column_condition should be an instance of ColumnCondition, not %s"
+                % column_condition.__class__.__name__)
+        self.column_condition = column_condition
+
+    def get_column_condition(self):
+        return self.column_condition
+
+
+class Row(_Value):
+    def __init__(self, primary_key, attribute_columns=None):
+        self.primary_key = primary_key
+        self.attribute_columns = attribute_columns
+
+
+class BatchWriteRowType:
+    PUT = "put"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
+class RowItem(_Value):
+    def __init__(self, row_type, row, condition, return_type=None):
+        self.type = row_type
+        self.condition = condition
+        self.row = row
+        self.return_type = return_type
+
+
+class PutRowItem(RowItem):
+    def __init__(self, row, condition, return_type=None):
+        super().__init__(BatchWriteRowType.PUT, row, condition, return_type)
+
+
+class UpdateRowItem(RowItem):
+    def __init__(self, row, condition, return_type=None):
+        super().__init__(BatchWriteRowType.UPDATE, row, condition, return_type)
+
+
+class DeleteRowItem(RowItem):
+    def __init__(self, row, condition, return_type=None):
+        super().__init__(BatchWriteRowType.DELETE, row, condition, return_type)
+
+
+class TableInBatchGetRowItem(_Value):
+    def __init__(self, table_name, primary_keys, columns_to_get=None, column_filter=None,
+                 max_version=None, time_range=None, start_column=None, end_column=None,
+                 token=None):
+        self.table_name = table_name
+        self.primary_keys = primary_keys
+        self.columns_to_get = columns_to_get
+        self.column_filter = column_filter
+        self.max_version = max_version
+        self.time_range = time_range
+        self.start_column = start_column
+        self.end_column = end_column
+        self.token = token
+
+
+class BatchGetRowRequest(_Value):
+    """Items keyed by table name: adding a table twice keeps the later item (as the SDK)."""
+
+    def __init__(self):
+        self.items = {}
+
+    def add(self, table_item):
+        if not isinstance(table_item, TableInBatchGetRowItem):
+            raise OTSClientError(
+                "The input table_item should be an instance of TableInBatchGetRowItem, not %s"
+                % table_item.__class__.__name__)
+        self.items[table_item.table_name] = table_item
+
+
+class BatchGetRowResponse(_Value):
+    def __init__(self, table_rows):
+        self.items = table_rows
+
+    def get_failed_rows(self):
+        return [row for rows in self.items.values() for row in rows if not row.is_ok]
+
+    def get_succeed_rows(self):
+        return [row for rows in self.items.values() for row in rows if row.is_ok]
+
+    def get_result(self):
+        return self.get_succeed_rows(), self.get_failed_rows()
+
+    def get_result_by_table(self, table_name):
+        return self.items.get(table_name)
+
+    def is_all_succeed(self):
+        return self.get_failed_rows() == []
+
+
+class TableInBatchWriteRowItem(_Value):
+    def __init__(self, table_name, row_items):
+        self.table_name = table_name
+        self.row_items = row_items
+
+
+class BatchWriteRowRequest(_Value):
+    def __init__(self):
+        self.items = {}
+        self.transaction_id = None
+
+    def add(self, table_item):
+        if not isinstance(table_item, TableInBatchWriteRowItem):
+            raise OTSClientError(
+                "The input table_item should be an instance of TableInBatchWriteRowItem, not %s"
+                % table_item.__class__.__name__)
+        self.items[table_item.table_name] = table_item
+
+    def set_transaction_id(self, transcation_id):
+        self.transaction_id = transcation_id
+
+
+class BatchWriteRowResponseItem(_Value):
+    def __init__(self, is_ok, error_code, error_message, consumed, primary_key):
+        self.is_ok = is_ok
+        self.error_code = error_code
+        self.error_message = error_message
+        self.consumed = consumed
+        self.row = Row(primary_key)
+
+    def set_index(self, index):
+        self.index = index
+
+
+class BatchWriteRowResponse(_Value):
+    """Pairs each per-row result with the request row at the same index, per table."""
+
+    def __init__(self, request, response):
+        self.table_of_put = {}
+        self.table_of_update = {}
+        self.table_of_delete = {}
+        for table_name, results in response.items():
+            by_type = {BatchWriteRowType.PUT: [], BatchWriteRowType.UPDATE: [],
+                       BatchWriteRowType.DELETE: []}
+            for index, item in enumerate(results):
+                item.set_index(index)
+                by_type[request.items[table_name].row_items[index].type].append(item)
+            self.table_of_put[table_name] = by_type[BatchWriteRowType.PUT]
+            self.table_of_update[table_name] = by_type[BatchWriteRowType.UPDATE]
+            self.table_of_delete[table_name] = by_type[BatchWriteRowType.DELETE]
+
+    @staticmethod
+    def _split(tables):
+        rows = [row for rows in tables.values() for row in rows]
+        return [r for r in rows if r.is_ok], [r for r in rows if not r.is_ok]
+
+    def get_put(self):
+        return self._split(self.table_of_put)
+
+    def get_put_by_table(self, table_name):
+        return self.table_of_put[table_name]
+
+    def get_failed_of_put(self):
+        return self.get_put()[1]
+
+    def get_succeed_of_put(self):
+        return self.get_put()[0]
+
+    def get_update(self):
+        return self._split(self.table_of_update)
+
+    def get_update_by_table(self, table_name):
+        return self.table_of_update[table_name]
+
+    def get_failed_of_update(self):
+        return self.get_update()[1]
+
+    def get_succeed_of_update(self):
+        return self.get_update()[0]
+
+    def get_delete(self):
+        return self._split(self.table_of_delete)
+
+    def get_delete_by_table(self, table_name):
+        return self.table_of_delete[table_name]
+
+    def get_failed_of_delete(self):
+        return self.get_delete()[1]
+
+    def get_succeed_of_delete(self):
+        return self.get_delete()[0]
+
+    def is_all_succeed(self):
+        return not (self.get_failed_of_put() or self.get_failed_of_update()
+                    or self.get_failed_of_delete())

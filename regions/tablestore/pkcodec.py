@@ -1,0 +1,108 @@
+"""Order-preserving primary-key codec: typed PK tuple <-> row-key bytes.
+
+Format (one record per PK column, concatenated in schema order; a row key is
+never written to disk by anyone else, so this grammar is the on-disk format
+of Tablestore row keys, and its constants are never renumbered)::
+
+    column   = INF_MIN | INTEGER | STRING | BINARY | INF_MAX
+    INF_MIN  = 0x00                                   (range bounds only)
+    INTEGER  = 0x10  uint64-BE(value + 2**63)         (9 bytes)
+    STRING   = 0x20  escape(utf8 bytes)  0x00 0x01
+    BINARY   = 0x30  escape(bytes)       0x00 0x01
+    INF_MAX  = 0xFF                                   (range bounds only)
+    escape   : every 0x00 byte becomes 0x00 0xFF
+
+Why it orders correctly: memcmp of two encodings of the same schema compares
+column by column; integers are offset-binary big-endian (negatives first);
+escaped strings compare bytewise and the terminator 0x00 0x01 sorts below
+every continuation (a real byte >= 0x01 or an escaped 0x00 0xFF), so a value
+sorts before its extensions.  INF_MIN/INF_MAX sort below/above every tag.
+
+Every column is self-delimiting, so a whole row key is too: no row key is a
+prefix of another, which lets cell keys append suffixes to a row key and keep
+a row's cells contiguous, and makes the partition-key prefix (the first
+column's record) cheap to find for region split boundaries.
+
+Callers pass values already validated against the schema (validate.py);
+these functions only encode.  Pure functions, thread-safe.
+"""
+import struct
+
+from .metadata import INF_MAX, INF_MIN
+
+__all__ = ["encode_pk", "decode_pk", "encode_value", "partition_prefix_len",
+           "decode_partition_value", "INTEGER", "STRING", "BINARY"]
+
+INTEGER, STRING, BINARY = "INTEGER", "STRING", "BINARY"
+
+TAG_INF_MIN = 0x00
+TAG_INTEGER = 0x10
+TAG_STRING = 0x20
+TAG_BINARY = 0x30
+TAG_INF_MAX = 0xFF
+_TERM = b"\x00\x01"
+_OFFSET = 1 << 63
+_pack_q = struct.Struct(">Q").pack
+_unpack_q = struct.Struct(">Q").unpack_from
+
+
+def encode_value(pk_type, value):
+    """The record of one PK column (``pk_type`` is the schema's type name)."""
+    if value is INF_MIN:
+        return b"\x00"
+    if value is INF_MAX:
+        return b"\xff"
+    if pk_type == INTEGER:
+        return b"\x10" + _pack_q(value + _OFFSET)
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    tag = b"\x20" if pk_type == STRING else b"\x30"
+    return tag + bytes(value).replace(b"\x00", b"\x00\xff") + _TERM
+
+
+def encode_pk(types, values):
+    """Row key of the PK ``values`` (a sequence in schema order, one per type)."""
+    return b"".join([encode_value(t, v) for t, v in zip(types, values)])
+
+
+def _decode_one(data, pos):
+    tag = data[pos]
+    if tag == TAG_INTEGER:
+        return _unpack_q(data, pos + 1)[0] - _OFFSET, pos + 9
+    if tag == TAG_STRING or tag == TAG_BINARY:
+        end = data.index(_TERM, pos + 1)
+        raw = data[pos + 1:end].replace(b"\x00\xff", b"\x00")
+        value = raw.decode("utf-8") if tag == TAG_STRING else bytearray(raw)
+        return value, end + 2
+    if tag == TAG_INF_MIN:
+        return INF_MIN, pos + 1
+    if tag == TAG_INF_MAX:
+        return INF_MAX, pos + 1
+    raise ValueError("corrupt row key: unknown PK tag 0x%02x at offset %d" % (tag, pos))
+
+
+def decode_pk(data, count, pos=0):
+    """Decode ``count`` PK columns from ``data`` at ``pos``: (values list, end offset).
+
+    STRING decodes to ``str``, BINARY to ``bytearray`` (the SDK's read types).
+    """
+    values = []
+    for _ in range(count):
+        value, pos = _decode_one(data, pos)
+        values.append(value)
+    return values, pos
+
+
+def partition_prefix_len(key):
+    """Length of the partition-key record at the start of ``key``."""
+    tag = key[0]
+    if tag == TAG_INTEGER:
+        return 9
+    if tag == TAG_STRING or tag == TAG_BINARY:
+        return key.index(_TERM, 1) + 2
+    return 1
+
+
+def decode_partition_value(key):
+    """The partition-key value a row key (or region boundary) starts with."""
+    return _decode_one(key, 0)[0]

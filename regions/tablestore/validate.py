@@ -1,0 +1,362 @@
+"""Tablestore's limits and request checks, before anything is written.
+
+Each check raises what the real stack raises: :class:`OTSClientError` where
+the official SDK refuses a request before sending it (argument types, int64
+range), :class:`OTSServiceError` (errors.py) where the service does.  The
+functions return normalised data so the caller never re-parses a request.
+Pure functions, thread-safe.
+"""
+import math
+import re
+
+from .errors import OTSClientError, service_error
+from .metadata import INF_MAX, INF_MIN, PK_AUTO_INCR, TableMeta, TableOptions
+
+__all__ = ["MAX_PK_COLUMNS", "MAX_PK_BYTES", "MAX_VALUE_BYTES", "MAX_COLUMNS_TO_GET",
+           "BATCH_WRITE_ROWS", "BATCH_WRITE_BYTES", "BATCH_GET_ROWS", "RANGE_ROWS",
+           "RANGE_BYTES", "MAX_TABLES", "Schema", "check_name", "check_table_meta",
+           "check_table_options", "check_pk", "check_put_columns", "check_update_columns",
+           "check_read_params", "check_int64"]
+
+MAX_PK_COLUMNS = 4
+MAX_PK_BYTES = 1024
+MAX_VALUE_BYTES = 2 << 20
+MAX_COLUMNS_TO_GET = 128
+BATCH_WRITE_ROWS = 200
+BATCH_WRITE_BYTES = 4 << 20
+BATCH_GET_ROWS = 100
+RANGE_ROWS = 5000
+RANGE_BYTES = 4 << 20
+MAX_TABLES = 64
+MIN_TTL = 86400
+MAX_DEFINED_COLUMNS = 32
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}\Z")
+_PK_TYPES = ("INTEGER", "STRING", "BINARY", "BOOLEAN")
+_DEFINED_TYPES = ("STRING", "INTEGER", "DOUBLE", "BOOLEAN", "BINARY")
+
+
+class Schema:
+    """A table's primary-key schema and options, as persisted in table attributes."""
+
+    __slots__ = ("names", "types", "auto_incr", "ttl", "max_versions", "deviation",
+                 "allow_update", "defined")
+
+    def __init__(self, names, types, auto_incr, ttl=-1, max_versions=1, deviation=86400,
+                 allow_update=True, defined=()):
+        self.names, self.types, self.auto_incr = list(names), list(types), auto_incr
+        self.ttl, self.max_versions, self.deviation = ttl, max_versions, deviation
+        self.allow_update, self.defined = allow_update, [tuple(d) for d in defined]
+
+    def to_json(self):
+        return {"names": self.names, "types": self.types, "auto_incr": self.auto_incr,
+                "ttl": self.ttl, "max_versions": self.max_versions,
+                "deviation": self.deviation, "allow_update": self.allow_update,
+                "defined": [list(d) for d in self.defined]}
+
+    @classmethod
+    def from_json(cls, data):
+        return cls(**data)
+
+
+def check_name(name, kind="column"):
+    """A table or column name: 1-255 bytes of [A-Za-z0-9_], not starting with a digit."""
+    if isinstance(name, bytes):
+        name = name.decode("utf-8")
+    if not isinstance(name, str):
+        raise OTSClientError("expect str or unicode type for string, not %s: %s"
+                             % (name.__class__.__name__, name))
+    if not _NAME.match(name):
+        if kind == "table":
+            raise service_error("invalid_table_name", table=name)
+        raise service_error("invalid_column_name", column=name)
+    return name
+
+
+def check_int64(value):
+    if value < INT64_MIN or value > INT64_MAX:
+        raise OTSClientError("%s exceeds the range of int64" % value)
+    return value
+
+
+def check_table_meta(table_meta):
+    """Validate a TableMeta; returns (names, types, auto_incr index or None)."""
+    if not isinstance(table_meta, TableMeta):
+        raise OTSClientError("table_meta should be an instance of TableMeta, not %s"
+                             % table_meta.__class__.__name__)
+    table = check_name(table_meta.table_name, "table")
+    names, types, auto_incr = [], [], None
+    for i, col in enumerate(table_meta.schema_of_primary_key):
+        if not isinstance(col, tuple):
+            raise OTSClientError("all schemas of primary keys should be tuple, not %s"
+                                 % col.__class__.__name__)
+        if col[1] not in _PK_TYPES:
+            raise OTSClientError("primary_key_type should be one of [%s], not %s"
+                                 % (", ".join(sorted(_PK_TYPES)), col[1]))
+        if len(col) == 3 and col[2] is not PK_AUTO_INCR:
+            raise OTSClientError("primary_key_option should be one of [%s], not %s"
+                                 % (PK_AUTO_INCR, col[2]))
+        names.append(check_name(col[0]))
+        types.append(col[1])
+        if len(col) == 3:
+            if col[1] != "INTEGER":
+                raise service_error("auto_incr_not_integer")
+            if i == 0:
+                raise service_error("auto_incr_first", table=table)
+            auto_incr = i
+    if not 1 <= len(names) <= MAX_PK_COLUMNS:
+        raise service_error("pk_count", limit=MAX_PK_COLUMNS)
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise service_error("duplicated_pk_name", name=name)
+        seen.add(name)
+    for t in types:
+        if t == "BOOLEAN":
+            raise service_error("invalid_pk_type", type=t)
+    defined = []
+    for col in table_meta.defined_columns or ():
+        if not isinstance(col, tuple):
+            raise OTSClientError("all schemas of primary keys should be tuple, not %s"
+                                 % col.__class__.__name__)
+        if col[1] not in _DEFINED_TYPES:
+            raise OTSClientError("Wrong type for defined column, only support "
+                                 "[STRING, INTEGER, DOUBLE, BOOLEAN, BINARY].")
+        defined.append((check_name(col[0]), col[1]))
+    if len(defined) > MAX_DEFINED_COLUMNS:
+        raise service_error("defined_columns_limit")
+    return table, names, types, auto_incr, defined
+
+
+def check_table_options(options, partial=False):
+    """Validate TableOptions; returns {field: value} of the fields given."""
+    if not isinstance(options, TableOptions):
+        raise OTSClientError("table_option should be an instance of TableOptions, not %s"
+                             % options.__class__.__name__)
+    out = {}
+    for attr, key in (("time_to_live", "ttl"), ("max_version", "max_versions"),
+                      ("max_time_deviation", "deviation")):
+        value = getattr(options, attr)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise OTSClientError("%s should be an instance of int, not %s"
+                                 % (attr, value.__class__.__name__))
+        out[key] = value
+    if options.allow_update is not None:
+        if not isinstance(options.allow_update, bool):
+            raise OTSClientError("allow_update should be an instance of bool, not %s"
+                                 % options.allow_update.__class__.__name__)
+        out["allow_update"] = options.allow_update
+    ttl = out.get("ttl")
+    if ttl is not None and ttl != -1:
+        if ttl <= 0:
+            raise service_error("ttl_invalid")
+        if ttl < MIN_TTL:
+            raise service_error("ttl_too_small")
+    if out.get("max_versions") is not None and out["max_versions"] <= 0:
+        raise service_error("max_versions_invalid")
+    if out.get("deviation") is not None and out["deviation"] <= 0:
+        raise service_error("deviation_invalid")
+    return out
+
+
+def _pk_value_kind(value):
+    """The wire type the SDK would send for a PK value (client-side type check)."""
+    if value is INF_MIN or value is INF_MAX or value is PK_AUTO_INCR:
+        return value
+    if isinstance(value, bool):
+        return "BOOLEAN"
+    if isinstance(value, int):
+        check_int64(value)
+        return "INTEGER"
+    if isinstance(value, (str, bytes)):
+        return "STRING"
+    if isinstance(value, bytearray):
+        return "BINARY"
+    raise OTSClientError("Unsupported primary key type: " + str(type(value)))
+
+
+def check_pk(schema, primary_key, mode="row"):
+    """Validate a PK ([(name, value)]) against ``schema``; returns the values list.
+
+    ``mode``: "row" (concrete values), "put" (PK_AUTO_INCR allowed in the
+    auto-increment column) or "bound" (INF_MIN/INF_MAX allowed anywhere).
+    """
+    if not isinstance(primary_key, (list, tuple)):
+        raise OTSClientError("Priamry key is not list, but is %s" % str(type(primary_key)))
+    kinds = []
+    for col in primary_key:
+        if not isinstance(col, tuple) or len(col) < 2:
+            raise OTSClientError("Unsupported primary key type: " + str(type(col)))
+        kinds.append(_pk_value_kind(col[1]))
+    if len(primary_key) != len(schema.names):
+        raise service_error("pk_size_mismatch", input=len(primary_key), meta=len(schema.names))
+    values = []
+    for i, ((name, value), kind) in enumerate(zip(primary_key, kinds)):
+        if isinstance(name, bytes):
+            name = name.decode("utf-8")
+        if name != schema.names[i]:
+            raise service_error("pk_name_mismatch", input=name, meta=schema.names[i])
+        if kind is PK_AUTO_INCR:
+            if mode != "put":
+                raise service_error("auto_incr_read")
+            if schema.auto_incr != i:
+                raise service_error("pk_schema_mismatch")
+        elif kind is INF_MIN or kind is INF_MAX:
+            if mode != "bound":
+                raise service_error("pk_schema_mismatch")
+        elif kind != schema.types[i]:
+            raise service_error("pk_schema_mismatch")
+        elif kind != "INTEGER":
+            length = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+            if length > MAX_PK_BYTES:
+                raise service_error("pk_too_long", column=name, limit=MAX_PK_BYTES, length=length)
+        values.append(value)
+    return values
+
+
+def _check_value(name, value):
+    """Client-side type check of an attribute value, then the service's limits."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return check_int64(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise service_error("double_invalid", column=name)
+        return value
+    if isinstance(value, (str, bytes, bytearray)):
+        length = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+        if length > MAX_VALUE_BYTES:
+            raise service_error("attr_too_long", column=name, limit=MAX_VALUE_BYTES, length=length)
+        return value
+    raise OTSClientError("Unsupported column type: " + str(type(value)))
+
+
+def _check_attr_name(schema, name):
+    name = check_name(name)
+    if name in schema.names:
+        raise service_error("attr_dup_pk", column=name)
+    return name
+
+
+def _check_ts(schema, name, ts, now_ms):
+    if not isinstance(ts, int) or isinstance(ts, bool):
+        raise OTSClientError("expect int or long for the value, not %s" % ts.__class__.__name__)
+    check_int64(ts)
+    low = now_ms - schema.deviation * 1000
+    if schema.ttl > 0:
+        low = max(low, now_ms - schema.ttl * 1000)
+    if not low <= ts < now_ms + schema.deviation * 1000:
+        raise service_error("invalid_timestamp", column=name)
+    return ts
+
+
+def check_put_columns(schema, columns, now_ms):
+    """PutRow's attribute columns -> [(name, value, ts)] (ts assigned when absent)."""
+    if columns is None:
+        columns = []
+    if not isinstance(columns, (list, tuple)):
+        raise OTSClientError("Unsupported column type:" + str(type(columns)))
+    cells = []
+    for col in columns:
+        if not isinstance(col, (tuple, list)) or len(col) not in (2, 3):
+            continue  # the SDK's writer silently skips other shapes
+        name = _check_attr_name(schema, col[0])
+        value = _check_value(name, col[1])
+        ts = _check_ts(schema, name, col[2], now_ms) if len(col) == 3 and col[2] is not None \
+            else now_ms
+        cells.append((name, value, ts))
+    if not cells:
+        raise service_error("attribute_missing")
+    return cells
+
+
+def check_update_columns(schema, update, now_ms):
+    """UpdateRow's dict -> [(op, name, value, ts)], op in PUT/DELETE/DELETE_ALL/INCREMENT."""
+    if not isinstance(update, dict):
+        raise OTSClientError("the attribute columns of UpdateRow is not dict, but is %s"
+                             % str(type(update)))
+    for key, cells in update.items():
+        if not isinstance(cells, list):
+            raise OTSClientError("the columns value of update-row must be list, but is %s"
+                                 % str(type(update.values)))
+        for cell in cells:
+            if key.upper() not in ("DELETE", "DELETE_ALL") and not isinstance(cell, tuple):
+                raise OTSClientError("the cell of update-row must be tuple, but is %s"
+                                     % str(type(cell)))
+    ops = []
+    for key, cells in update.items():
+        op = key.upper()
+        if op not in ("DELETE", "DELETE_ALL", "INCREMENT"):
+            op = "PUT"  # the SDK sends cells of any other key as plain puts
+        for cell in cells:
+            if isinstance(cell, (str, bytes)):
+                name, value, ts = cell, None, None
+            elif len(cell) in (2, 3):
+                name, value = cell[0], cell[1]
+                ts = cell[2] if len(cell) == 3 else None
+            else:
+                raise OTSClientError("Unsupported column format: " + str(cell))
+            name = _check_attr_name(schema, name)
+            if op in ("DELETE", "DELETE_ALL"):
+                if value is not None:
+                    raise service_error("delete_with_value")
+                if op == "DELETE" and ts is None:
+                    raise service_error("delete_one_needs_ts")
+                if op == "DELETE_ALL" and ts is not None:
+                    raise service_error("delete_all_no_ts")
+                if ts is not None:
+                    if not isinstance(ts, int) or isinstance(ts, bool):
+                        raise OTSClientError("expect int or long for the value, not %s"
+                                             % ts.__class__.__name__)
+                    check_int64(ts)
+                ops.append((op, name, None, ts))
+                continue
+            if value is None:
+                raise OTSClientError("Unsupported column type: " + str(type(value)))
+            value = _check_value(name, value)
+            if op == "INCREMENT" and (not isinstance(value, int) or isinstance(value, bool)):
+                raise service_error("increment_not_integer", column=name)
+            ts = now_ms if ts is None else _check_ts(schema, name, ts, now_ms)
+            ops.append((op, name, value, ts))
+    if not ops:
+        raise service_error("update_missing_cells")
+    return ops
+
+
+def check_read_params(columns_to_get, max_version, time_range):
+    """Validate read parameters; returns (columns set or None, max_version, (lo, hi) or None)."""
+    if columns_to_get is not None and not isinstance(columns_to_get, (list, tuple)):
+        raise OTSClientError("expect list or tuple for value, not %s"
+                             % columns_to_get.__class__.__name__)
+    names = None
+    if columns_to_get:
+        if len(columns_to_get) > MAX_COLUMNS_TO_GET:
+            raise service_error("columns_to_get_limit", limit=MAX_COLUMNS_TO_GET)
+        names = set()
+        for n in columns_to_get:
+            if isinstance(n, bytes):
+                n = n.decode("utf-8")
+            if not isinstance(n, str):
+                raise OTSClientError("expect str or unicode type for string, not %s: %s"
+                                     % (n.__class__.__name__, n))
+            names.add(n)
+    rng = None
+    if time_range is not None:
+        if isinstance(time_range, tuple):
+            if len(time_range) != 2 or time_range[0] is None or time_range[1] is None:
+                raise service_error("time_range_both")
+            lo, hi = time_range
+            if not lo < hi:
+                raise service_error("time_range_invalid")
+            rng = (lo, hi)
+        elif isinstance(time_range, int):
+            rng = (time_range, time_range + 1)
+    if max_version is not None and max_version <= 0:
+        raise service_error("max_version_invalid")
+    if max_version is None and rng is None:
+        raise service_error("no_version_condition")
+    return names, max_version, rng
