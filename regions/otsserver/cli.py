@@ -1,0 +1,105 @@
+"""``regions-server``: run a local Tablestore endpoint on a data directory.
+
+    regions-server --data ./ots-data --port 8800
+
+Defaults come from the environment variables the SDK's examples read
+(OTS_TEST_ENDPOINT's port, OTS_TEST_ACCESS_KEY_ID, OTS_TEST_ACCESS_KEY_SECRET,
+OTS_TEST_INSTANCE), so the examples connect unchanged; the server prints the
+``export`` lines that set them.  SIGINT/SIGTERM stop it cleanly: no new
+requests, requests in flight finish, then the store is closed (flushed).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from urllib.parse import urlparse
+
+DEFAULT_INSTANCE = "local"
+DEFAULT_KEY_ID = "local_access_key_id"
+DEFAULT_KEY_SECRET = "local_access_key_secret"
+DEFAULT_PORT = 8800
+
+
+def _default_port() -> int:
+    endpoint = os.environ.get("OTS_TEST_ENDPOINT")
+    if endpoint:
+        port = urlparse(endpoint).port
+        if port:
+            return port
+    return DEFAULT_PORT
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="regions-server", description=__doc__.split("\n")[0])
+    p.add_argument("--data", required=True, help="directory of the store (created if missing)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=_default_port(), help="port (0 picks a free one)")
+    p.add_argument("--instance", default=os.environ.get("OTS_TEST_INSTANCE", DEFAULT_INSTANCE))
+    p.add_argument("--access-key-id", default=os.environ.get("OTS_TEST_ACCESS_KEY_ID", DEFAULT_KEY_ID))
+    p.add_argument("--access-key-secret",
+                   default=os.environ.get("OTS_TEST_ACCESS_KEY_SECRET", DEFAULT_KEY_SECRET))
+    p.add_argument("--any-instance", action="store_true",
+                   help="accept any instance name instead of rejecting others with OTSAuthFailed")
+    p.add_argument("--max-body", type=int, default=None, help="largest request body in bytes")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds an idle or stalled connection is kept")
+    p.add_argument("--verbose", "-v", action="store_true", help="log every request")
+    return p
+
+
+def make_server(data: str, host: str, port: int, instance: str, key_id: str, secret: str,
+                any_instance: bool = False, max_body: int | None = None,
+                timeout_s: float | None = None):
+    """Open the store in ``data`` and wrap it in a (not yet started) OTSServer."""
+    # The SDK's modules warn on import when its native codec is absent; the
+    # server does not use that codec, so keep the console clean.
+    logging.getLogger("tablestore").addHandler(logging.NullHandler())
+    from regions.otsserver.auth import Authenticator
+    from regions.otsserver.http import DEFAULT_TIMEOUT_S, MAX_BODY_BYTES, OTSServer
+    from regions.otsserver.protocol import TablestoreService
+    from regions.tablestore import OTSClient
+
+    client = OTSClient(data)
+    try:
+        return OTSServer(host, port, TablestoreService(client),
+                         Authenticator(instance, {key_id: secret}, check_instance=not any_instance),
+                         max_body=max_body or MAX_BODY_BYTES,
+                         timeout_s=timeout_s or DEFAULT_TIMEOUT_S)
+    except BaseException:
+        client.close()
+        raise
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        server = make_server(args.data, args.host, args.port, args.instance, args.access_key_id,
+                             args.access_key_secret, args.any_instance, args.max_body, args.timeout)
+    except OSError as e:
+        print("regions-server: cannot start: %s" % e, file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    server.start()
+    print("regions-server: serving %s (data in %s)" % (server.endpoint, os.path.abspath(args.data)))
+    print("export OTS_TEST_ENDPOINT=%s" % server.endpoint)
+    print("export OTS_TEST_ACCESS_KEY_ID=%s" % args.access_key_id)
+    print("export OTS_TEST_ACCESS_KEY_SECRET=%s" % args.access_key_secret)
+    print("export OTS_TEST_INSTANCE=%s" % args.instance, flush=True)
+    while not stop.wait(0.5):
+        pass
+    print("regions-server: stopping", flush=True)
+    server.stop()
+    print("regions-server: stopped, store closed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
