@@ -1,0 +1,404 @@
+"""SSTables: immutable sorted files of (internal key, value), and bounded views.
+
+File layout (LevelDB's table format, adapted; worked byte-level example in
+docs/formats/sstable.md)::
+
+    table      := data_block* filter_block? properties_block metaindex_block
+                  index_block footer
+    *_block    := stored block: payload type:uint8 crc:uint32le   (lsm/block.py)
+    data_block := block of (internal key -> value), restart_interval entries
+                  between restarts (ext/lsm/_block.pyx); zstd-compressed when
+                  options.compression and it saves >= 1/8, else raw
+    filter     := bloom filter over the table's user keys (ext/lsm/_bloom.pyx),
+                  stored raw
+    properties := block (restart interval 1) of name -> value, names sorted:
+                    b"data.bytes"       varint64  end of the last data block
+                    b"format.version"   varint64
+                    b"largest"          last internal key   (absent if empty)
+                    b"num.data.blocks"  varint64
+                    b"num.entries"      varint64
+                    b"raw.key.bytes"    varint64
+                    b"raw.value.bytes"  varint64
+                    b"smallest"         first internal key  (absent if empty)
+    metaindex  := block (restart interval 1) of name -> handle:
+                    b"filter.mmh3" (absent when bloom_bits_per_key == 0),
+                    b"properties"
+    index      := block (restart interval 1): for each data block, in order,
+                  its LAST internal key -> handle.  Lookups take the first
+                  entry >= the target (LevelDB's ceiling convention).
+    handle     := offset:varint64 size:varint64   (size excludes the trailer)
+    footer     := metaindex_handle index_handle zero padding to 40 bytes
+                  format_version:uint32le                  (= 1)
+                  footer_crc:uint32le  mask(crc32(first 44 footer bytes))
+                  magic:fixed64le                          (= TABLE_MAGIC)
+                  (56 bytes, at file_size - 56)
+
+Metadata blocks (filter, properties, metaindex, index) are always stored raw
+and always checksum-verified on open; data blocks are verified on every read
+from the file when options.verify_checksums.  Any mismatch raises
+CorruptionError naming the file: a flipped bit never becomes a wrong value.
+
+Thread-safety: ``Table`` and ``TableView`` are immutable after open and may
+be used by many threads at once (``ReadFile.read`` must be thread-safe);
+their iterators belong to one thread.  ``TableBuilder`` is single-threaded.
+"""
+import struct
+import zlib
+
+from . import bloom
+from ._table import BoundedIter, TableBuildCore, TwoLevelIter
+from .block import (Block, BlockBuilder, TRAILER_SIZE, decode_stored_block, decode_varint,
+                    encode_stored_block, encode_varint, mask_crc, unmask_crc)
+from .cache import new_owner_id
+from .dbformat import MAX_SEQ, lookup_key, user_key
+from .errors import CorruptionError
+
+__all__ = ["TableBuilder", "Table", "TableView", "TABLE_MAGIC", "FORMAT_VERSION", "FOOTER_SIZE"]
+
+TABLE_MAGIC = 0x9A6E1D57B0C473E2   # never change: identifies our table files
+FORMAT_VERSION = 1                 # never renumber; bump for a new layout
+FOOTER_SIZE = 56
+_HANDLES_SIZE = 40
+_FOOTER_TAIL = struct.Struct("<IIQ")   # format_version, footer_crc, magic
+PROPERTIES_NAME = b"properties"        # never change: metaindex name
+_BLOCK_OVERHEAD = 128                  # cache charge of a parsed block beyond its bytes
+
+
+def encode_handle(offset: int, size: int) -> bytes:
+    return encode_varint(offset) + encode_varint(size)
+
+
+def decode_handle(data: bytes, where: str):
+    try:
+        off, pos = decode_varint(data, 0)
+        size, pos = decode_varint(data, pos)
+    except CorruptionError:
+        raise CorruptionError(f"{where}: bad block handle") from None
+    return off, size, pos
+
+
+def encode_footer(metaindex_handle: bytes, index_handle: bytes) -> bytes:
+    handles = (metaindex_handle + index_handle).ljust(_HANDLES_SIZE, b"\0")
+    head = handles + struct.pack("<I", FORMAT_VERSION)
+    return head + struct.pack("<IQ", mask_crc(zlib.crc32(head)), TABLE_MAGIC)
+
+
+class TableBuilder(TableBuildCore):
+    """Writes one table to ``f`` (an ``AppendFile``) from entries added in
+    strictly increasing internal-key order.
+
+    ``add`` is the Cython method of ``TableBuildCore`` (the per-entry work);
+    each full data block comes back here once to be compressed and written.
+    ``finish()`` writes the metadata and footer but neither syncs nor closes
+    ``f``: the caller owns the file.  After an I/O error, ``abandon()``.
+    """
+
+    def __init__(self, f, options):
+        self._setup(options.block_size, options.restart_interval, options.bloom_bits_per_key > 0)
+        self._f = f
+        self._options = options
+        self._offset = 0
+        self._index = BlockBuilder(1)
+        self._num_data_blocks = 0
+
+    def _write_block(self, contents: bytes, compress: bool) -> bytes:
+        stored = encode_stored_block(contents, compress, self._options.compression_level)
+        self._f.append(stored)
+        handle = encode_handle(self._offset, len(stored) - TRAILER_SIZE)
+        self._offset += len(stored)
+        return handle
+
+    def emit_data_block(self, contents: bytes, last_key: bytes) -> None:
+        self._index.add(last_key, self._write_block(contents, self._options.compression))
+        self._num_data_blocks += 1
+
+    def estimated_size(self) -> int:
+        """Bytes written so far plus the data block being built."""
+        return self._offset + self.pending_bytes
+
+    def finish(self) -> dict:
+        if self.closed:
+            raise ValueError("finish() after finish() or abandon()")
+        self.flush_data_block()
+        self.closed = True
+        data_bytes = self._offset
+        meta = []
+        if self._options.bloom_bits_per_key > 0:
+            filt = bloom.build(self.filter_digests(), self._options.bloom_bits_per_key)
+            meta.append((bloom.FILTER_BLOCK_NAME, self._write_block(filt, False)))
+        props = {b"data.bytes": data_bytes, b"format.version": FORMAT_VERSION,
+                 b"num.data.blocks": self._num_data_blocks, b"num.entries": self.num_entries,
+                 b"raw.key.bytes": self.raw_key_bytes, b"raw.value.bytes": self.raw_value_bytes}
+        pb = BlockBuilder(1)
+        for name in sorted(list(props) + ([b"largest", b"smallest"] if self.num_entries else [])):
+            v = props.get(name)
+            pb.add(name, encode_varint(v) if v is not None else
+                   (self.largest if name == b"largest" else self.smallest))
+        meta.append((PROPERTIES_NAME, self._write_block(pb.finish(), False)))
+        mb = BlockBuilder(1)
+        for name, handle in sorted(meta):
+            mb.add(name, handle)
+        metaindex_handle = self._write_block(mb.finish(), False)
+        index_handle = self._write_block(self._index.finish(), False)
+        self._f.append(encode_footer(metaindex_handle, index_handle))
+        self._offset += FOOTER_SIZE
+        return {"size": self._offset, "num_entries": self.num_entries,
+                "smallest": self.smallest, "largest": self.largest}
+
+    def abandon(self) -> None:
+        """Stop building; the caller deletes the partial file."""
+        self.closed = True
+
+
+class Table:
+    """An open table file: footer, index, properties and filter in memory,
+    data blocks read through the (optional) shared ``BlockCache``."""
+
+    @classmethod
+    def open(cls, f, options, *, cache=None, name: str = "") -> "Table":
+        return cls(f, options, cache, name)
+
+    def __init__(self, f, options, cache=None, name=""):
+        self._f = f
+        self.name = name or "<table>"
+        self._verify = options.verify_checksums
+        self._cache = cache
+        self._owner = new_owner_id()
+        self._boundaries = None
+        self.file_size = size = f.size()
+        if size < FOOTER_SIZE:
+            raise CorruptionError(f"{self.name}: file too short for a table ({size} bytes)")
+        footer = f.read(size - FOOTER_SIZE, FOOTER_SIZE)
+        version, crc, magic = _FOOTER_TAIL.unpack_from(footer, _HANDLES_SIZE)
+        if magic != TABLE_MAGIC:
+            raise CorruptionError(f"{self.name}: bad table magic {magic:#x}")
+        if zlib.crc32(footer[:_HANDLES_SIZE + 4]) != unmask_crc(crc):
+            raise CorruptionError(f"{self.name}: footer checksum mismatch")
+        if version != FORMAT_VERSION:
+            raise CorruptionError(f"{self.name}: unsupported table format version {version}")
+        moff, msize, pos = decode_handle(footer, self.name)
+        ioff, isize, _ = decode_handle(footer[pos:], self.name)
+        self._meta_end = size - FOOTER_SIZE
+        self._index = self._read_block(ioff, isize, True, self._meta_end)
+        self._metaindex = metaindex = dict(
+            self._read_block(moff, msize, True, self._meta_end).entries())
+        if PROPERTIES_NAME not in metaindex:
+            raise CorruptionError(f"{self.name}: no properties block")
+        props = dict(self._read_meta(metaindex[PROPERTIES_NAME]).entries())
+        try:
+            self.data_size = decode_varint(props[b"data.bytes"])[0]
+            self.num_entries = decode_varint(props[b"num.entries"])[0]
+            self.num_data_blocks = decode_varint(props[b"num.data.blocks"])[0]
+            self.raw_key_bytes = decode_varint(props[b"raw.key.bytes"])[0]
+            self.raw_value_bytes = decode_varint(props[b"raw.value.bytes"])[0]
+        except KeyError as e:
+            raise CorruptionError(f"{self.name}: property {e.args[0]!r} missing") from None
+        self.smallest = props.get(b"smallest")
+        self.largest = props.get(b"largest")
+        if (self.smallest is None) != (self.num_entries == 0) or self.data_size > self._meta_end:
+            raise CorruptionError(f"{self.name}: inconsistent properties")
+        fh = metaindex.get(bloom.FILTER_BLOCK_NAME)
+        self._filter = None if fh is None else self._read_meta(fh, parse=False)
+
+    # -- block access ------------------------------------------------------
+    def _read_block(self, off, size, verify, end, parse=True):
+        where = f"{self.name}: block at {off}"
+        if off + size + TRAILER_SIZE > end:
+            raise CorruptionError(f"{where}: handle past the end of its section")
+        contents = decode_stored_block(self._f.read(off, size + TRAILER_SIZE), verify, where)
+        if not parse:
+            return contents
+        try:
+            return Block(contents)
+        except CorruptionError as e:
+            raise CorruptionError(f"{where}: {e}") from None
+
+    def _read_meta(self, handle, parse=True):
+        off, size, _ = decode_handle(handle, self.name)
+        return self._read_block(off, size, True, self._meta_end, parse)
+
+    def _data_block(self, off, size):
+        """The loader of data blocks: cache first, then the file."""
+        cache = self._cache
+        if cache is None:
+            return self._read_block(off, size, self._verify, self.data_size)
+        key = (self._owner, off)
+        blk = cache.get(key)
+        if blk is None:
+            blk = self._read_block(off, size, self._verify, self.data_size)
+            cache.insert(key, blk, len(blk.data) + _BLOCK_OVERHEAD)
+        return blk
+
+    # -- reads -------------------------------------------------------------
+    def may_contain(self, user_key: bytes) -> bool:
+        """False only when the bloom filter rules ``user_key`` out."""
+        return self._filter is None or bloom.may_contain(self._filter, user_key)
+
+    def get(self, user_key: bytes, seq: int):
+        """``(kind, value)`` of the newest entry of ``user_key`` with sequence
+        <= ``seq``, or None.  A bloom miss reads no block."""
+        if self._filter is not None and not bloom.may_contain(self._filter, user_key):
+            return None
+        lk = lookup_key(user_key, seq)
+        h = self._index.find_handle(lk)
+        if h is None:
+            return None
+        return self._data_block(h[0], h[1]).get(lk)
+
+    def iterator(self):
+        """A two-level iterator over every entry (InternalIterator)."""
+        return TwoLevelIter(self._index, self._data_block)
+
+    def approximate_offset(self, user_key: bytes) -> int:
+        """File offset of the data block where ``user_key`` is or would be;
+        ``data_size`` past the last block.  Monotonic in ``user_key``."""
+        h = self._index.find_handle(lookup_key(user_key, MAX_SEQ))
+        return self.data_size if h is None else h[0]
+
+    def block_boundaries(self):
+        """``[(last user key of block i, data bytes through block i)]``."""
+        if self._boundaries is None:
+            out = []
+            for k, v in self._index.entries():
+                off, size, _ = decode_handle(v, self.name)
+                out.append((user_key(k), off + size + TRAILER_SIZE))
+            self._boundaries = out
+        return list(self._boundaries)
+
+    def verify(self) -> None:
+        """Re-read every block from the file, checking every checksum, the
+        order of all keys, the index, the properties and the filter."""
+        for name, h in self._metaindex.items():
+            self._read_meta(h, parse=name != bloom.FILTER_BLOCK_NAME)
+        expect_off, count, prev, first = 0, 0, None, None
+        for last, h in self._index.entries():
+            off, size, _ = decode_handle(h, self.name)
+            if off != expect_off:
+                raise CorruptionError(f"{self.name}: data block at {off}, expected {expect_off}")
+            it = self._read_block(off, size, True, self.data_size).iterator()
+            it.seek_to_first()
+            if not it.valid():
+                raise CorruptionError(f"{self.name}: empty data block at {off}")
+            while it.valid():
+                k = it.key()
+                if prev is not None and not _ikey_less(prev, k):
+                    raise CorruptionError(f"{self.name}: keys out of order in block at {off}")
+                if not self.may_contain(user_key(k)):
+                    raise CorruptionError(f"{self.name}: bloom filter misses a key")
+                first = k if first is None else first
+                prev = k
+                count += 1
+                it.next()
+            if prev != last:
+                raise CorruptionError(f"{self.name}: index key differs from block {off}'s last key")
+            expect_off = off + size + TRAILER_SIZE
+        if expect_off != self.data_size or count != self.num_entries or \
+                first != self.smallest or prev != self.largest:
+            raise CorruptionError(f"{self.name}: properties disagree with the data blocks")
+
+    def close(self) -> None:
+        """Close the file and drop this table's cached blocks.  Idempotent."""
+        f, self._f = self._f, None
+        if f is not None:
+            f.close()
+            if self._cache is not None:
+                self._cache.erase_prefix(self._owner)
+
+
+def _ikey_less(a: bytes, b: bytes) -> bool:
+    ua, ub = a[:-8], b[:-8]
+    if ua != ub:
+        return ua < ub
+    return a[-8:][::-1] > b[-8:][::-1]    # tags compare descending
+
+
+class TableView:
+    """The user-key range ``[lo, hi)`` of a table (None = unbounded): HBase's
+    Reference, i.e. a daughter's half of its parent's store file.
+
+    Offers the Table interface, clamped to the range.  ``table`` may itself
+    be a view: the ranges intersect and the view reads the base table.
+    ``close()`` closes the base table only when ``own=True``.
+    """
+
+    def __init__(self, table, lo, hi, *, own=False):
+        for arg, v in (("lo", lo), ("hi", hi)):
+            if v is not None and not isinstance(v, bytes):
+                raise TypeError(f"{arg} must be bytes or None, got {type(v).__name__}")
+        if isinstance(table, TableView):
+            lo = table.lo if lo is None or (table.lo is not None and table.lo > lo) else lo
+            hi = table.hi if hi is None or (table.hi is not None and table.hi < hi) else hi
+            table = table.table
+        self.table, self.lo, self.hi, self._own = table, lo, hi, own
+        self.name = table.name
+        self._empty = lo is not None and hi is not None and lo >= hi
+        self._off_lo = 0 if lo is None else table.approximate_offset(lo)
+        self._off_hi = table.data_size if hi is None else table.approximate_offset(hi)
+        if hi is not None and self._off_hi < table.data_size:
+            # The block holding hi is partly inside the range: count it.
+            self._off_hi = min(table.data_size, self._block_end_at(self._off_hi))
+        self.file_size = 0 if self._empty else max(0, self._off_hi - self._off_lo)
+        self.data_size = self.file_size
+        self.num_entries = 0 if not table.data_size else \
+            round(table.num_entries * self.file_size / table.data_size)
+        self._ends = None
+
+    def _block_end_at(self, off):
+        for _, end in self.table.block_boundaries():
+            if end > off:
+                return end
+        return self.table.data_size
+
+    def _in_range(self, uk: bytes) -> bool:
+        return not self._empty and (self.lo is None or uk >= self.lo) and \
+            (self.hi is None or uk < self.hi)
+
+    def _end_keys(self):
+        if self._ends is None:
+            it = self.iterator()
+            it.seek_to_first()
+            first = it.key() if it.valid() else None
+            it.seek_to_last()
+            self._ends = (first, it.key() if it.valid() else None)
+        return self._ends
+
+    @property
+    def smallest(self):
+        """First internal key inside the range (None when empty)."""
+        return self._end_keys()[0]
+
+    @property
+    def largest(self):
+        """Last internal key inside the range (None when empty)."""
+        return self._end_keys()[1]
+
+    def may_contain(self, user_key: bytes) -> bool:
+        return self._in_range(user_key) and self.table.may_contain(user_key)
+
+    def get(self, user_key: bytes, seq: int):
+        if not self._in_range(user_key):
+            return None
+        return self.table.get(user_key, seq)
+
+    def iterator(self):
+        if self._empty:
+            return BoundedIter(self.table.iterator(), b"", b"")
+        return BoundedIter(self.table.iterator(), self.lo, self.hi)
+
+    def approximate_offset(self, user_key: bytes) -> int:
+        """Offset within the view's bytes: 0 .. file_size, monotonic."""
+        off = self.table.approximate_offset(user_key)
+        return min(max(off, self._off_lo), self._off_lo + self.file_size) - self._off_lo
+
+    def block_boundaries(self):
+        """The table's boundaries whose key is in range, offsets relative to
+        the view (cumulative, ending at most at ``file_size``)."""
+        return [(k, min(max(c - self._off_lo, 0), self.file_size))
+                for k, c in self.table.block_boundaries() if self._in_range(k)]
+
+    def verify(self) -> None:
+        self.table.verify()
+
+    def close(self) -> None:
+        if self._own:
+            self.table.close()
