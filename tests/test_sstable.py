@@ -1,0 +1,408 @@
+"""SSTables and bounded views against a model; golden bytes; corruption."""
+import random
+import struct
+import zlib
+
+import pytest
+
+from lsm.block import mask_crc
+from lsm.cache import BlockCache
+from lsm.dbformat import (KIND_DELETE, KIND_VALUE, MAX_SEQ, internal_sort_key, make_internal_key,
+                          parse_internal_key)
+from lsm.errors import CorruptionError
+from lsm.options import Options
+from lsm.sstable import FOOTER_SIZE, TABLE_MAGIC, Table, TableBuilder, TableView
+
+from iterator_conformance import check_iterator
+
+
+class MemAppendFile:
+    """The AppendFile interface over a bytes buffer."""
+
+    def __init__(self):
+        self.buf = bytearray()
+        self.size = 0
+
+    def append(self, data):
+        self.buf += data
+        self.size = len(self.buf)
+
+    def sync(self):
+        pass
+
+    def close(self):
+        pass
+
+
+class MemReadFile:
+    """The ReadFile interface over bytes, counting reads."""
+
+    def __init__(self, data):
+        self.data = bytes(data)
+        self.reads = 0
+        self.closed = False
+
+    def read(self, offset, n):
+        if offset < 0 or offset + n > len(self.data):
+            raise CorruptionError(f"short read at {offset}+{n}")
+        self.reads += 1
+        return self.data[offset:offset + n]
+
+    def size(self):
+        return len(self.data)
+
+    def close(self):
+        self.closed = True
+
+
+def build(items, **opt):
+    options = Options(**opt)
+    f = MemAppendFile()
+    tb = TableBuilder(f, options)
+    for k, v in items:
+        tb.add(k, v)
+    meta = tb.finish()
+    assert meta["size"] == len(f.buf)
+    return bytes(f.buf), meta, options
+
+
+def open_table(data, options, cache=None):
+    return Table.open(MemReadFile(data), options, cache=cache, name="t.sst")
+
+
+def make_model(rng, n_users=120):
+    """Sorted entries: several versions per key, tombstones, prefix keys."""
+    users = sorted({rng.randbytes(rng.randint(1, 5)) for _ in range(n_users)})
+    users += [u + b"\x00" for u in users[:10]]
+    items, versions, seq = [], {}, 1
+    for uk in users:
+        for _ in range(rng.choice((1, 1, 2, 4))):
+            kind = KIND_DELETE if rng.random() < 0.2 else KIND_VALUE
+            value = b"" if kind == KIND_DELETE else rng.randbytes(rng.randint(0, 60))
+            items.append((make_internal_key(uk, seq, kind), value))
+            versions.setdefault(uk, []).append((seq, kind, value))
+            seq += rng.randint(1, 3)
+    items.sort(key=lambda kv: internal_sort_key(kv[0]))
+    return items, versions
+
+
+def model_get(versions, uk, seq):
+    best = None
+    for s, kind, value in versions.get(uk, ()):
+        if s <= seq and (best is None or s > best[0]):
+            best = (s, kind, value)
+    return None if best is None else (best[1], best[2])
+
+
+@pytest.mark.parametrize("compression", [False, True])
+def test_table_round_trip_matches_model(compression):
+    rng = random.Random(7)
+    items, versions = make_model(rng)
+    data, meta, options = build(items, compression=compression, block_size=256, restart_interval=4)
+    assert meta["num_entries"] == len(items)
+    assert meta["smallest"] == items[0][0] and meta["largest"] == items[-1][0]
+    for cache in (None, BlockCache(1 << 20)):
+        t = open_table(data, options, cache)
+        assert (t.num_entries, t.smallest, t.largest, t.file_size) == \
+            (len(items), items[0][0], items[-1][0], len(data))
+        check_iterator(t.iterator, items)
+        t.verify()
+        t.close()
+
+
+def test_compression_shrinks_compressible_tables():
+    items = [(make_internal_key(b"k%06d" % i, i + 1, KIND_VALUE), b"v" * 100) for i in range(500)]
+    raw, _, _ = build(items, compression=False)
+    small, _, options = build(items, compression=True)
+    assert len(small) < len(raw) // 3
+    check_iterator(open_table(small, options).iterator, items)
+
+
+def test_get_sees_newest_version_at_or_below_the_snapshot():
+    rng = random.Random(3)
+    items, versions = make_model(rng)
+    data, _, options = build(items, block_size=128)
+    t = open_table(data, options, BlockCache(1 << 20))
+    max_seq = max(parse_internal_key(k)[1] for k, _ in items)
+    for uk in list(versions)[:80]:
+        seqs = {0, 1, max_seq, MAX_SEQ} | {s for s, _, _ in versions[uk]} | \
+            {s - 1 for s, _, _ in versions[uk]}
+        for s in seqs:
+            assert t.get(uk, s) == model_get(versions, uk, s), (uk, s)
+    for uk in (b"", b"\xff" * 9, b"\x00"):
+        assert t.get(uk, MAX_SEQ) == model_get(versions, uk, MAX_SEQ)
+
+
+def test_tombstone_is_returned_as_kind_zero():
+    items = [(make_internal_key(b"k", 5, KIND_DELETE), b""), (make_internal_key(b"k", 3, KIND_VALUE), b"old")]
+    data, _, options = build(items)
+    t = open_table(data, options)
+    assert t.get(b"k", 10) == (KIND_DELETE, b"")
+    assert t.get(b"k", 4) == (KIND_VALUE, b"old")
+    assert t.get(b"k", 2) is None
+
+
+def test_bloom_spares_block_reads_for_missing_keys():
+    items = [(make_internal_key(b"key%06d" % i, i + 1, KIND_VALUE), b"v") for i in range(2000)]
+    for bits, max_reads in ((10, 60), (0, None)):
+        data, _, options = build(items, bloom_bits_per_key=bits)
+        f = MemReadFile(data)
+        t = Table.open(f, options, name="b")
+        f.reads = 0
+        for i in range(2000):       # missing keys inside the table's key range
+            assert t.get(b"key%06dx" % i, MAX_SEQ) is None
+        if max_reads is None:
+            assert f.reads == 1999          # no filter: every probe in range reads a block
+        else:
+            assert f.reads <= max_reads     # ~1% false positives expected
+        for i in range(0, 2000, 97):        # no false negatives
+            assert t.get(b"key%06d" % i, MAX_SEQ) == (KIND_VALUE, b"v")
+
+
+def test_golden_bytes_of_a_tiny_uncompressed_table():
+    # Derived by hand from the grammar at the top of lsm/sstable.py.
+    ka = b"a" + bytes.fromhex("0101000000000000")      # seq 1, value
+    kb = b"b" + bytes.fromhex("0002000000000000")      # seq 2, deletion
+
+    def stored(contents):       # payload, type 0, masked crc32 over payload + type
+        return contents + b"\x00" + struct.pack("<I", mask_crc(zlib.crc32(contents + b"\x00")))
+
+    def block(entries):         # restart interval 1 or one restart: shared = 0 everywhere
+        body, restarts = b"", []
+        for k, v in entries:
+            restarts.append(len(body))
+            body += bytes([0, len(k), len(v)]) + k + v
+        return body + b"".join(struct.pack("<I", r) for r in restarts) + struct.pack("<I", len(restarts))
+
+    data_block = bytes.fromhex("000901") + ka + b"1" + bytes.fromhex("000900") + kb + \
+        bytes.fromhex("00000000" "01000000")
+    assert len(data_block) == 33                       # stored at 0, 38 bytes with trailer
+    props = block([(b"data.bytes", b"\x26"), (b"format.version", b"\x01"), (b"largest", kb),
+                   (b"num.data.blocks", b"\x01"), (b"num.entries", b"\x02"),
+                   (b"raw.key.bytes", b"\x12"), (b"raw.value.bytes", b"\x01"), (b"smallest", ka)])
+    assert len(props) == 177                           # stored at 38 .. 220
+    metaindex = block([(b"properties", b"\x26\xb1\x01")])      # handle (38, 177)
+    assert len(metaindex) == 24                        # stored at 220 .. 249
+    index = block([(kb, b"\x00\x21")])                 # handle (0, 33)
+    assert len(index) == 22                            # stored at 249 .. 276
+    handles = bytes.fromhex("dc01" "18" "f901" "16").ljust(40, b"\x00")   # (220, 24) (249, 22)
+    head = handles + b"\x01\x00\x00\x00"
+    footer = head + struct.pack("<I", mask_crc(zlib.crc32(head))) + bytes.fromhex("e273c4b0571d6e9a")
+    golden = stored(data_block) + stored(props) + stored(metaindex) + stored(index) + footer
+    assert len(golden) == 332 and len(footer) == FOOTER_SIZE
+    assert struct.unpack("<Q", golden[-8:])[0] == TABLE_MAGIC
+
+    data, meta, options = build([(ka, b"1"), (kb, b"")], compression=False, bloom_bits_per_key=0)
+    assert data == golden
+    t = open_table(golden, options)
+    assert (t.num_entries, t.smallest, t.largest) == (2, ka, kb)
+    assert t.get(b"a", 5) == (KIND_VALUE, b"1") and t.get(b"b", 5) == (KIND_DELETE, b"")
+
+
+def small_table():
+    rng = random.Random(11)
+    items = [(make_internal_key(b"k%03d" % i, i + 1, KIND_VALUE if i % 5 else KIND_DELETE),
+              b"" if i % 5 == 0 else rng.randbytes(rng.randint(1, 20))) for i in range(40)]
+    data, _, options = build(items, block_size=128, compression=True, restart_interval=3)
+    return items, data, options
+
+
+def test_a_flipped_bit_anywhere_is_corruption_never_a_wrong_value():
+    items, data, options = small_table()
+    truth = {parse_internal_key(k)[0]: (parse_internal_key(k)[2], v) for k, v in items}
+    data_size = open_table(data, options).data_size
+    for off in range(len(data)):
+        bad = bytearray(data)
+        bad[off] ^= 1 << (off % 8)
+        try:
+            t = open_table(bytes(bad), options, BlockCache(1 << 20))
+        except CorruptionError:
+            assert off >= data_size, f"a flip at {off} in the data region failed open"
+            continue
+        for uk, expected in truth.items():
+            try:
+                assert t.get(uk, MAX_SEQ) == expected, f"wrong value after a flip at {off}"
+            except CorruptionError:
+                pass
+        with pytest.raises(CorruptionError):
+            it = t.iterator()
+            it.seek_to_first()
+            while it.valid():
+                it.next()
+            if off >= data_size:     # the flip was in metadata that open() trusted
+                t.verify()
+        with pytest.raises(CorruptionError, match="t.sst"):
+            t.verify()
+
+
+def test_truncated_or_foreign_files_are_corruption_naming_the_file():
+    _, data, options = small_table()
+    for bad in (b"", data[:FOOTER_SIZE - 1], data[:-1], b"\x00" * 100, data[:-8] + b"\x00" * 8):
+        with pytest.raises(CorruptionError, match="t.sst"):
+            open_table(bad, options)
+
+
+def test_builder_rejects_misordered_and_bad_entries_and_changes_nothing():
+    tb = TableBuilder(MemAppendFile(), Options())
+    k1, k2 = make_internal_key(b"b", 5, KIND_VALUE), make_internal_key(b"b", 4, KIND_VALUE)
+    tb.add(k1, b"x")
+    for bad in (k1, make_internal_key(b"b", 6, KIND_VALUE), make_internal_key(b"a", 1, 1), b"short"):
+        with pytest.raises(ValueError):
+            tb.add(bad, b"v")
+    with pytest.raises(TypeError):
+        tb.add("b", b"v")
+    with pytest.raises(TypeError):
+        tb.add(k2, None)
+    assert tb.num_entries == 1
+    tb.add(k2, b"y")
+    meta = tb.finish()
+    assert (meta["num_entries"], meta["smallest"], meta["largest"]) == (2, k1, k2)
+    with pytest.raises(ValueError):
+        tb.add(make_internal_key(b"c", 1, 1), b"")
+
+
+def test_estimated_size_tracks_the_output():
+    f = MemAppendFile()
+    tb = TableBuilder(f, Options(compression=False, block_size=1024))
+    last = 0
+    for i in range(1000):
+        tb.add(make_internal_key(b"k%05d" % i, i + 1, 1), b"v" * 50)
+        est = tb.estimated_size()
+        assert est >= last and est >= f.size
+        last = est
+    assert abs(tb.estimated_size() - f.size) <= 1100
+    assert tb.finish()["size"] >= last
+
+
+def test_empty_table_opens_and_iterates_nothing():
+    data, meta, options = build([])
+    assert meta["num_entries"] == 0 and meta["smallest"] is None
+    t = open_table(data, options)
+    assert t.num_entries == 0 and t.smallest is None and t.largest is None
+    check_iterator(t.iterator, [])
+    assert t.get(b"a", MAX_SEQ) is None
+    assert t.block_boundaries() == []
+    t.verify()
+
+
+def test_block_boundaries_and_approximate_offset():
+    items = [(make_internal_key(b"k%05d" % i, i + 1, 1), b"v" * 40) for i in range(600)]
+    data, _, options = build(items, block_size=512, compression=False)
+    t = open_table(data, options)
+    bounds = t.block_boundaries()
+    assert len(bounds) == t.num_data_blocks > 10
+    assert bounds[-1][1] == t.data_size
+    keys = [b for b, _ in bounds]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    assert all(a < b for (_, a), (_, b) in zip(bounds, bounds[1:]))
+    # Every boundary key is the last user key of its block: the next key is in a later block.
+    offsets = [t.approximate_offset(b"k%05d" % i) for i in range(600)]
+    assert offsets == sorted(offsets) and offsets[0] == 0
+    for (k, end), (k2, _) in zip(bounds, bounds[1:]):
+        assert t.approximate_offset(k) < end <= t.approximate_offset(k + b"\x00")
+    assert t.approximate_offset(b"zzz") == t.data_size
+    probes = sorted(random.Random(1).randbytes(random.Random(2).randint(0, 7)) for _ in range(200))
+    offs = [t.approximate_offset(p) for p in probes]
+    assert offs == sorted(offs)
+
+
+# -- bounded views -----------------------------------------------------------
+
+def view_model(items, lo, hi):
+    return [(k, v) for k, v in items
+            if (lo is None or k[:-8] >= lo) and (hi is None or k[:-8] < hi)]
+
+
+def test_view_iterators_get_and_seeks_stay_in_range():
+    rng = random.Random(5)
+    items, versions = make_model(rng, 80)
+    data, _, options = build(items, block_size=200)
+    t = open_table(data, options, BlockCache(1 << 20))
+    users = sorted(versions)
+    bounds = [None, b"", users[0], users[len(users) // 3], users[len(users) // 2] + b"\x00",
+              users[-1], b"\xff\xff"]
+    for lo in bounds:
+        for hi in bounds:
+            v = TableView(t, lo, hi)
+            model = view_model(items, lo, hi) if not (lo is not None and hi is not None and lo >= hi) else []
+            check_iterator(v.iterator, model, max_probes=120)
+            assert v.smallest == (model[0][0] if model else None)
+            assert v.largest == (model[-1][0] if model else None)
+            for uk in users[::7] + [lo or b"", hi or b""]:
+                inside = (lo is None or uk >= lo) and (hi is None or uk < hi)
+                assert v.get(uk, MAX_SEQ) == (model_get(versions, uk, MAX_SEQ) if inside else None)
+
+
+def test_empty_views():
+    items, _, = make_model(random.Random(9), 30)
+    data, _, options = build(items)
+    t = open_table(data, options)
+    users = sorted({k[:-8] for k, _ in items})
+    gap_lo = users[3] + b"\x00\x00"          # between two user keys: no key inside
+    for lo, hi in ((b"m", b"m"), (b"z", b"a"), (gap_lo, gap_lo + b"\x00")):
+        v = TableView(t, lo, hi)
+        check_iterator(v.iterator, view_model(items, lo, hi) if lo < hi else [])
+        assert v.smallest is None and v.largest is None
+        assert v.get(users[3], MAX_SEQ) is None
+
+
+def test_view_of_a_view_is_the_intersection():
+    items, _ = make_model(random.Random(4), 60)
+    data, _, options = build(items, block_size=256)
+    t = open_table(data, options)
+    users = sorted({k[:-8] for k, _ in items})
+    a, b, c, d = users[5], users[20], users[30], users[45]
+    outer = TableView(t, a, d)
+    for lo, hi, want in ((b, c, (b, c)), (None, c, (a, c)), (b, None, (b, d)), (None, None, (a, d))):
+        v = TableView(outer, lo, hi)
+        assert (v.lo, v.hi) == want and v.table is t
+        check_iterator(v.iterator, view_model(items, *want), max_probes=100)
+
+
+def test_view_sizes_offsets_and_boundaries_are_clamped():
+    items = [(make_internal_key(b"k%05d" % i, i + 1, 1), b"v" * 40) for i in range(600)]
+    data, _, options = build(items, block_size=512, compression=False)
+    t = open_table(data, options)
+    v = TableView(t, b"k00100", b"k00300")
+    assert 0 < v.file_size < t.data_size
+    assert abs(v.num_entries - 200) < 30
+    offs = [v.approximate_offset(b"k%05d" % i) for i in range(0, 600, 5)]
+    assert offs == sorted(offs) and offs[0] == 0 and offs[-1] == v.file_size
+    bounds = v.block_boundaries()
+    assert bounds and all(b"k00100" <= k < b"k00300" for k, _ in bounds)
+    cums = [c for _, c in bounds]
+    assert cums == sorted(cums) and cums[-1] <= v.file_size
+    whole = TableView(t, None, None)
+    assert whole.block_boundaries() == t.block_boundaries() and whole.file_size == t.data_size
+    empty = TableView(t, b"k2", b"k1")
+    assert empty.file_size == 0 and empty.block_boundaries() == [] and empty.num_entries == 0
+
+
+def test_view_rejects_bad_bounds():
+    data, _, options = build([(make_internal_key(b"a", 1, 1), b"")])
+    t = open_table(data, options)
+    with pytest.raises(TypeError):
+        TableView(t, "a", None)
+    with pytest.raises(TypeError):
+        TableView(t, None, 5)
+
+
+def test_close_drops_cached_blocks_and_closes_the_file():
+    items = [(make_internal_key(b"k%04d" % i, i + 1, 1), b"v" * 30) for i in range(300)]
+    data, _, options = build(items, block_size=256)
+    cache = BlockCache(1 << 20)
+    f = MemReadFile(data)
+    t = Table.open(f, options, cache=cache, name="c")
+    it = t.iterator()
+    it.seek_to_first()
+    while it.valid():
+        it.next()
+    assert len(cache) == t.num_data_blocks
+    reads = f.reads
+    t.get(b"k0005", MAX_SEQ)
+    assert f.reads == reads          # served from the cache
+    TableView(t, None, None, own=False).close()
+    assert not f.closed
+    TableView(t, None, None, own=True).close()
+    assert f.closed and len(cache) == 0
+    t.close()                        # idempotent
