@@ -219,14 +219,14 @@ def split_entries(row_key_len, entries):
 class Generations:
     """Unique, increasing write generations for one client.
 
-    Starts at the wall clock in ns when the client opens, so generations keep
+    Starts at the wall clock (in units of ``unit_ns``) when the client opens, so generations keep
     increasing across reopen as long as the clock does not step back by more
     than the time between the two opens.  ``next()`` is thread-safe.
     """
 
-    def __init__(self):
+    def __init__(self, unit_ns=1):
         self._lock = threading.Lock()
-        self._counter = itertools.count(time.time_ns())
+        self._counter = itertools.count(time.time_ns() // unit_ns)
 
     def next(self):
         with self._lock:

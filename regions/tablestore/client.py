@@ -73,7 +73,7 @@ class OTSClient:
         self._meta_lock = threading.Lock()
         self._locks = [threading.Lock() for _ in range(_LOCK_STRIPES)]
         self._gens = cells.Generations()
-        self._auto = cells.Generations()
+        self._auto = cells.Generations(1000)  # microsecond-like, as the service's
         for name in server.list_tables():
             attrs = server.table_attributes(name) or {}
             if _ATTR in attrs:
@@ -419,7 +419,7 @@ class OTSClient:
         if schema is None:
             raise service_error("table_not_exist")
         if p.auto_incr:
-            p.pk_values = [check_int64(self._auto.next() // 1000) if v is PK_AUTO_INCR else v
+            p.pk_values = [self._auto.next() if v is PK_AUTO_INCR else v
                            for v in p.pk_values]
             p.row_key = pkcodec.encode_pk(schema.types, p.pk_values)
         row_key = p.row_key

@@ -1,0 +1,307 @@
+"""Row API semantics of regions.tablestore.OTSClient (reference section 4)."""
+import pytest
+
+from regions.tablestore import (INF_MAX, INF_MIN, PK_AUTO_INCR, BatchGetRowRequest,
+                                BatchWriteRowRequest, CapacityUnit, ComparatorType,
+                                CompositeColumnCondition, Condition, DeleteRowItem, Direction,
+                                LogicalOperator, OTSServiceError, PutRowItem, ReturnType, Row,
+                                SingleColumnCondition, TableInBatchGetRowItem,
+                                TableInBatchWriteRowItem, TableMeta, TableOptions, UpdateRowItem)
+from tablestore_fake import open_client
+
+import time
+
+BASE = int(time.time() * 1000) - 3_600_000
+
+
+def T(i):
+    """A valid version timestamp (within the default max time deviation)."""
+    return BASE + i
+
+
+@pytest.fixture
+def client(tmp_path):
+    c = open_client(tmp_path)
+    c.create_table(TableMeta("t", [("PK1", "INTEGER"), ("PK2", "STRING")]),
+                   TableOptions(max_version=3))
+    yield c
+    c.close()
+
+
+def pk(a, b="x"):
+    return [("PK1", a), ("PK2", b)]
+
+
+def attrs(row):
+    return [(n, v) for n, v, _ in row.attribute_columns]
+
+
+def test_put_then_get_returns_pk_in_schema_order_and_attributes_sorted(client):
+    client.put_row("t", Row(pk(1), [("b", 2), ("a", "s"), ("c", bytearray(b"\x00")),
+                                    ("d", 1.5), ("e", True)]))
+    consumed, row, token = client.get_row("t", pk(1))
+    assert row.primary_key == pk(1) and token == b""
+    assert attrs(row) == [("a", "s"), ("b", 2), ("c", bytearray(b"\x00")), ("d", 1.5),
+                          ("e", True)]
+    assert isinstance(row.attribute_columns[2][1], bytearray)
+    assert consumed == CapacityUnit(1, 0)
+
+
+def test_bytes_values_are_strings_as_in_the_sdk(client):
+    client.put_row("t", Row(pk(1), [("a", b"raw")]))
+    assert attrs(client.get_row("t", pk(1))[1]) == [("a", "raw")]
+
+
+def test_put_row_replaces_the_whole_row(client):
+    client.put_row("t", Row(pk(1), [("a", 1), ("b", 2)]))
+    client.update_row("t", Row(pk(1), {"put": [("c", 3)]}), None)
+    client.put_row("t", Row(pk(1), [("z", 9)]))
+    assert attrs(client.get_row("t", pk(1))[1]) == [("z", 9)]
+
+
+def test_versions_newest_first_with_max_version_and_time_range(client):
+    client.put_row("t", Row(pk(1), [("a", 1, T(1000)), ("a", 2, T(2000))]))
+    client.update_row("t", Row(pk(1), {"put": [("a", 3, T(3000))]}), None)
+    _, row, _ = client.get_row("t", pk(1), max_version=3)
+    assert row.attribute_columns == [("a", 3, T(3000)), ("a", 2, T(2000)), ("a", 1, T(1000))]
+    _, row, _ = client.get_row("t", pk(1), max_version=None, time_range=(T(1000), T(3000)))
+    assert row.attribute_columns == [("a", 2, T(2000)), ("a", 1, T(1000))]
+    _, row, _ = client.get_row("t", pk(1), max_version=None, time_range=T(2000))
+    assert row.attribute_columns == [("a", 2, T(2000))]
+    assert client.get_row("t", pk(1))[1].attribute_columns == [("a", 3, T(3000))]
+
+
+def test_table_max_versions_bounds_what_reads_see(client):
+    client.put_row("t", Row(pk(1), [("a", i, T(1000 * i)) for i in range(1, 6)]))
+    _, row, _ = client.get_row("t", pk(1), max_version=10)
+    assert [v for _, v, _ in row.attribute_columns] == [5, 4, 3]
+
+
+def test_update_delete_one_version_and_delete_all(client):
+    client.put_row("t", Row(pk(1), [("a", 1, T(1000)), ("a", 2, T(2000)), ("b", 5)]))
+    client.update_row("t", Row(pk(1), {"delete": [("a", None, T(2000))]}), None)
+    assert client.get_row("t", pk(1), max_version=3)[1].attribute_columns[0] == ("a", 1, T(1000))
+    client.update_row("t", Row(pk(1), {"DELETE_ALL": ["a"]}), None)
+    assert attrs(client.get_row("t", pk(1))[1]) == [("b", 5)]
+
+
+def test_update_of_only_deletes_on_a_missing_row_creates_nothing(client):
+    client.update_row("t", Row(pk(7), {"delete_all": ["a"]}), None)
+    assert client.get_row("t", pk(7))[1] is None
+
+
+def test_increment_counts_a_missing_column_as_zero(client):
+    client.update_row("t", Row(pk(1), {"increment": [("n", 5)]}), None)
+    client.update_row("t", Row(pk(1), {"increment": [("n", -2)]}), None)
+    assert attrs(client.get_row("t", pk(1))[1]) == [("n", 3)]
+
+
+def test_delete_row_and_deleting_a_missing_row_succeeds(client):
+    client.put_row("t", Row(pk(1), [("a", 1)]))
+    assert client.delete_row("t", Row(pk(1)), None)[0] == CapacityUnit(0, 1)
+    assert client.get_row("t", pk(1))[1] is None
+    assert client.delete_row("t", pk(2))[0] == CapacityUnit(0, 1)
+    assert client.delete_row("t", primary_key=pk(2))[0] == CapacityUnit(0, 1)
+
+
+@pytest.mark.parametrize("expect,exists,ok", [
+    ("IGNORE", False, True), ("IGNORE", True, True),
+    ("EXPECT_EXIST", True, True), ("EXPECT_EXIST", False, False),
+    ("EXPECT_NOT_EXIST", False, True), ("EXPECT_NOT_EXIST", True, False)])
+def test_row_existence_expectations(client, expect, exists, ok):
+    if exists:
+        client.put_row("t", Row(pk(1), [("a", 1)]))
+    before = client.get_row("t", pk(1))[1]
+    call = lambda: client.put_row("t", Row(pk(1), [("a", 2)]), Condition(expect))  # noqa: E731
+    if ok:
+        consumed, _ = call()
+        assert consumed == CapacityUnit(0 if expect == "IGNORE" else 1, 1)
+        assert attrs(client.get_row("t", pk(1))[1]) == [("a", 2)]
+    else:
+        with pytest.raises(OTSServiceError) as e:
+            call()
+        assert (e.value.get_http_status(), e.value.get_error_code(),
+                e.value.get_error_message()) == (403, "OTSConditionCheckFail",
+                                                 "Condition check failed.")
+        assert client.get_row("t", pk(1))[1] == before
+
+
+@pytest.mark.parametrize("cmp,value,ok", [
+    (ComparatorType.EQUAL, 5, True), (ComparatorType.EQUAL, 4, False),
+    (ComparatorType.NOT_EQUAL, 4, True), (ComparatorType.GREATER_THAN, 4, True),
+    (ComparatorType.GREATER_THAN, 5, False), (ComparatorType.GREATER_EQUAL, 5, True),
+    (ComparatorType.LESS_THAN, 6, True), (ComparatorType.LESS_EQUAL, 4, False),
+    (ComparatorType.EQUAL, "5", False), (ComparatorType.NOT_EQUAL, "5", True),
+    (ComparatorType.EQUAL, 5.0, True)])
+def test_single_column_condition_comparators(client, cmp, value, ok):
+    client.put_row("t", Row(pk(1), [("a", 5)]))
+    cond = Condition("IGNORE", SingleColumnCondition("a", value, cmp))
+    if ok:
+        assert client.update_row("t", Row(pk(1), {"put": [("b", 1)]}), cond)[0].read == 1
+    else:
+        with pytest.raises(OTSServiceError):
+            client.update_row("t", Row(pk(1), {"put": [("b", 1)]}), cond)
+        assert attrs(client.get_row("t", pk(1))[1]) == [("a", 5)]
+
+
+def test_pass_if_missing_and_latest_version_only(client):
+    client.put_row("t", Row(pk(1), [("a", 1, T(1000)), ("a", 2, T(2000))]))
+    missing_ok = SingleColumnCondition("zz", 1, ComparatorType.EQUAL)
+    missing_fail = SingleColumnCondition("zz", 1, ComparatorType.EQUAL, pass_if_missing=False)
+    old = SingleColumnCondition("a", 1, ComparatorType.EQUAL)
+    any_version = SingleColumnCondition("a", 1, ComparatorType.EQUAL, latest_version_only=False)
+    assert client.get_row("t", pk(1), column_filter=missing_ok)[1] is not None
+    assert client.get_row("t", pk(1), column_filter=missing_fail)[1] is None
+    assert client.get_row("t", pk(1), column_filter=old, max_version=2)[1] is None
+    assert client.get_row("t", pk(1), column_filter=any_version, max_version=2)[1] is not None
+
+
+def test_composite_conditions_not_and_or(client):
+    client.put_row("t", Row(pk(1), [("a", 1), ("b", "x")]))
+    a1 = SingleColumnCondition("a", 1, ComparatorType.EQUAL)
+    b_y = SingleColumnCondition("b", "y", ComparatorType.EQUAL)
+    both = CompositeColumnCondition(LogicalOperator.AND)
+    both.add_sub_condition(a1)
+    both.add_sub_condition(b_y)
+    either = CompositeColumnCondition(LogicalOperator.OR)
+    either.add_sub_condition(a1)
+    either.add_sub_condition(b_y)
+    neither = CompositeColumnCondition(LogicalOperator.NOT)
+    neither.add_sub_condition(both)
+    assert client.get_row("t", pk(1), column_filter=both)[1] is None
+    assert client.get_row("t", pk(1), column_filter=either)[1] is not None
+    assert client.get_row("t", pk(1), column_filter=neither)[1] is not None
+
+
+def test_columns_to_get_names_pk_and_attribute_columns(client):
+    client.put_row("t", Row(pk(1), [("Attr1", 1), ("Attr2", 2)]))
+    client.put_row("t", Row(pk(2), [("Attr2", 2)]))
+    assert client.get_row("t", pk(1), ["blah"])[1] is None
+    row = client.get_row("t", pk(1), ["Attr1"])[1]
+    assert row.primary_key == [] and attrs(row) == [("Attr1", 1)]
+    lo, hi = pk(INF_MIN, INF_MIN), pk(INF_MAX, INF_MAX)
+    _, _, rows, _ = client.get_range("t", Direction.FORWARD, lo, hi, ["Attr1"])
+    assert [(r.primary_key, attrs(r)) for r in rows] == [([], [("Attr1", 1)])]
+    _, _, rows, _ = client.get_range("t", Direction.FORWARD, lo, hi, ["Attr1", "PK1"])
+    assert [(r.primary_key, attrs(r)) for r in rows] == [
+        ([("PK1", 1)], [("Attr1", 1)]), ([("PK1", 2)], [])]
+
+
+def _fill(client, n):
+    for i in range(n):
+        client.put_row("t", Row(pk(i // 3, "k%d" % (i % 3)), [("v", i)]))
+
+
+def test_get_range_inclusive_start_exclusive_end_both_directions(client):
+    _fill(client, 12)  # PK1 0..3, PK2 k0..k2
+    _, nxt, rows, _ = client.get_range("t", "FORWARD", pk(1, "k1"), pk(2, "k1"))
+    assert nxt is None and [r.primary_key for r in rows] == [pk(1, "k1"), pk(1, "k2"), pk(2, "k0")]
+    _, nxt, rows, _ = client.get_range("t", "BACKWARD", pk(2, "k1"), pk(1, "k1"))
+    assert [r.primary_key for r in rows] == [pk(2, "k1"), pk(2, "k0"), pk(1, "k2")]
+    _, _, rows, _ = client.get_range("t", "FORWARD", pk(1, INF_MIN), pk(1, INF_MAX))
+    assert [r.primary_key for r in rows] == [pk(1, "k0"), pk(1, "k1"), pk(1, "k2")]
+    _, _, rows, _ = client.get_range("t", "BACKWARD", pk(INF_MAX, INF_MAX), pk(3, INF_MIN))
+    assert [r.primary_key for r in rows] == [pk(3, "k2"), pk(3, "k1"), pk(3, "k0")]
+
+
+def test_get_range_limit_gives_next_start_and_xget_range_follows_pages(client):
+    _fill(client, 12)
+    lo, hi = pk(INF_MIN, INF_MIN), pk(INF_MAX, INF_MAX)
+    _, nxt, rows, _ = client.get_range("t", "FORWARD", lo, hi, limit=5)
+    assert len(rows) == 5 and nxt == pk(1, "k2")
+    _, nxt, rows, _ = client.get_range("t", "FORWARD", lo, hi, limit=12)
+    assert len(rows) == 12 and nxt is None
+    counter = CapacityUnit(9, 9)
+    got = list(client.xget_range("t", "FORWARD", lo, hi, counter, count=7))
+    assert [r.primary_key for r in got] == [pk(i // 3, "k%d" % (i % 3)) for i in range(7)]
+    assert counter.write == 0 and counter.read >= 1
+    assert len(list(client.xget_range("t", "BACKWARD", hi, lo, CapacityUnit()))) == 12
+
+
+def test_get_range_page_is_cut_at_5000_rows(client):
+    batch = 200
+    for start in range(0, 5003, batch):
+        req = BatchWriteRowRequest()
+        req.add(TableInBatchWriteRowItem("t", [PutRowItem(Row(pk(i), [("v", i)]), None)
+                                               for i in range(start, min(start + batch, 5003))]))
+        assert client.batch_write_row(req).is_all_succeed()
+    lo, hi = pk(INF_MIN, INF_MIN), pk(INF_MAX, INF_MAX)
+    _, nxt, rows, _ = client.get_range("t", "FORWARD", lo, hi)
+    assert len(rows) == 5000 and nxt == pk(5000)
+    _, nxt, rows, _ = client.get_range("t", "FORWARD", nxt, hi)
+    assert len(rows) == 3 and nxt is None
+
+
+def test_get_range_filter_skips_rows(client):
+    _fill(client, 6)
+    f = SingleColumnCondition("v", 3, ComparatorType.GREATER_EQUAL)
+    _, _, rows, _ = client.get_range("t", "FORWARD", pk(INF_MIN, INF_MIN), pk(INF_MAX, INF_MAX),
+                                     column_filter=f)
+    assert [attrs(r) for r in rows] == [[("v", 3)], [("v", 4)], [("v", 5)]]
+
+
+def test_auto_increment_pk_is_generated_monotonic_and_returned(tmp_path):
+    c = open_client(tmp_path)
+    c.create_table(TableMeta("a", [("p", "INTEGER"), ("id", "INTEGER", PK_AUTO_INCR)]))
+    ids = []
+    for _ in range(3):
+        _, row = c.put_row("a", Row([("p", 1), ("id", PK_AUTO_INCR)], [("v", 1)]),
+                           return_type=ReturnType.RT_PK)
+        ids.append(row.primary_key[1][1])
+    assert ids == sorted(ids) and len(set(ids)) == 3
+    assert c.get_row("a", [("p", 1), ("id", ids[1])])[1] is not None
+    assert c.describe_table("a").table_meta.schema_of_primary_key == [
+        ("p", "INTEGER"), ("id", "INTEGER", PK_AUTO_INCR)]
+    c.close()
+
+
+def test_batch_get_row_per_row_results_across_tables(client):
+    client.create_table(TableMeta("u", [("k", "STRING")]))
+    client.put_row("t", Row(pk(1), [("a", 1)]))
+    client.put_row("u", Row([("k", "x")], [("b", 2)]))
+    req = BatchGetRowRequest()
+    req.add(TableInBatchGetRowItem("t", [pk(1), pk(2), [("PK1", 1)]]))
+    req.add(TableInBatchGetRowItem("u", [[("k", "x")]]))
+    req.add(TableInBatchGetRowItem("nope", [[("k", "x")]]))
+    res = client.batch_get_row(req)
+    t = res.get_result_by_table("t")
+    assert [r.is_ok for r in t] == [True, True, False]
+    assert attrs(t[0].row) == [("a", 1)] and t[1].row is None and t[1].consumed.read == 1
+    assert t[2].error_code == "OTSInvalidPK"
+    assert attrs(res.get_result_by_table("u")[0].row) == [("b", 2)]
+    assert res.get_result_by_table("nope")[0].error_code == "OTSObjectNotExist"
+    assert len(res.get_failed_rows()) == 2 and not res.is_all_succeed()
+
+
+def test_batch_write_row_partial_failure_in_request_order(client):
+    client.put_row("t", Row(pk(2), [("a", 1)]))
+    items = [PutRowItem(Row(pk(1), [("a", 1)]), Condition("EXPECT_NOT_EXIST"),
+                        return_type=ReturnType.RT_PK),
+             UpdateRowItem(Row(pk(3), {"put": [("a", 1)]}), Condition("EXPECT_EXIST")),
+             DeleteRowItem(Row(pk(2)), None),
+             PutRowItem(Row([("PK1", 1)], [("a", 1)]), None)]
+    req = BatchWriteRowRequest()
+    req.add(TableInBatchWriteRowItem("t", items))
+    req.add(TableInBatchWriteRowItem("missing", [PutRowItem(Row(pk(1), [("a", 1)]), None)]))
+    res = client.batch_write_row(req)
+    put_ok, put_fail = res.get_put()
+    assert [p.index for p in put_ok] == [0] and put_ok[0].row.primary_key == pk(1)
+    assert put_ok[0].consumed == CapacityUnit(1, 1)
+    assert [(p.index, p.error_code) for p in put_fail] == [(3, "OTSInvalidPK"),
+                                                            (0, "OTSObjectNotExist")]
+    upd = res.get_update_by_table("t")[0]
+    assert (upd.is_ok, upd.error_code, upd.consumed) == (False, "OTSConditionCheckFail",
+                                                         CapacityUnit(1, 1))
+    assert res.get_delete()[0][0].is_ok
+    assert client.get_row("t", pk(2))[1] is None and client.get_row("t", pk(3))[1] is None
+
+
+def test_ttl_hides_expired_versions_on_read(client):
+    import time
+    now = int(time.time() * 1000)
+    client.update_table("t", TableOptions(time_to_live=86400, max_version=3,
+                                          max_time_deviation=200000))
+    client.put_row("t", Row(pk(1), [("a", 1, now - 86400 * 1000 + 5000), ("b", 2)]))
+    assert attrs(client.get_row("t", pk(1))[1]) == [("a", 1), ("b", 2)]
+    opts = client.describe_table("t").table_options
+    assert (opts.time_to_live, opts.max_version, opts.max_time_deviation) == (86400, 3, 200000)
