@@ -133,3 +133,33 @@ def test_create_table_presplits_the_embedded_region_server(tmp_path):
     finally:
         server.close()
     assert starts == [b""] + [p.encode() for p in ps.HexSplit(4).split(4)]
+
+
+def test_create_table_with_a_primary_key_makes_a_presplit_tablestore_table(tmp_path):
+    try:
+        from regions.tablestore import OTSClient
+    except ImportError as e:
+        pytest.fail(f"regions.tablestore.OTSClient has not landed yet (issue 4): {e}")
+    path = str(tmp_path / "ots")
+    proc = run("integer", "-n", "4", "--low", "0", "--high", "999", "--create-table", path,
+               "orders", "--primary-key", "order:INTEGER,item:STRING")
+    assert proc.returncode == 0, proc.stderr
+    client = OTSClient(path)
+    try:
+        assert "orders" in client.list_table()
+        described = client.describe_table("orders").table_meta.schema_of_primary_key
+        assert [tuple(c) for c in described] == [("order", "INTEGER"), ("item", "STRING")]
+    finally:
+        client.close()
+    from regions import RegionServer
+    server = RegionServer.open(path)
+    try:
+        assert len(server.regions("orders")) == 4  # pre-split, not one region
+    finally:
+        server.close()
+
+
+def test_primary_key_type_must_match_the_points_and_nothing_is_printed():
+    proc = run("integer", "-n", "4", "--high", "999", "--create-table", "/tmp/unused", "t",
+               "--primary-key", "a:STRING")
+    assert_one_line_error(proc, "the split points are int but partition key 'a' is STRING")

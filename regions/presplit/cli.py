@@ -58,6 +58,8 @@ examples:
   %(prog)s hash-prefix --width 4 --regions 8 --evaluate sequential
   %(prog)s hex --regions 16 --evaluate --plot spread.png
   %(prog)s hex --regions 16 --create-table ./data orders
+  %(prog)s hash-prefix --regions 16 --create-table ./data orders \
+      --primary-key hash_order:STRING,order:INTEGER        # a Tablestore table
 """
 
 
@@ -109,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--plot", metavar="PNG", help="draw the spread (needs matplotlib)")
     p.add_argument("--create-table", nargs=2, metavar=("PATH", "TABLE"),
                    help="create TABLE pre-split in the embedded region server at PATH")
+    p.add_argument("--primary-key", metavar="NAME:TYPE,...",
+                   help="with --create-table: create a Tablestore table (regions.tablestore) "
+                        "with this primary key, e.g. 'hash_order:STRING,order:INTEGER'; the "
+                        "first column is the partition key the points split")
     return p
 
 
@@ -188,6 +194,44 @@ def create_table(path: str, table: str, points) -> int:
     return len(split_keys) + 1
 
 
+PK_TYPES = {"STRING": "str", "INTEGER": "int", "BINARY": "bytes"}
+
+
+def parse_primary_key(spec: str, key_type: str) -> list[tuple[str, str]]:
+    """``'a:STRING,b:INTEGER'`` as the SDK's schema list, checked against the
+    type of the split points (the partition key's type)."""
+    schema = []
+    for part in spec.split(","):
+        name, _, kind = part.strip().partition(":")
+        if not name or kind.upper() not in PK_TYPES:
+            raise PresplitError(f"primary-key column {part!r} must be NAME:STRING, "
+                                "NAME:INTEGER or NAME:BINARY")
+        schema.append((name, kind.upper()))
+    if PK_TYPES[schema[0][1]] != key_type:
+        raise PresplitError(f"the split points are {key_type} but partition key "
+                            f"{schema[0][0]!r} is {schema[0][1]}")
+    return schema
+
+
+def create_tablestore_table(path: str, table: str, schema, points) -> int:
+    """Create a Tablestore table pre-split on the typed ``points`` through
+    ``regions.tablestore.OTSClient.create_table(..., split_points=...)``."""
+    try:
+        from regions.tablestore import OTSClient, OTSError, TableMeta
+    except ImportError as e:
+        raise PresplitError(f"--primary-key needs the Tablestore layer (regions.tablestore), "
+                            f"which cannot be imported: {e}") from None
+    try:
+        client = OTSClient(path)
+        try:
+            client.create_table(TableMeta(table, schema), split_points=list(points))
+        finally:
+            client.close()
+    except (OTSError, ValueError, TypeError, OSError) as e:
+        raise PresplitError(f"cannot create table {table!r} in {path}: {e}") from None
+    return len(points) + 1
+
+
 def _emit(text: str, path: str | None) -> None:
     if path is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -211,6 +255,11 @@ def _evaluation_json(report, findings) -> dict:
 
 def run(args) -> int:
     algorithm = make_algorithm(args)
+    schema = None
+    if args.primary_key:
+        if not args.create_table:
+            raise PresplitError("--primary-key only makes sense with --create-table PATH TABLE")
+        schema = parse_primary_key(args.primary_key, algorithm.key_type)
     if args.regions is None and not isinstance(algorithm, alg.ExplicitSplit):
         raise PresplitError(f"the {algorithm.name} algorithm needs --regions N")
     points = algorithm.split(args.regions)
@@ -245,7 +294,10 @@ def run(args) -> int:
             plot(evaluation[0], args.plot, f"{algorithm.describe()}: {source}")
     if args.create_table:
         path, table = args.create_table
-        count = create_table(path, table, points)
+        if schema:
+            count = create_tablestore_table(path, table, schema, points)
+        else:
+            count = create_table(path, table, points)
         print(f"created table {table!r} in {path} with {count} regions", file=sys.stderr)
     return 0
 
