@@ -77,6 +77,20 @@ def test_golden_bytes_of_one_full_record():
     assert len(data) == 10
 
 
+def test_worked_example_of_docs_formats_wal_md():
+    data, ends = write_log([b"abc", b"x" * 32760])
+    assert ends == [10, 32784]
+    # The documented header bytes; each checksum re-derived from zlib here.
+    assert data[0:10] == bytes.fromhex("f675f3fb 030001 616263")
+    assert data[0:4] == struct.pack("<I", masked_crc(bytes.fromhex("030001") + b"abc"))
+    assert data[10:17] == bytes.fromhex("e462aaab ef7f02")
+    assert data[10:14] == struct.pack("<I", masked_crc(bytes.fromhex("ef7f02") + b"x" * 32751))
+    assert data[17:B] == b"x" * 32751
+    assert data[B:B + 7] == bytes.fromhex("91b95510 090004")
+    assert data[B:B + 4] == struct.pack("<I", masked_crc(bytes.fromhex("090004") + b"x" * 9))
+    assert data[B + 7:] == b"x" * 9
+
+
 @pytest.mark.parametrize("size", [0, 1, 100, B - H - 1, B - H, B - H + 1, B - 6, B, 100 * 1024])
 def test_round_trip_of_one_record(size):
     payload = random.Random(size).randbytes(size)
