@@ -62,16 +62,20 @@ def _inside(point: bytes, start: bytes, end: bytes) -> bool:
 
 def adjust_split_point(point: bytes, start: bytes, end: bytes,
                        split_boundary: Optional[Callable[[bytes], bytes]],
-                       keys_after: Callable[[bytes], Iterable[bytes]]):
+                       keys_after: Callable[[bytes], Iterable[bytes]],
+                       first_key: Optional[bytes] = None):
     """Return ``(split_key, None)`` or ``(None, reason)``.
 
     ``point`` is the proposed split key inside region ``[start, end)`` (empty
-    end: unbounded); ``keys_after(p)`` yields the region's keys ``> p`` in
-    order (only consumed when the fallback needs it, and only until the next
-    group).  ``reason`` explains why the region cannot split there.
+    end: unbounded); ``first_key`` the region's smallest key (None: unknown or
+    empty region); ``keys_after(p)`` yields the region's keys ``> p`` in order
+    (only consumed when the fallback needs it, and only until the next group).
+    A split key must lie strictly inside the region and after ``first_key``,
+    so that neither daughter starts empty.  ``reason`` explains a refusal.
     """
-    if not _inside(point, start, end):
-        return None, f"split point {point!r} is not inside the region"
+    floor = max(start, first_key or b"")
+    if not (_inside(point, start, end) and point > floor):
+        return None, f"split point {point!r} is not inside the region's data"
     if split_boundary is None:
         return point, None
     b = split_boundary(point)
@@ -80,11 +84,11 @@ def adjust_split_point(point: bytes, start: bytes, end: bytes,
     if b > point:
         raise ValueError(f"split_boundary({point!r}) = {b!r} sorts after the key; "
                          "a boundary must be the first key of the key's group")
-    if _inside(b, start, end):
+    if b > floor:
         return b, None
     for k in keys_after(point):
         b = split_boundary(k)
-        if b > start:
+        if b > floor:
             if _inside(b, start, end):
                 return b, None
             break

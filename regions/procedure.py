@@ -148,6 +148,7 @@ class SplitProcedure:
         p.close_gate(_region.SPLITTING, self.host.options.busy_wait_seconds)
         p.db.flush(wait=True)
         self.views = p.db.live_tables()
+        self.last_sequence = p.db.stats()["last_sequence"]
         p.db.close()
         self.parent_closed = True
         kill_point("split.parent_closed")
@@ -157,7 +158,8 @@ class SplitProcedure:
         bounds = ((p.start, k), (k, p.end))
         for i, name in enumerate(("split.daughter_a_created", "split.daughter_b_created")):
             lo, hi = bounds[i]
-            self.dbs[i] = self.host._create_store(self.table, self.ids[i], _narrow(self.views, lo, hi))
+            self.dbs[i] = self.host._create_store(self.table, self.ids[i],
+                                                  _narrow(self.views, lo, hi), self.last_sequence)
             kill_point(name)
 
     def _update_meta(self):

@@ -19,6 +19,7 @@ Lock order: ``table.split_lock`` before ``server._lock``; a region's gate is
 never held while taking either.
 """
 import bisect
+import inspect
 import itertools
 import json
 import logging
@@ -44,6 +45,7 @@ log = logging.getLogger("regions")
 
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,254}\Z")
 _FIRST_CHUNK, _MAX_CHUNK = 64, 4096     # scan batch sizes (see _scan_forward)
+_CREATE_FROM_VIEWS_PARAMS = inspect.signature(lsm.DB.create_from_views).parameters
 
 
 class _Hooks:
@@ -185,9 +187,14 @@ class RegionServer:
     def _open_store(self, table, region_id):
         return lsm.DB.open(self._region_path(region_id), self._store_options(table))
 
-    def _create_store(self, table, region_id, views):
+    def _create_store(self, table, region_id, views, last_sequence):
+        """A daughter's store: ``views`` of its parent's tables; its sequence
+        numbers continue above the parent's ``last_sequence``."""
+        kw = {}
+        if "last_sequence" in _CREATE_FROM_VIEWS_PARAMS:   # see /work/prompts/requests-regions.md
+            kw["last_sequence"] = last_sequence
         return lsm.DB.create_from_views(self._region_path(region_id), views,
-                                        self._store_options(table))
+                                        self._store_options(table), **kw)
 
     def _make_region(self, table, region_id, start, end, db):
         rate = jitter_rate(region_id, getattr(self._policy, "jitter", 0.0))
@@ -522,8 +529,9 @@ class RegionServer:
 
             def keys_after(k):
                 return (key for key, _ in r.db.scan(k + b"\x00", r.end or None))
+            first = next((k for k, _ in r.db.scan(r.start or None, r.end or None)), None)
             point, reason = adjust_split_point(proposed, r.start, r.end,
-                                               t.hooks.split_boundary, keys_after)
+                                               t.hooks.split_boundary, keys_after, first)
         finally:
             r.exit()
         if point is None:

@@ -112,3 +112,13 @@ def test_adjuster_without_hook_keeps_the_point_and_rejects_points_outside():
 def test_adjuster_rejects_a_boundary_after_the_key():
     with pytest.raises(ValueError, match="sorts after"):
         adjust_split_point(b"m", b"", b"", lambda k: k + b"\x00", _keys_after([]))
+
+
+def test_adjuster_never_leaves_the_lower_daughter_empty():
+    # region starts at b"" but all its keys share one group: b"hot" > b"" yet the
+    # split would leave [b"", b"hot") empty, so the region is reported hot instead
+    keys = [b"hot1", b"hot2", b"hot3"]
+    point, reason = adjust_split_point(b"hot2", b"", b"", regions.KeyPrefix(3), _keys_after(keys), b"hot1")
+    assert point is None and "hot partition key" in reason
+    point, _ = adjust_split_point(b"hot2", b"", b"", regions.KeyPrefix(3), _keys_after(keys + [b"iii"]), b"hot1")
+    assert point == b"iii"

@@ -1,0 +1,323 @@
+"""RegionServer: tables, routing, pre-split, manual splits, hooks, meta, recovery."""
+import os
+
+import pytest
+
+import lsm
+import regions
+from regions import procedure
+
+KiB = 1 << 10
+
+
+def small_options(**kw):
+    """Tiny stores with small blocks, everything inline (deterministic)."""
+    base = dict(memtable_bytes=4 * KiB, background_workers=0,
+                split_policy=regions.DisabledSplitPolicy(),
+                lsm_options=lsm.Options(block_size=256, background=False, compression=False))
+    base.update(kw)
+    return regions.ServerOptions(**base)
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = regions.RegionServer.open(str(tmp_path / "srv"), small_options())
+    yield s
+    s.close()
+
+
+def key(i):
+    return b"k%06d" % i
+
+
+def fill(server, table, n, tag=b"v"):
+    for i in range(n):
+        server.put(table, key(i), tag + b"%d" % i + b"." * 40)
+
+
+def region_dirs(server):
+    return sorted(os.listdir(os.path.join(server.path, "regions")))
+
+
+# -- tables ------------------------------------------------------------------
+
+@pytest.mark.parametrize("split_keys, exc, words", [
+    ([b"b", b"a"], ValueError, "split_keys[1] = b'a' is not after"),
+    ([b"a", b"a"], ValueError, "duplicate"),
+    ([b"a", b""], ValueError, "split_keys[1] is empty"),
+    ([b"a", "b"], TypeError, "split_keys[1] must be bytes"),
+    (b"ab", TypeError, "list of bytes"),
+])
+def test_bad_split_keys_are_named_and_create_nothing(server, split_keys, exc, words):
+    with pytest.raises(exc) as e:
+        server.create_table("t", split_keys)
+    assert words in str(e.value)
+    assert server.list_tables() == [] and region_dirs(server) == []
+    server.check()
+
+
+def test_bad_table_names_and_attributes_are_refused(server):
+    with pytest.raises(ValueError, match="invalid"):
+        server.create_table("../x")
+    with pytest.raises(TypeError):
+        server.create_table(7)
+    with pytest.raises(TypeError, match="JSON"):
+        server.create_table("t", attributes={"f": object()})
+    assert server.list_tables() == []
+
+
+def test_create_list_delete_and_unknown_table_errors(server):
+    server.create_table("a")
+    server.create_table("b", [b"m"])
+    with pytest.raises(regions.TableExistsError):
+        server.create_table("a")
+    assert server.list_tables() == ["a", "b"]
+    server.put("b", b"x", b"1")
+    server.delete_table("b")
+    assert server.list_tables() == ["a"]
+    for call in (lambda: server.get("b", b"x"), lambda: server.regions("b"),
+                 lambda: server.delete_table("b"), lambda: list(server.scan("b"))):
+        with pytest.raises(regions.UnknownTableError):
+            call()
+    assert issubclass(regions.UnknownTableError, regions.RegionError)
+    assert len(region_dirs(server)) == 1
+    server.check()
+
+
+def test_tables_attributes_and_data_survive_reopen(tmp_path):
+    path = str(tmp_path / "srv")
+    with regions.RegionServer.open(path, small_options()) as s:
+        s.create_table("t", [b"k000100"], attributes={"pk": ["id", "INTEGER"], "ttl": -1})
+        fill(s, "t", 200)
+        s.set_table_attributes("t", {"pk": ["id", "INTEGER"], "ttl": 60})
+    with regions.RegionServer.open(path, small_options()) as s:
+        assert s.table_attributes("t") == {"pk": ["id", "INTEGER"], "ttl": 60}
+        assert [(r.start_key, r.end_key) for r in s.regions("t")] == [(b"", b"k000100"), (b"k000100", b"")]
+        assert s.get("t", key(150)).startswith(b"v150.")
+        assert len(list(s.scan("t"))) == 200
+        s.check()
+
+
+def test_a_second_server_on_the_same_directory_is_refused(server):
+    with pytest.raises(lsm.StorageError):
+        regions.RegionServer.open(server.path, small_options())
+
+
+def test_closed_server_refuses_work(tmp_path):
+    s = regions.RegionServer.open(str(tmp_path / "srv"), small_options())
+    s.create_table("t")
+    s.close()
+    s.close()
+    with pytest.raises(regions.ServerClosedError):
+        s.put("t", b"a", b"1")
+
+
+def test_bad_keys_raise_type_errors(server):
+    server.create_table("t")
+    with pytest.raises(TypeError, match="key must be bytes"):
+        server.put("t", "a", b"1")
+    with pytest.raises(TypeError, match="start must be bytes"):
+        server.scan("t", start="a")
+
+
+# -- pre-split routing ---------------------------------------------------------
+
+def test_pre_split_keys_land_in_their_regions_and_scan_in_order(server):
+    splits = [b"d", b"h", b"p", b"t"]
+    server.create_table("t", splits)
+    keys = [bytes([c]) + b"%02d" % i for c in b"abcdefghijklmnopqrstuvwxyz" for i in range(3)]
+    for k in reversed(keys):
+        server.put("t", k, k.upper())
+    infos = server.regions("t")
+    assert [(r.start_key, r.end_key) for r in infos] == list(zip([b""] + splits, splits + [b""]))
+    for info in infos:   # each region served exactly the writes of its range
+        assert info.writes == sum(1 for k in keys if info.contains(k)), info
+    assert list(server.scan("t")) == [(k, k.upper()) for k in keys]
+    assert list(server.scan("t", reverse=True)) == [(k, k.upper()) for k in reversed(keys)]
+    assert [k for k, _ in server.scan("t", b"c01", b"q00")] == [k for k in keys if b"c01" <= k < b"q00"]
+    assert [k for k, _ in server.scan("t", b"c01", b"q00", reverse=True)] == \
+        [k for k in reversed(keys) if b"c01" <= k < b"q00"]
+    assert list(server.scan("t", b"h", b"h")) == []
+    server.check()
+
+
+def test_long_scans_cross_chunks_and_regions(server):
+    server.create_table("t", [key(3000), key(3001), key(7000)])
+    fill(server, "t", 10000)
+    got = [k for k, _ in server.scan("t")]
+    assert got == [key(i) for i in range(10000)]
+    assert [k for k, _ in server.scan("t", reverse=True)] == got[::-1]
+
+
+def test_write_batches_within_and_across_regions(server):
+    server.create_table("t", [b"m"])
+    b = lsm.WriteBatch()
+    b.put(b"a1", b"1").put(b"a2", b"2").delete(b"a1")
+    server.write("t", b)
+    assert server.get("t", b"a1") is None and server.get("t", b"a2") == b"2"
+    b = lsm.WriteBatch()
+    b.put(b"b", b"x").put(b"z", b"y").put(b"n", b"w")
+    server.write("t", b)
+    assert list(server.scan("t")) == [(b"a2", b"2"), (b"b", b"x"), (b"n", b"w"), (b"z", b"y")]
+    with pytest.raises(TypeError):
+        server.write("t", [(b"a", b"b")])
+
+
+# -- splits ----------------------------------------------------------------------
+
+def test_manual_split_keeps_every_key_and_newer_writes_win(server):
+    server.create_table("t")
+    fill(server, "t", 400, b"old")
+    [parent] = server.regions("t")
+    daughters = server.split_region("t", parent.region_id)
+    assert [d.start_key for d in daughters][0] == b"" and daughters[0].end_key == daughters[1].start_key
+    mid = daughters[0].end_key
+    assert key(0) < mid < key(399)
+    server.check()
+    assert [k for k, _ in server.scan("t")] == [key(i) for i in range(400)]
+    fill(server, "t", 400, b"new")           # sequence numbers carry over the split
+    assert all(v.startswith(b"new") for _, v in server.scan("t"))
+    server.compact("t")
+    assert all(v.startswith(b"new") for _, v in server.scan("t"))
+    assert [k for k, _ in server.scan("t")] == [key(i) for i in range(400)]
+    server.check()
+
+
+def test_explicit_split_key_and_bad_split_requests(server):
+    server.create_table("t", [b"m"])
+    fill(server, "t", 50)
+    first = server.regions("t")[0].region_id
+    with pytest.raises(ValueError, match="not strictly inside"):
+        server.split_region("t", first, b"z")
+    with pytest.raises(regions.UnknownRegionError):
+        server.split_region("t", 999)
+    a, b = server.split_region("t", first, b"k000020")
+    assert (a.end_key, b.start_key, b.end_key) == (b"k000020", b"k000020", b"m")
+    assert [r.end_key for r in server.regions("t")] == [b"k000020", b"m", b""]
+    assert server.get("t", key(19)) and server.get("t", key(20))
+    server.check()
+
+
+def test_daughter_with_views_splits_again_and_parents_are_collected(server):
+    server.create_table("t")
+    fill(server, "t", 600)
+    server.flush_all()
+    (r,) = server.regions("t")
+    a, b = server.split_region("t", r.region_id)
+    a1, a2 = server.split_region("t", a.region_id)    # a still refers to r's files
+    server.check()
+    assert len(server.regions("t")) == 3
+    assert [k for k, _ in server.scan("t")] == [key(i) for i in range(600)]
+    before = region_dirs(server)
+    assert "r%d" % r.region_id in before and "r%d" % a.region_id in before
+    server.maintain()                                  # still referenced: kept
+    assert "r%d" % r.region_id in region_dirs(server)
+    server.compact("t")                                # views rewritten
+    server.maintain()
+    after = region_dirs(server)
+    assert "r%d" % r.region_id not in after and "r%d" % a.region_id not in after
+    assert [k for k, _ in server.scan("t")] == [key(i) for i in range(600)]
+    server.check()
+
+
+def test_split_boundary_keeps_groups_together(server):
+    server.create_table("t")
+    server.configure_table("t", split_boundary=regions.KeyPrefix(3))
+    for g in range(10):
+        for i in range(60):
+            server.put("t", b"g%02d-%04d" % (g, i), b"x" * 30)
+    (r,) = server.regions("t")
+    a, b = server.split_region("t", r.region_id)
+    assert len(a.end_key) == 3 and a.end_key.startswith(b"g")     # a group boundary
+    with pytest.raises(regions.SplitError, match="hot partition key"):
+        # a region of one group cannot split, even at an explicit key
+        server.create_table("h")
+        server.configure_table("h", split_boundary=regions.KeyPrefix(3))
+        for i in range(300):
+            server.put("h", b"hot-%05d" % i, b"y" * 30)
+        server.split_region("h", server.regions("h")[0].region_id, b"hot-00150")
+    assert len(server.regions("h")) == 1
+    server.check()
+
+
+def test_split_point_at_region_start_moves_to_the_next_group(server):
+    server.create_table("t", [b"a"])
+    server.configure_table("t", split_boundary=regions.KeyPrefix(1))
+    for i in range(400):
+        server.put("t", b"a%05d" % i, b"x" * 30)    # one big group at the region start
+    for i in range(10):
+        server.put("t", b"b%05d" % i, b"x" * 30)
+    r = server.regions("t")[1]
+    a, b = server.split_region("t", r.region_id)
+    assert (a.start_key, a.end_key, b.end_key) == (b"a", b"b", b"")
+    server.check()
+
+
+def test_auto_split_reports_a_hot_partition_key(tmp_path):
+    opts = small_options(split_policy=regions.ConstantSizeSplitPolicy(4 * KiB, jitter=0))
+    with regions.RegionServer.open(str(tmp_path / "s"), opts) as s:
+        s.create_table("t")
+        s.configure_table("t", split_boundary=regions.KeyPrefix(4))
+        for i in range(500):
+            s.put("t", b"hot!%05d" % i, b"z" * 40)
+        s.flush_all()
+        s.maintain()
+        (info,) = s.regions("t")
+        assert info.split_blocker and "hot partition key" in info.split_blocker
+        s.check()
+
+
+def test_compaction_filter_hook_set_after_open_applies_to_all_regions(tmp_path):
+    path = str(tmp_path / "s")
+    with regions.RegionServer.open(path, small_options()) as s:
+        s.create_table("t", [b"m"])
+        for k in (b"a-keep", b"a-drop", b"x-keep", b"x-drop"):
+            s.put("t", k, b"v")
+    with regions.RegionServer.open(path, small_options()) as s:
+        s.configure_table("t", compaction_filter_factory=lambda: (lambda k, v: k.endswith(b"drop")))
+        s.compact("t")
+        assert [k for k, _ in s.scan("t")] == [b"a-keep", b"x-keep"]
+
+
+def test_failure_before_the_point_of_no_return_rolls_back(server):
+    server.create_table("t")
+    fill(server, "t", 300)
+    (r,) = server.regions("t")
+
+    def hook(name):
+        if name == "split.daughter_b_created":
+            raise OSError("injected")
+    procedure.set_kill_hook(hook)
+    try:
+        with pytest.raises(OSError, match="injected"):
+            server.split_region("t", r.region_id)
+    finally:
+        procedure.set_kill_hook(None)
+    assert [x.region_id for x in server.regions("t")] == [r.region_id]
+    assert region_dirs(server) == ["r%d" % r.region_id]
+    assert len(list(server.scan("t"))) == 300
+    server.put("t", key(1), b"after")
+    assert server.get("t", key(1)) == b"after"
+    server.check()
+    server.split_region("t", r.region_id)          # and it can split afterwards
+    server.check()
+
+
+def test_orphan_directories_are_removed_on_open(tmp_path):
+    path = str(tmp_path / "s")
+    with regions.RegionServer.open(path, small_options()) as s:
+        s.create_table("t")
+    os.makedirs(os.path.join(path, "regions", "r99"))
+    os.makedirs(os.path.join(path, "regions", "r3.creating"))
+    with regions.RegionServer.open(path, small_options()) as s:
+        assert region_dirs(s) == ["r1"]
+        s.check()
+
+
+def test_check_detects_a_missing_region_directory(server):
+    server.create_table("t")
+    server.flush_all()
+    import shutil
+    shutil.rmtree(os.path.join(server.path, "regions", "r1"))
+    with pytest.raises(regions.InvariantError, match="missing"):
+        server.check()
