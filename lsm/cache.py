@@ -118,7 +118,12 @@ class TableCache:
     never closes a table under a reader.  Thread-safe.
     """
 
-    def __init__(self, open_fn, capacity: int):
+    def __init__(self, open_fn, capacity: int, close_on_evict: bool = True):
+        # close_on_evict=False: an evicted table is only forgotten; its file
+        # closes when the last reference (an iterator, a reader in flight)
+        # goes.  The DB uses this so that long-lived iterators need no
+        # using() bracket.
+        self._close_on_evict = close_on_evict
         if not callable(open_fn):
             raise TypeError("open_fn must be callable")
         if not isinstance(capacity, int) or capacity < 1:
@@ -135,13 +140,23 @@ class TableCache:
 
     def get(self, path: str):
         """The open table for ``path``, opening it on a miss."""
+        return self._get(path, False)
+
+    def _hold(self, table, hold):
+        if hold:
+            self._users[id(table)] = self._users.get(id(table), 0) + 1
+        return table
+
+    def _get(self, path, hold):
+        # ``hold`` registers the caller as a user under the same lock as the
+        # lookup, so that no eviction can close the table in between.
         with self._lock:
             self._check_open()
             t = self._map.get(path)
             if t is not None:
                 self._map.move_to_end(path)
                 self.hits += 1
-                return t
+                return self._hold(t, hold)
             self.misses += 1
         table = self._open_fn(path)
         to_close = []
@@ -156,9 +171,10 @@ class TableCache:
                     table = t
                 else:
                     self._map[path] = table
-                    while len(self._map) > self.capacity:
-                        _, old = self._map.popitem(last=False)
-                        to_close.extend(self._retire(old))
+                self._hold(table, hold)
+                while len(self._map) > self.capacity:
+                    _, old = self._map.popitem(last=False)
+                    to_close.extend(self._retire(old))
         for t in to_close:
             t.close()
         if closed:
@@ -169,11 +185,7 @@ class TableCache:
     def using(self, path: str):
         """``with cache.using(path) as table:`` keeps the table open inside
         the block even if it is evicted meanwhile."""
-        with self._lock:
-            self._check_open()
-        table = self.get(path)
-        with self._lock:
-            self._users[id(table)] = self._users.get(id(table), 0) + 1
+        table = self._get(path, True)
         try:
             yield table
         finally:
@@ -190,6 +202,8 @@ class TableCache:
 
     def _retire(self, table):
         """Called under the lock: the tables to close now (none if in use)."""
+        if not self._close_on_evict:
+            return []
         if self._users.get(id(table)):
             self._doomed[id(table)] = table
             return []

@@ -1,0 +1,153 @@
+"""Block cache and table cache: LRU by charge / by count, thread safety."""
+import threading
+
+import pytest
+
+from lsm.cache import BlockCache, TableCache, new_owner_id
+from lsm.errors import ClosedError
+
+
+def test_block_cache_evicts_least_recently_used_by_charge():
+    c = BlockCache(100)
+    c.insert((1, 0), "a", 40)
+    c.insert((1, 1), "b", 40)
+    assert c.get((1, 0)) == "a"          # now (1, 1) is the LRU entry
+    c.insert((2, 0), "c", 40)
+    assert c.get((1, 1)) is None
+    assert c.get((1, 0)) == "a" and c.get((2, 0)) == "c"
+    assert c.usage == 80
+    s = c.stats()
+    assert (s["hits"], s["misses"], s["entries"]) == (3, 1, 2)
+
+
+def test_block_cache_replace_oversize_and_zero_capacity():
+    c = BlockCache(100)
+    c.insert((1, 0), "a", 30)
+    c.insert((1, 0), "b", 50)
+    assert c.get((1, 0)) == "b" and c.usage == 50
+    c.insert((1, 1), "huge", 101)        # bigger than the cache: not kept, nothing evicted
+    assert c.get((1, 1)) is None and c.get((1, 0)) == "b"
+    z = BlockCache(0)
+    z.insert((1, 0), "a", 1)
+    assert z.get((1, 0)) is None and z.usage == 0
+    with pytest.raises(ValueError):
+        BlockCache(-1)
+    with pytest.raises(ValueError):
+        c.insert((1, 2), "x", -5)
+
+
+def test_block_cache_erase_prefix_drops_one_owner():
+    c = BlockCache(1000)
+    a, b = new_owner_id(), new_owner_id()
+    assert a != b
+    for i in range(5):
+        c.insert((a, i), i, 10)
+        c.insert((b, i), i, 10)
+    assert c.erase_prefix(a) == 5
+    assert all(c.get((a, i)) is None for i in range(5))
+    assert all(c.get((b, i)) == i for i in range(5))
+    assert c.usage == 50 and c.erase_prefix(a) == 0
+    c.erase((b, 0))
+    assert c.usage == 40 and len(c) == 4
+
+
+def test_block_cache_is_consistent_under_threads():
+    c = BlockCache(5000)
+
+    def work(t):
+        for i in range(3000):
+            k = (t % 3, i % 400)
+            if c.get(k) is None:
+                c.insert(k, i, 7 + i % 13)
+            if i % 500 == 0:
+                c.erase_prefix(t % 3)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert c.usage <= 5000
+    assert c.usage == sum(charge for _, charge in c._map.values())
+    assert sum(len(v) for v in c._by_owner.values()) == len(c)
+
+
+class FakeTable:
+    def __init__(self, path):
+        self.path = path
+        self.closed = False
+
+    def close(self):
+        assert not self.closed, "closed twice"
+        self.closed = True
+
+
+def test_table_cache_bounds_open_tables_and_closes_the_lru():
+    opened = []
+
+    def open_fn(path):
+        opened.append(FakeTable(path))
+        return opened[-1]
+
+    tc = TableCache(open_fn, 2)
+    a = tc.get("a")
+    assert tc.get("a") is a and len(opened) == 1
+    b = tc.get("b")
+    tc.get("a")                          # b is now least recently used
+    tc.get("c")
+    assert b.closed and not a.closed and len(tc) == 2
+    tc.evict("a")
+    assert a.closed and len(tc) == 1
+    tc.evict("missing")                  # no-op
+    tc.close()
+    assert all(t.closed for t in opened)
+    with pytest.raises(ClosedError):
+        tc.get("a")
+
+
+def test_table_cache_never_closes_a_table_in_use():
+    tc = TableCache(FakeTable, 1)
+    with tc.using("a") as a:
+        tc.get("b")                      # evicts a while it is in use
+        assert not a.closed
+        with tc.using("b") as b:
+            tc.evict("b")
+            assert not b.closed
+        assert b.closed
+    assert a.closed
+    tc.close()
+
+
+def test_table_cache_rejects_bad_arguments():
+    with pytest.raises(TypeError):
+        TableCache("not callable", 3)
+    with pytest.raises(ValueError):
+        TableCache(FakeTable, 0)
+
+
+def test_table_cache_under_threads_opens_each_path_at_most_briefly_twice():
+    opened = []
+    lock = threading.Lock()
+
+    def open_fn(path):
+        t = FakeTable(path)
+        with lock:
+            opened.append(t)
+        return t
+
+    tc = TableCache(open_fn, 4)
+
+    def work(n):
+        for i in range(500):
+            with tc.using(f"p{(i * 7 + n) % 6}") as t:
+                assert not t.closed
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    open_now = [t for t in opened if not t.closed]
+    assert len(open_now) == len(tc) <= 4
+    tc.close()
+    assert all(t.closed for t in opened)
