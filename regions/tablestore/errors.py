@@ -135,7 +135,7 @@ ERRORS = {
 }
 
 
-def service_error(name, **fields):
-    """The :class:`OTSServiceError` for row ``name`` of :data:`ERRORS`."""
-    status, code, template = ERRORS[name]
+def service_error(error, **fields):
+    """The :class:`OTSServiceError` for row ``error`` of :data:`ERRORS`."""
+    status, code, template = ERRORS[error]
     return OTSServiceError(status, code, template.format(**fields))
