@@ -436,6 +436,21 @@ class _FileState:
         self.size, self.synced = size, synced
 
 
+class _Entry:
+    """A directory-entry change not yet made durable by ``sync_dir``: the
+    creation of ``dst`` (``src`` None) or the rename of ``src`` to ``dst``
+    (``old_bytes``/``old_state``: the file it replaced, if any)."""
+
+    __slots__ = ("src", "dst", "old_bytes", "old_state")
+
+    def __init__(self, src, dst, old_bytes=None, old_state=None):
+        self.src, self.dst, self.old_bytes, self.old_state = src, dst, old_bytes, old_state
+
+    @property
+    def dir(self) -> str:
+        return os.path.dirname(self.dst)
+
+
 class _FaultAppendFile(AppendFile):
     def __init__(self, fs: "FaultInjectionFS", path: str, inner: AppendFile):
         self._fs, self.path, self._inner = fs, path, inner
@@ -542,7 +557,7 @@ class FaultInjectionFS(FileSystem):
         self._lock = threading.RLock()
         self._faults = []
         self._files = {}                # abspath -> _FileState, for files written here
-        self._undo = []                 # (dir, kind, ...) since that dir's last sync_dir
+        self._undo = []                 # _Entry list, oldest first
         self._open = set()              # handles and locks to close on power loss
 
     # -- faults ---------------------------------------------------------------
@@ -632,8 +647,8 @@ class FaultInjectionFS(FileSystem):
         with self._lock:
             self.close_all()
             if entries:
-                for rec in reversed(self._undo):
-                    self._undo_entry(rec)
+                while self._undo:           # newest first; undoing may rename pending ones
+                    self._undo_entry(self._undo.pop())
             self._undo.clear()
             base = self.base
             for key, st in self._files.items():
@@ -642,23 +657,19 @@ class FaultInjectionFS(FileSystem):
                 st.size = st.synced
             self.crashed = False
 
-    def _undo_entry(self, rec) -> None:
+    def _undo_entry(self, e: _Entry) -> None:
         base = self.base
-        if rec[1] == "create":
-            key = rec[2]
-            base.remove_if_exists(key)
-            self._files.pop(key, None)
-        else:                           # rename
-            _, _, src, dst, old_bytes, old_state = rec
-            if base.exists(dst):
-                base.rename(dst, src)
-                st = self._files.pop(dst, None)
-                if st is not None:
-                    self._files[src] = st
-            if old_bytes is not None:
-                base.write_atomic(dst, old_bytes)
-                if old_state is not None:
-                    self._files[dst] = old_state
+        if e.src is None:                       # a creation
+            base.remove_if_exists(e.dst)
+            self._files.pop(e.dst, None)
+            return
+        if base.exists(e.dst):
+            base.rename(e.dst, e.src)
+            self._move_tracked(e.dst, e.src)
+        if e.old_bytes is not None:
+            base.write_atomic(e.dst, e.old_bytes)
+            if e.old_state is not None:
+                self._files[e.dst] = e.old_state
 
     def _state(self, path: str) -> _FileState:
         key = os.path.abspath(path)
@@ -676,7 +687,7 @@ class FaultInjectionFS(FileSystem):
             existed = self.base.exists(path)
             f = _FaultAppendFile(self, path, self.base.open_append(path, truncate))
             if not existed:
-                self._undo.append((os.path.dirname(key), "create", key))
+                self._undo.append(_Entry(None, key))
             if truncate or key not in self._files:
                 self._files[key] = _FileState(f.size, 0 if truncate else f.size)
             self._open.add(f)
@@ -705,14 +716,35 @@ class FaultInjectionFS(FileSystem):
             self._check("rename", src, dst)
             base = self.base
             skey, dkey = os.path.abspath(src), os.path.abspath(dst)
-            old_bytes = base.read_all(dst) if base.exists(dst) else None
+            old_bytes = None
+            if base.exists(dst):
+                try:
+                    old_bytes = base.read_all(dst)
+                except StorageError as e:       # an (empty) directory being replaced
+                    if e.errno != errno.EISDIR:
+                        raise
             base.rename(src, dst)
             old_state = self._files.pop(dkey, None)
-            st = self._files.pop(skey, None)
-            if st is not None:
-                self._files[dkey] = st
-            self._undo.append((os.path.dirname(dkey), "rename", skey, dkey, old_bytes, old_state))
+            self._move_tracked(skey, dkey)
+            self._undo.append(_Entry(skey, dkey, old_bytes, old_state))
             self.ops.append(("rename", src, dst))
+
+    def _move_tracked(self, skey: str, dkey: str) -> None:
+        """Carry the tracked state of ``skey`` (a file, or a directory's files
+        and pending entries) over to its new name ``dkey``."""
+        st = self._files.pop(skey, None)
+        if st is not None:
+            self._files[dkey] = st
+        prefix = os.path.join(skey, "")
+
+        def moved(p):
+            return dkey + p[len(skey):] if p == skey or p.startswith(prefix) else p
+        for key in [k for k in self._files if k.startswith(prefix)]:
+            self._files[moved(key)] = self._files.pop(key)
+        for e in self._undo:
+            e.dst = moved(e.dst)
+            if e.src is not None:
+                e.src = moved(e.src)
 
     def remove(self, path: str) -> None:
         with self._lock:
@@ -735,7 +767,7 @@ class FaultInjectionFS(FileSystem):
             self._check("sync_dir", path)
             self.base.sync_dir(path)
             key = os.path.abspath(path)
-            self._undo = [rec for rec in self._undo if rec[0] != key]
+            self._undo = [e for e in self._undo if e.dir != key]
             self.ops.append(("sync_dir", path))
 
     def makedirs(self, path: str) -> None:

@@ -390,3 +390,33 @@ def test_close_all_closes_handles_and_releases_locks(ffs, tmp_path):
         w.append(b"x")
     with pytest.raises(ClosedError):
         r.read(0, 1)
+
+
+def test_renamed_directory_carries_its_files_state(ffs, tmp_path):
+    tmp, final = str(tmp_path / "db.creating"), str(tmp_path / "db")
+    ffs.makedirs(tmp)
+    f = ffs.open_append(os.path.join(tmp, "MANIFEST"))
+    f.append(b"edit")
+    f.sync()
+    ffs.sync_dir(tmp)
+    f.append(b"+unsynced")
+    f.close()
+    ffs.rename(tmp, final)
+    ffs.drop_unsynced()                       # parent never synced: the rename is undone
+    assert os.listdir(tmp_path) == ["db.creating"]
+    assert content(os.path.join(tmp, "MANIFEST")) == b"edit"
+
+    ffs.rename(tmp, final)
+    ffs.sync_dir(str(tmp_path))
+    with ffs.open_append(os.path.join(final, "MANIFEST"), truncate=False) as f:
+        f.append(b"+more")
+    ffs.drop_unsynced()
+    assert content(os.path.join(final, "MANIFEST")) == b"edit"
+
+
+def test_replacing_an_empty_directory_by_rename(ffs, tmp_path):
+    src, dst = str(tmp_path / "new"), str(tmp_path / "old")
+    os.makedirs(src)
+    os.makedirs(dst)
+    ffs.rename(src, dst)
+    assert os.listdir(tmp_path) == ["old"]
