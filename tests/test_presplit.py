@@ -265,3 +265,22 @@ def test_workload_rejects_unknown_kind_and_keyspace_less_algorithms():
         ps.workload(ps.HexSplit(4), "bursty", 10)
     with pytest.raises(PresplitError, match="no keyspace"):
         ps.workload(ps.ExplicitSplit(["m"]), "sequential", 10)
+
+
+def test_interleaved_per_device_order_numbers_are_a_moving_front():
+    rng = random.Random(9)
+    counters = [0] * 20
+    keys = []
+    for _ in range(20_000):
+        d = rng.randrange(20)
+        counters[d] += 1
+        keys.append(counters[d])
+    report = ps.evaluate(ps.SampleSplit(keys).split(8), keys)
+    assert report.increasing_share < 0.9  # not a plain sequence ...
+    assert "monotonic" in codes(report, keys)  # ... but the writes still move with a front
+
+
+def test_a_hot_key_is_not_mistaken_for_a_moving_front():
+    algorithm = ps.HexSplit(8)
+    keys = ps.workload(algorithm, "zipf", 20_000, zipf_s=1.5, zipf_values=100)
+    assert "monotonic" not in codes(ps.evaluate(algorithm.split(4), keys), keys)

@@ -4,8 +4,11 @@ Why: an evaluation shows numbers; the advisor says what they mean and what to
 change. Each rule reads a ``Report`` (and the keys, for their characters)
 and yields a ``Finding`` with the fix the guides give:
 
-- ``monotonic``: keys arrive in increasing order and the last writes pile on
-  one region (auto-increment ids, timestamps, Tablestore's OrderNumber).
+- ``monotonic``: the last writes pile on one region far beyond its share of
+  all keys, i.e. new keys arrive at a moving front (auto-increment ids,
+  timestamps, Tablestore's OrderNumber), or nearly every write increases
+  the key. A hot key is not a front: its
+  region is as busy in the tail as overall.
   Fix: a hash prefix (``keys.hash_prefix``), salting, or a reversed key.
 - ``few-values``: the partition key has too few distinct values to spread
   over the regions, and one value can never be split (Tablestore: the
@@ -30,7 +33,8 @@ from .evaluator import TAIL, Report
 __all__ = ["Finding", "advise", "SKEW_LIMIT"]
 
 SKEW_LIMIT = 1.5          # busiest region over mean, as the issue's acceptance bar
-MONOTONIC_SHARE = 0.9     # consecutive arrivals that increase
+FRONT_FACTOR = 2.0        # recent writes' hot region vs its share of all keys
+MONOTONIC_SHARE = 0.9     # or: consecutive arrivals that increase the key
 FEW_VALUES_PER_REGION = 4
 
 
@@ -62,12 +66,16 @@ def advise(report: Report, keys=()) -> list[Finding]:
     keys = list(keys)
     n = len(report.regions)
     out = []
-    if n > 1 and report.increasing_share >= MONOTONIC_SHARE and report.tail_hot_share > 0.5:
+    front = report.regions[report.tail_hot_region].key_share
+    moving = (report.tail_hot_share > FRONT_FACTOR * front
+              or report.increasing_share >= MONOTONIC_SHARE)
+    if n > 1 and report.tail_hot_share > 0.5 and moving:
         out.append(Finding(
             "monotonic",
-            f"{100 * report.increasing_share:.0f}% of writes arrive in increasing key order and "
             f"the last {int(TAIL * 100)}% of writes send {100 * report.tail_hot_share:.0f}% to "
-            f"region {report.tail_hot_region}: pre-splitting cannot spread a monotonic key",
+            f"region {report.tail_hot_region}, which holds {100 * front:.0f}% of all keys "
+            f"({100 * report.increasing_share:.0f}% of writes increase the key): new keys "
+            "arrive at a moving front, which pre-splitting cannot spread",
             "put a hash prefix in front of the key (keys.hash_prefix, algorithm hash-prefix), "
             "salt it (keys.salt, algorithm salt), or reverse it (keys.reverse_number)"))
     if n > 1 and report.distinct_keys < FEW_VALUES_PER_REGION * n:
