@@ -60,7 +60,20 @@ def storage_error(exc: OSError, what: str, path: str, path2: str = None) -> Stor
     return err
 
 
-class AppendFile:
+class _Closable:
+    """``with`` closes the file."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class AppendFile(_Closable):
     """A file open for appending (WAL, manifest, a table being built)."""
 
     size: int
@@ -71,17 +84,8 @@ class AppendFile:
     def sync(self) -> None:
         raise NotImplementedError
 
-    def close(self) -> None:
-        raise NotImplementedError
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-class ReadFile:
+class ReadFile(_Closable):
     """Random access to an immutable file (a table)."""
 
     def read(self, offset: int, n: int) -> bytes:
@@ -89,15 +93,6 @@ class ReadFile:
 
     def size(self) -> int:
         raise NotImplementedError
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 class FileLock:

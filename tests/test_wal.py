@@ -334,21 +334,15 @@ def test_wiped_block_never_joins_two_records():
         read(wiped)
 
 
-def test_first_fragment_followed_by_a_full_record_raises():
-    data = phys(1, b"ok") + phys(2, b"start") + phys(1, b"next")
-    with pytest.raises(CorruptionError, match="without its LAST fragment at offset 9"):
-        read(data)
-
-
-def test_lone_middle_fragment_before_valid_records_raises():
-    data = phys(1, b"ok") + phys(3, b"middle") + phys(1, b"next")
-    with pytest.raises(CorruptionError, match="without a FIRST fragment at offset 9"):
-        read(data)
-
-
-def test_unknown_record_type_before_valid_records_raises():
-    data = phys(1, b"ok") + phys(9, b"future") + phys(1, b"next")
-    with pytest.raises(CorruptionError, match="unknown record type 9"):
+@pytest.mark.parametrize("typ, message", [
+    (2, "fragmented record without its LAST fragment at offset 9"),    # FIRST, then FULL
+    (3, "fragment without a FIRST fragment at offset 9"),               # lone MIDDLE
+    (4, "fragment without a FIRST fragment at offset 9"),               # lone LAST
+    (9, "unknown record type 9 at offset 9"),
+])
+def test_bad_fragment_sequence_before_valid_records_raises(typ, message):
+    data = phys(1, b"ok") + phys(typ, b"odd") + phys(1, b"next")
+    with pytest.raises(CorruptionError, match=message):
         read(data)
 
 
