@@ -129,7 +129,7 @@ class DB:
         return db
 
     @classmethod
-    def create_from_views(cls, path: str, views, options: Options = None) -> "DB":
+    def create_from_views(cls, path: str, views, options: Options = None, last_sequence: int = None) -> "DB":
         """Create a store whose tables are bounded views of other stores' tables.
 
         ``views``: ``[(level, table_path, lo, hi), ...]`` as returned by
@@ -137,7 +137,14 @@ class DB:
         bounds ``[lo, hi)`` (None = open).  No data is copied: this is how a
         region split makes its daughters.  Atomic: built in a temporary
         directory renamed to ``path`` at the end, so a failure leaves nothing.
+
+        ``last_sequence``: the source store's last sequence number
+        (``stats()["last_sequence"]``), so that new writes sort after the
+        viewed data.  When None it is found by reading the views, which
+        costs time proportional to their size.
         """
+        if last_sequence is not None and (not isinstance(last_sequence, int) or last_sequence < 0):
+            raise ValueError(f"last_sequence must be an int >= 0, got {last_sequence!r}")
         options = Options() if options is None else options
         fs = options.fs or OSFileSystem()
         path = os.path.abspath(os.fspath(path))
@@ -156,6 +163,7 @@ class DB:
             for i, v in enumerate(reversed(l0)):
                 numbers[id(v)] = 2 + i
             nxt = 2 + len(l0)
+            max_seq = 0
             for v in views:
                 level, tpath, lo, hi = v
                 if not (isinstance(level, int) and 0 <= level < options.num_levels):
@@ -174,9 +182,12 @@ class DB:
                         n, nxt = nxt, nxt + 1
                     edit.add(level, FileMeta(n, view.file_size, view.num_entries, view.smallest,
                                              view.largest, os.path.relpath(tpath, path), lo, hi))
+                    if last_sequence is None:
+                        max_seq = max(max_seq, _max_sequence(view))
                 finally:
                     del view
             vs.next_file = nxt
+            vs.last_seq = max_seq if last_sequence is None else last_sequence
             vs.current = vs.current.apply(edit)
             vs.current.check()
             vs.create()
@@ -216,7 +227,7 @@ class DB:
         self._lock_file = None
         self.versions = None
         self.block_cache = BlockCache(options.block_cache_bytes)
-        self._tables = TableCache(self._open_table, options.max_open_files)
+        self._tables = TableCache(self._open_table, options.max_open_files, close_on_evict=False)
 
     def _abort_open(self):
         try:
@@ -271,6 +282,9 @@ class DB:
     def _new_log(self):
         n = self.versions.new_file_number()
         f = self.fs.open_append(os.path.join(self.path, filenames.log_name(n)))
+        # The new WAL's directory entry must survive power loss before a
+        # sync=True write in it is acknowledged.
+        self.fs.sync_dir(self.path)
         self._log = _Log(n, f)
 
     def _start_background(self):
@@ -836,6 +850,17 @@ class DB:
 
     def __repr__(self):
         return f"<lsm.DB {self.path!r}{' closed' if self._closed else ''}>"
+
+
+def _max_sequence(table) -> int:
+    """Largest sequence number among a table's entries (a full read)."""
+    it = table.iterator()
+    it.seek_to_first()
+    best = 0
+    while it.valid():
+        best = max(best, int.from_bytes(it.key()[-8:], "little") >> 8)
+        it.next()
+    return best
 
 
 def _scan(it: DBIterator, reverse: bool):

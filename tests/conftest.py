@@ -1,0 +1,26 @@
+import os
+
+import pytest
+
+import lsm
+
+
+def tiny_options(**kw):
+    """Options that make flush, compaction and multi-level trees happen with
+    a few kilobytes of data."""
+    base = dict(memtable_bytes=4096, memtable_entry_overhead=16, block_size=256, restart_interval=4,
+                target_file_bytes=2048, level1_bytes=8192, level_multiplier=4, l0_compaction_trigger=2,
+                l0_slowdown_trigger=6, l0_stop_trigger=10, block_cache_bytes=64 << 10, max_open_files=20,
+                num_levels=4, background=False)
+    base.update(kw)
+    return lsm.Options(**base)
+
+
+@pytest.fixture
+def tiny():
+    return tiny_options
+
+
+@pytest.fixture
+def dbpath(tmp_path):
+    return str(tmp_path / "db")

@@ -1,0 +1,239 @@
+"""The DB's public API: arguments, errors, snapshots, stats, sizes, hooks."""
+import os
+import threading
+
+import pytest
+
+import lsm
+from lsm.fs import FaultInjectionFS, OSFileSystem
+from conftest import tiny_options
+
+
+def test_put_get_delete_and_reopen(dbpath):
+    with lsm.DB.open(dbpath) as db:
+        db.put(b"a", b"1")
+        db.put(b"b", b"2")
+        db.delete(b"a")
+        assert db.get(b"a") is None and db.get(b"b") == b"2"
+        db.put(b"e", b"")
+        assert db.get(b"e") == b""
+    with lsm.DB.open(dbpath) as db:
+        assert db.get(b"a") is None and db.get(b"b") == b"2" and db.get(b"e") == b""
+
+
+@pytest.mark.parametrize("call", [
+    lambda db: db.put("text", b"v"),
+    lambda db: db.put(b"k", "text"),
+    lambda db: db.put(bytearray(b"k"), b"v"),
+    lambda db: db.get(1),
+    lambda db: db.delete(None),
+    lambda db: db.scan(start="a"),
+    lambda db: db.write([("put", b"k", b"v")]),
+])
+def test_wrong_types_raise_type_error_and_change_nothing(dbpath, call):
+    with lsm.DB.open(dbpath) as db:
+        db.put(b"k0", b"v0")
+        with pytest.raises(TypeError):
+            call(db)
+        assert list(db.scan()) == [(b"k0", b"v0")]
+
+
+def test_empty_and_oversize_arguments_name_the_argument(dbpath):
+    with lsm.DB.open(dbpath, lsm.Options(max_key_bytes=8, max_value_bytes=16)) as db:
+        with pytest.raises(ValueError, match="key must not be empty"):
+            db.put(b"", b"v")
+        with pytest.raises(ValueError, match="key is 9 bytes"):
+            db.put(b"123456789", b"v")
+        with pytest.raises(ValueError, match="value is 17 bytes"):
+            db.put(b"k", b"x" * 17)
+        b = lsm.WriteBatch().put(b"ok", b"v").put(b"k", b"x" * 17)
+        with pytest.raises(ValueError, match="value is 17 bytes"):
+            db.write(b)
+        assert db.get(b"ok") is None     # the batch was refused whole
+        with pytest.raises(TypeError):
+            lsm.WriteBatch().put(b"k", 5)
+
+
+def test_write_batch_is_atomic_and_ordered(dbpath):
+    with lsm.DB.open(dbpath) as db:
+        b = lsm.WriteBatch()
+        b.put(b"x", b"1").put(b"x", b"2").delete(b"y").put(b"y", b"3")
+        assert len(b) == 4
+        db.write(b)
+        assert db.get(b"x") == b"2" and db.get(b"y") == b"3"
+
+
+def test_closed_db_raises_closed_error(dbpath):
+    db = lsm.DB.open(dbpath)
+    db.close()
+    db.close()   # idempotent
+    for call in (lambda: db.put(b"k", b"v"), lambda: db.get(b"k"), lambda: db.scan(), lambda: db.snapshot()):
+        with pytest.raises(lsm.ClosedError):
+            call()
+
+
+def test_second_open_of_same_directory_is_refused(dbpath):
+    with lsm.DB.open(dbpath):
+        with pytest.raises(lsm.StorageError):
+            lsm.DB.open(dbpath)
+
+
+def test_snapshot_is_unchanged_by_later_writes_flushes_and_compactions(dbpath):
+    with lsm.DB.open(dbpath, tiny_options()) as db:
+        for i in range(200):
+            db.put(b"k%03d" % i, b"old")
+        snap = db.snapshot()
+        for i in range(200):
+            db.put(b"k%03d" % i, b"new")
+            if i % 3 == 0:
+                db.delete(b"k%03d" % i)
+        db.flush()
+        db.compact_range()
+        assert all(v == b"old" for _k, v in db.scan(snapshot=snap))
+        assert len(list(db.scan(snapshot=snap))) == 200
+        assert db.get(b"k000", snapshot=snap) == b"old" and db.get(b"k000") is None
+        snap.close()
+        with pytest.raises(lsm.ClosedError):
+            db.get(b"k001", snapshot=snap)
+
+
+def test_scan_bounds_and_reverse(dbpath):
+    with lsm.DB.open(dbpath, tiny_options()) as db:
+        keys = [b"%03d" % i for i in range(300)]
+        for k in keys:
+            db.put(k, k)
+        db.flush()
+        assert [k for k, _ in db.scan(b"100", b"110")] == keys[100:110]
+        assert [k for k, _ in db.scan(b"100", b"110", reverse=True)] == keys[100:110][::-1]
+        assert [k for k, _ in db.scan(end=b"003")] == keys[:3]
+        assert [k for k, _ in db.scan(start=b"297", reverse=True)] == keys[297:][::-1]
+        assert list(db.scan(b"5", b"4")) == []
+
+
+def test_stats_sizes_and_middle_key(dbpath):
+    with lsm.DB.open(dbpath, tiny_options()) as db:
+        for i in range(2000):
+            db.put(b"%05d" % i, os.urandom(50))
+        db.compact_range()
+        st = db.stats()
+        for field in ("files_per_level", "bytes_per_level", "table_bytes", "memtable_bytes", "flushes",
+                      "compactions", "write_amplification", "num_entries"):
+            assert field in st
+        assert st["write_amplification"] >= 1.0
+        total = db.approximate_size()
+        assert total == st["table_bytes"] > 2000 * 50
+        half = db.approximate_size(None, b"01000")
+        assert 0.35 * total < half < 0.65 * total
+        assert db.approximate_size(b"00500", b"00600") < db.approximate_size(b"00500", b"01500")
+        mid = db.middle_key()
+        assert b"00800" < mid < b"01200"
+        mid2 = db.middle_key(b"01000", None)
+        assert b"01300" < mid2 < b"01700"
+        assert db.middle_key(b"00001", b"00002") is None
+
+
+def test_compaction_filter_drops_entries_and_older_versions_stay_hidden(dbpath):
+    def factory():
+        return lambda key, value: value == b"drop"
+    with lsm.DB.open(dbpath, tiny_options(compaction_filter_factory=factory)) as db:
+        for i in range(300):
+            db.put(b"k%03d" % i, b"keep")
+        db.compact_range()
+        for i in range(0, 300, 2):
+            db.put(b"k%03d" % i, b"drop")
+        db.compact_range()
+        got = dict(db.scan())
+        assert len(got) == 150 and set(got.values()) == {b"keep"}
+        assert db.get(b"k000") is None and db.get(b"k001") == b"keep"
+
+
+def test_failed_wal_write_makes_the_store_refuse_writes_until_reopened(dbpath):
+    fs = FaultInjectionFS(OSFileSystem())
+    db = lsm.DB.open(dbpath, lsm.Options(fs=fs))
+    db.put(b"a", b"1")
+    fs.fail("append", path_contains=".log")
+    with pytest.raises(lsm.StorageError):
+        db.put(b"b", b"2")
+    with pytest.raises(lsm.ReadOnlyError):
+        db.put(b"c", b"3")
+    assert db.get(b"a") == b"1"
+    db.close()
+    with lsm.DB.open(dbpath) as db:
+        assert db.get(b"a") == b"1" and db.get(b"b") is None and db.get(b"c") is None
+
+
+def test_sync_writes_fsync_before_returning_and_share_fsyncs(dbpath):
+    fs = FaultInjectionFS(OSFileSystem())
+    db = lsm.DB.open(dbpath, lsm.Options(fs=fs))
+    db.put(b"k", b"v", sync=True)
+    assert any(op[0] == "sync" and op[1].endswith(".log") for op in fs.ops)
+    n_before = sum(1 for op in fs.ops if op[0] == "sync")
+
+    def writer(t):
+        for i in range(100):
+            db.put(b"%d-%d" % (t, i), b"v", sync=True)
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    syncs = sum(1 for op in fs.ops if op[0] == "sync") - n_before
+    assert 0 < syncs <= 800
+    db.close()
+    # power loss: everything acknowledged with sync=True survives
+    fs.drop_unsynced()
+    with lsm.DB.open(dbpath) as db:
+        assert sum(1 for _ in db.scan()) == 801
+
+
+def test_unsynced_writes_may_be_lost_on_power_loss_but_never_corrupt(dbpath):
+    fs = FaultInjectionFS(OSFileSystem())
+    db = lsm.DB.open(dbpath, lsm.Options(fs=fs))
+    db.put(b"durable", b"1", sync=True)
+    for i in range(100):
+        db.put(b"k%d" % i, b"v")
+    db.close()
+    fs.drop_unsynced()
+    with lsm.DB.open(dbpath) as db:
+        assert db.get(b"durable") == b"1"
+        got = dict(db.scan())
+        assert all(v == b"v" for k, v in got.items() if k != b"durable")
+
+
+def test_threads_read_and_write_while_flush_and_compaction_run(dbpath):
+    db = lsm.DB.open(dbpath, tiny_options(background=True, l0_slowdown_trigger=8, l0_stop_trigger=16))
+    errors = []
+    done = threading.Event()
+
+    def writer(t):
+        try:
+            for i in range(1500):
+                db.put(b"w%d-%05d" % (t, i), b"%d" % i)
+        except Exception as e:   # pragma: no cover - reported below
+            errors.append(e)
+
+    def reader():
+        try:
+            while not done.is_set():
+                prev = None
+                for k, _v in db.scan(b"w0", b"w1"):
+                    assert prev is None or k > prev
+                    prev = k
+                db.get(b"w1-00010")
+        except Exception as e:   # pragma: no cover
+            errors.append(e)
+
+    ws = [threading.Thread(target=writer, args=(t,)) for t in range(3)]
+    rs = [threading.Thread(target=reader) for _ in range(2)]
+    for t in ws + rs:
+        t.start()
+    for t in ws:
+        t.join()
+    done.set()
+    for t in rs:
+        t.join()
+    assert not errors
+    for t in range(3):
+        assert [k for k, _ in db.scan(b"w%d-" % t, b"w%d." % t)] == [b"w%d-%05d" % (t, i) for i in range(1500)]
+    assert db.stats()["compactions"] > 0
+    db.close()
