@@ -70,7 +70,8 @@ class Options:
     #: arguments, it returns ``f(key, value) -> bool`` (True drops the entry).
     #: ``f`` sees the surviving values of that compaction in key order (never
     #: tombstones), so it may keep state, e.g. count versions of a column.
-    #: The Tablestore layer uses it for TTL and max_versions.
+    #: The Tablestore layer uses it for TTL and max_versions.  The factory
+    #: may return None: no filter for that compaction (no per-entry cost).
     compaction_filter_factory: Optional[Callable[[], Callable[[bytes, bytes], bool]]] = None
     #: Run flush and compaction in a background thread.  Off only in tests
     #: that want every step to happen inline.
