@@ -74,7 +74,7 @@ class LogWriter:
     written after torn bytes would turn a droppable tail into mid-log damage.
 
     Not thread-safe: the owner serializes calls (the DB's write path does).
-    The writer does not own ``f`` until ``close()``, which closes it.
+    The writer owns ``f``: ``close()`` closes it.
     """
 
     __slots__ = ("_f", "_block_offset", "_error")
