@@ -192,3 +192,42 @@ def test_stored_block_trailer_and_compression():
 
 def test_compiled_modules_are_in_use():
     assert _block.__file__.endswith(".so")
+
+
+# -- bloom filter (ext/lsm/_bloom.pyx) ----------------------------------------
+
+def test_bloom_hash_is_mmh3_x64_128():
+    import mmh3
+    from lsm.bloom import key_digest
+    rng = random.Random(0)
+    for n in range(0, 50):
+        for _ in range(5):
+            k = rng.randbytes(n)
+            assert key_digest(k) == mmh3.mmh3_x64_128_digest(k, 0)
+            h1, h2 = mmh3.hash64(k, 0, True, False)
+            assert key_digest(k) == struct.pack("<qq", h1, h2)
+
+
+def test_bloom_filter_bytes_follow_the_grammar():
+    import mmh3
+    from lsm.bloom import build_from_keys, num_probes
+    assert [num_probes(b) for b in (1, 2, 10, 20, 100)] == [1, 1, 7, 14, 30]
+    filt = build_from_keys([b"a", b"bc"], 10)
+    assert len(filt) == 9 and filt[-1] == 7       # m = max(8, ceil(2*10/8)) bytes, then k
+    bits = bytearray(8)
+    for key in (b"a", b"bc"):
+        h1, h2 = struct.unpack("<QQ", mmh3.mmh3_x64_128_digest(key, 0))
+        for i in range(7):
+            b = ((h1 + i * h2) % 2 ** 64) % 64
+            bits[b >> 3] |= 1 << (b & 7)
+    assert filt == bytes(bits) + b"\x07"
+
+
+def test_bloom_has_no_false_negatives_and_few_false_positives():
+    from lsm.bloom import build_from_keys, may_contain
+    keys = [b"user%06d" % i for i in range(5000)]
+    filt = build_from_keys(keys, 10)
+    assert all(may_contain(filt, k) for k in keys)
+    fp = sum(may_contain(filt, b"other%06d" % i) for i in range(5000))
+    assert fp < 5000 * 0.03
+    assert may_contain(b"", b"x") and may_contain(b"\x00" * 8 + b"\x63", b"x")   # unknown: maybe

@@ -13,6 +13,10 @@ k = round(bits_per_key * ln 2) clamped to 1..30, so 10 bits per key gives
 k = 7 and about 1% false positives.  A filter whose k is above 30 is a
 future format: it answers "may contain" to everything.
 
+The hash is computed here in C (the public MurmurHash3 algorithm) so that a
+probe or a build costs no Python call; tests/test_block.py checks that it
+agrees with the ``mmh3`` package, which defines the format.
+
 Thread-safety: pure functions over immutable bytes.
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
@@ -22,9 +26,79 @@ from libc.math cimport log, lround
 
 from lsm._keys cimport decode_fixed64
 
-import mmh3
 
-_digest = mmh3.mmh3_x64_128_digest
+cdef uint64_t _C1 = 0x87c37b91114253d5ULL
+cdef uint64_t _C2 = 0x4cf5ad432745937fULL
+
+
+cdef inline uint64_t _rotl(uint64_t x, int r) noexcept nogil:
+    return (x << r) | (x >> (64 - r))
+
+
+cdef inline uint64_t _fmix(uint64_t k) noexcept nogil:
+    k ^= k >> 33
+    k *= 0xff51afd7ed558ccdULL
+    k ^= k >> 33
+    k *= 0xc4ceb9fe1a85ec53ULL
+    k ^= k >> 33
+    return k
+
+
+cdef void murmur3_x64_128(const unsigned char* data, Py_ssize_t n, uint64_t seed,
+                          uint64_t* out1, uint64_t* out2) noexcept nogil:
+    cdef uint64_t h1 = seed, h2 = seed, k1, k2
+    cdef Py_ssize_t nblocks = n // 16, i
+    cdef int rem = n & 15, j
+    cdef const unsigned char* tail = data + nblocks * 16
+    for i in range(nblocks):
+        k1 = decode_fixed64(data + 16 * i)
+        k2 = decode_fixed64(data + 16 * i + 8)
+        k1 *= _C1
+        k1 = _rotl(k1, 31)
+        k1 *= _C2
+        h1 ^= k1
+        h1 = _rotl(h1, 27)
+        h1 += h2
+        h1 = h1 * 5 + 0x52dce729
+        k2 *= _C2
+        k2 = _rotl(k2, 33)
+        k2 *= _C1
+        h2 ^= k2
+        h2 = _rotl(h2, 31)
+        h2 += h1
+        h2 = h2 * 5 + 0x38495ab5
+    k1 = 0
+    k2 = 0
+    if rem > 8:
+        for j in range(rem - 1, 7, -1):
+            k2 ^= (<uint64_t>tail[j]) << ((j - 8) * 8)
+        k2 *= _C2
+        k2 = _rotl(k2, 33)
+        k2 *= _C1
+        h2 ^= k2
+    if rem > 0:
+        for j in range((rem if rem < 8 else 8) - 1, -1, -1):
+            k1 ^= (<uint64_t>tail[j]) << (j * 8)
+        k1 *= _C1
+        k1 = _rotl(k1, 31)
+        k1 *= _C2
+        h1 ^= k1
+    h1 ^= <uint64_t>n
+    h2 ^= <uint64_t>n
+    h1 += h2
+    h2 += h1
+    h1 = _fmix(h1)
+    h2 = _fmix(h2)
+    h1 += h2
+    h2 += h1
+    out1[0] = h1
+    out2[0] = h2
+
+
+cdef inline void _put_fixed64(unsigned char* p, uint64_t v) noexcept nogil:
+    cdef int i
+    for i in range(8):
+        p[i] = <unsigned char>(v >> (8 * i))
 
 #: Largest number of probes a filter may declare.
 MAX_PROBES = 30
@@ -37,8 +111,15 @@ def num_probes(int bits_per_key):
 
 
 def key_digest(bytes user_key not None):
-    """The 16-byte hash of a user key the filter is built from (h1 ‖ h2)."""
-    return _digest(user_key, 0)
+    """The 16-byte hash of a user key the filter is built from (h1 ‖ h2,
+    little-endian): equal to ``mmh3.mmh3_x64_128_digest(user_key, 0)``."""
+    cdef uint64_t h1, h2
+    cdef unsigned char out[16]
+    murmur3_x64_128(<const unsigned char*>PyBytes_AS_STRING(user_key),
+                    PyBytes_GET_SIZE(user_key), 0, &h1, &h2)
+    _put_fixed64(out, h1)
+    _put_fixed64(out + 8, h2)
+    return PyBytes_FromStringAndSize(<char*>out, 16)
 
 
 def build(bytes digests not None, int bits_per_key):
@@ -77,8 +158,6 @@ def may_contain(bytes filt not None, bytes user_key not None):
     """False only if ``user_key`` was certainly not added to ``filt``."""
     cdef Py_ssize_t m = PyBytes_GET_SIZE(filt) - 1
     cdef const unsigned char* bits = <const unsigned char*>PyBytes_AS_STRING(filt)
-    cdef bytes d
-    cdef const unsigned char* dp
     cdef uint64_t h1, h2, h, nbits
     cdef int k, j
     if m < 1:
@@ -86,10 +165,8 @@ def may_contain(bytes filt not None, bytes user_key not None):
     k = bits[m]
     if k < 1 or k > MAX_PROBES:
         return True
-    d = _digest(user_key, 0)
-    dp = <const unsigned char*>PyBytes_AS_STRING(d)
-    h1 = decode_fixed64(dp)
-    h2 = decode_fixed64(dp + 8)
+    murmur3_x64_128(<const unsigned char*>PyBytes_AS_STRING(user_key),
+                    PyBytes_GET_SIZE(user_key), 0, &h1, &h2)
     nbits = <uint64_t>m * 8
     for j in range(k):
         h = (h1 + <uint64_t>j * h2) % nbits

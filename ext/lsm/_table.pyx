@@ -15,12 +15,9 @@ from libc.string cimport memcpy, memcmp
 from lsm._keys cimport cmp_ikey, cmp_user
 from lsm._iter cimport InternalIterator
 from lsm._block cimport Block, BlockBuilder, BlockIter, get_varint64
-
-import mmh3
+from lsm._bloom cimport murmur3_x64_128
 
 from lsm.errors import CorruptionError
-
-_digest = mmh3.mmh3_x64_128_digest
 
 
 cdef class TableBuildCore:
@@ -55,15 +52,23 @@ cdef class TableBuildCore:
         self.bloom = bloom
 
     cdef int _add_digest(self, bytes ikey) except -1:
-        cdef bytes d = _digest(ikey[:PyBytes_GET_SIZE(ikey) - 8], 0)
+        # The digest of the user key, h1 then h2 little-endian (_bloom.pyx).
+        cdef uint64_t h1, h2
         cdef unsigned char* nb
+        cdef unsigned char* d
+        cdef int i
+        murmur3_x64_128(<const unsigned char*>PyBytes_AS_STRING(ikey), PyBytes_GET_SIZE(ikey) - 8,
+                        0, &h1, &h2)
         if self.ndigest_bytes + 16 > self.digest_cap:
             nb = <unsigned char*>realloc(self.digests, self.digest_cap * 2)
             if nb == NULL:
                 raise MemoryError()
             self.digests = nb
             self.digest_cap *= 2
-        memcpy(self.digests + self.ndigest_bytes, PyBytes_AS_STRING(d), 16)
+        d = self.digests + self.ndigest_bytes
+        for i in range(8):
+            d[i] = <unsigned char>(h1 >> (8 * i))
+            d[8 + i] = <unsigned char>(h2 >> (8 * i))
         self.ndigest_bytes += 16
         return 0
 
