@@ -220,13 +220,14 @@ class Table:
     def _data_block(self, off, size):
         """The loader of data blocks: cache first, then the file."""
         cache = self._cache
-        if cache is None:
-            return self._read_block(off, size, self._verify, self.data_size)
-        key = (self._owner, off)
-        blk = cache.get(key)
-        if blk is None:
-            blk = self._read_block(off, size, self._verify, self.data_size)
-            cache.insert(key, blk, len(blk.data) + _BLOCK_OVERHEAD)
+        blk = cache.get((self._owner, off)) if cache is not None else None
+        return blk if blk is not None else self._fill(off, size)
+
+    def _fill(self, off, size):
+        """Read a data block from the file into the cache (after a miss)."""
+        blk = self._read_block(off, size, self._verify, self.data_size)
+        if self._cache is not None:
+            self._cache.insert((self._owner, off), blk, len(blk.data) + _BLOCK_OVERHEAD)
         return blk
 
     # -- reads -------------------------------------------------------------
@@ -243,7 +244,11 @@ class Table:
         h = self._index.find_handle(lk)
         if h is None:
             return None
-        return self._data_block(h[0], h[1]).get(lk)
+        cache = self._cache          # the cached path of _data_block, inlined: hot
+        blk = cache.get((self._owner, h[0])) if cache is not None else None
+        if blk is None:
+            blk = self._fill(h[0], h[1])
+        return blk.get(lk)
 
     def iterator(self):
         """A two-level iterator over every entry (InternalIterator)."""

@@ -406,3 +406,16 @@ def test_close_drops_cached_blocks_and_closes_the_file():
     TableView(t, None, None, own=True).close()
     assert f.closed and len(cache) == 0
     t.close()                        # idempotent
+
+
+def test_get_through_the_cache_reads_a_block_once():
+    items = [(make_internal_key(b"k%04d" % i, i + 1, 1), b"v%d" % i) for i in range(50)]
+    data, _, options = build(items)
+    cache = BlockCache(1 << 20)
+    f = MemReadFile(data)
+    t = Table.open(f, options, cache=cache, name="g")
+    opened_reads = f.reads
+    assert t.get(b"k0007", MAX_SEQ) == (KIND_VALUE, b"v7")
+    assert t.get(b"k0008", MAX_SEQ) == (KIND_VALUE, b"v8")
+    s = cache.stats()
+    assert (s["misses"], s["hits"], f.reads - opened_reads) == (1, 1, 1)
