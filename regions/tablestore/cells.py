@@ -239,9 +239,10 @@ def compaction_filter_factory(get_options):
     ``get_options()`` returns (ttl_seconds, max_versions) of the table now.
     The filter sees surviving entries in key order and drops, within what it
     has seen: deltas hidden by their row's head, PUT deltas hidden by a newer
-    DELETE_ALL of their column, PUT deltas older than the TTL, and PUT deltas
-    beyond max_versions (counted over newer PUT deltas of the column with a
-    larger timestamp).  It never drops heads or delete markers, whose masks
+    DELETE_ALL of their column, PUT deltas older than the TTL, PUT deltas
+    overwritten by a newer PUT of the same timestamp, and PUT deltas beyond
+    max_versions (counted over newer PUT deltas of the column with a larger
+    timestamp).  It never drops heads or delete markers, whose masks
     may cover entries of other files.  Reads enforce TTL and max_versions
     whatever compaction has done.
     """
@@ -278,8 +279,8 @@ def compaction_filter_factory(get_options):
             if ts < min_ts:
                 return True
             newer = state["newer"]
-            if sum(1 for t in newer if t > ts) >= max_versions:
-                return True
+            if ts in newer or sum(1 for t in newer if t > ts) >= max_versions:
+                return True  # overwritten by a newer write of its version, or excess
             newer.append(ts)
             return False
 

@@ -439,23 +439,27 @@ class OTSClient:
                         or (cond.column_condition is not None
                             and not evaluate(cond.column_condition, live))):
                     raise service_error("condition_failed")
+            now = _now_ms()
             if p.kind == BatchWriteRowType.PUT:
+                stamped = [(n, v, now if ts is None else ts) for n, v, ts in p.cells]
                 self._server.put(name, cells.head_key(row_key),
-                                 cells.encode_head(self._gens.next(), _sorted_cells(p.cells)))
+                                 cells.encode_head(self._gens.next(), _sorted_cells(stamped)))
             elif p.kind == BatchWriteRowType.DELETE:
                 self._server.put(name, cells.head_key(row_key),
                                  cells.encode_deleted_head(self._gens.next()))
             else:
-                self._server.write(name, self._update_batch(row_key, p.cells, live))
+                self._server.write(name, self._update_batch(row_key, p.cells, live, now))
         consumed = write_cu(p.pk_bytes, p.attr_bytes, cond)
         return_row = None
         if p.return_type == ReturnType.RT_PK:
             return_row = Row(list(zip(schema.names, p.pk_values)))
         return consumed, return_row
 
-    def _update_batch(self, row_key, ops, live):
+    def _update_batch(self, row_key, ops, live, now):
         batch = _new_batch()
         for op, col, value, ts in ops:
+            if ts is None and op != "DELETE_ALL":
+                ts = now
             gen = self._gens.next()
             key = cells.delta_key(row_key, col, gen)
             if op == "PUT":
@@ -467,6 +471,8 @@ class OTSClient:
             else:
                 current = live.get(col) if live else None
                 base = current[0][1] if current else 0
+                if current and current[0][0] >= ts:
+                    ts = current[0][0]  # same version, higher generation: overwrites it
                 if not isinstance(base, int) or isinstance(base, bool):
                     raise service_error("increment_on_non_integer", column=col)
                 result = base + value

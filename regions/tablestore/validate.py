@@ -255,7 +255,11 @@ def _check_ts(schema, name, ts, now_ms):
 
 
 def check_put_columns(schema, columns, now_ms):
-    """PutRow's attribute columns -> [(name, value, ts)] (ts assigned when absent)."""
+    """PutRow's attribute columns -> [(name, value, ts)]; ts None when not given.
+
+    The writer assigns missing timestamps under the row lock, so versions of
+    serialized writes to a row never go back in time.
+    """
     if columns is None:
         columns = []
     if not isinstance(columns, (list, tuple)):
@@ -267,7 +271,7 @@ def check_put_columns(schema, columns, now_ms):
         name = _check_attr_name(schema, col[0])
         value = _check_value(name, col[1])
         ts = _check_ts(schema, name, col[2], now_ms) if len(col) == 3 and col[2] is not None \
-            else now_ms
+            else None
         cells.append((name, value, ts))
     if not cells:
         raise service_error("attribute_missing")
@@ -275,7 +279,10 @@ def check_put_columns(schema, columns, now_ms):
 
 
 def check_update_columns(schema, update, now_ms):
-    """UpdateRow's dict -> [(op, name, value, ts)], op in PUT/DELETE/DELETE_ALL/INCREMENT."""
+    """UpdateRow's dict -> [(op, name, value, ts)], op in PUT/DELETE/DELETE_ALL/INCREMENT.
+
+    ts is None where the writer assigns it (see check_put_columns).
+    """
     if not isinstance(update, dict):
         raise OTSClientError("the attribute columns of UpdateRow is not dict, but is %s"
                              % str(type(update)))
@@ -320,7 +327,7 @@ def check_update_columns(schema, update, now_ms):
             value = _check_value(name, value)
             if op == "INCREMENT" and (not isinstance(value, int) or isinstance(value, bool)):
                 raise service_error("increment_not_integer", column=name)
-            ts = now_ms if ts is None else _check_ts(schema, name, ts, now_ms)
+            ts = None if ts is None else _check_ts(schema, name, ts, now_ms)
             ops.append((op, name, value, ts))
     if not ops:
         raise service_error("update_missing_cells")

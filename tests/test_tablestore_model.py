@@ -1,0 +1,176 @@
+"""Model-based and concurrency tests of the row API, plus compaction GC and CU rules."""
+import random
+import threading
+import time
+
+import pytest
+
+from regions.tablestore import (INF_MAX, INF_MIN, ComparatorType, Condition, OTSServiceError,
+                                Row, SingleColumnCondition, TableMeta, TableOptions)
+from regions.tablestore.capacity import UNIT
+from tablestore_fake import FakeServer, open_client
+
+
+class Model:
+    """Tablestore as a dict: pk tuple -> {column: value} (max_versions 1, no TTL)."""
+
+    def __init__(self):
+        self.rows = {}
+
+    def put(self, key, cols):
+        self.rows[key] = dict(cols)
+
+    def update(self, key, puts, deletes, incs):
+        row = dict(self.rows.get(key, {}))
+        for n, v in puts:
+            row[n] = v
+        for n in deletes:
+            row.pop(n, None)
+        for n, d in incs:
+            row[n] = row.get(n, 0) + d
+        if row:
+            self.rows[key] = row
+        else:
+            self.rows.pop(key, None)
+
+    def delete(self, key):
+        self.rows.pop(key, None)
+
+
+def _pk(key):
+    return [("p", key[0]), ("s", key[1])]
+
+
+def _check(client, model):
+    lo, hi = _pk((INF_MIN, INF_MIN)), _pk((INF_MAX, INF_MAX))
+    got = {}
+    next_start = lo
+    while next_start:
+        _, next_start, rows, _ = client.get_range("m", "FORWARD", next_start, hi, limit=37)
+        for r in rows:
+            got[(r.primary_key[0][1], r.primary_key[1][1])] = {n: v for n, v, _ in
+                                                              r.attribute_columns}
+    assert got == model.rows
+    back = [(r.primary_key[0][1], r.primary_key[1][1]) for r in client.get_range(
+        "m", "BACKWARD", hi, lo)[2]]
+    assert back == sorted(model.rows, reverse=True)
+
+
+def test_random_row_operations_match_the_model_across_reopen(tmp_path):
+    rnd = random.Random(7)
+    client = open_client(tmp_path)
+    client.create_table(TableMeta("m", [("p", "INTEGER"), ("s", "STRING")]),
+                        split_points=[-5, 5])
+    model = Model()
+    for step in range(1500):
+        key = (rnd.randint(-10, 10), rnd.choice(["", "a", "b\x00", "zz"]))
+        op = rnd.random()
+        if op < 0.4:
+            cols = {"c%d" % rnd.randint(0, 3): rnd.randint(-9, 9) for _ in range(rnd.randint(1, 3))}
+            client.put_row("m", Row(_pk(key), list(cols.items())))
+            model.put(key, cols)
+        elif op < 0.75:
+            puts = [("c%d" % rnd.randint(0, 3), "v%d" % step)]
+            deletes = ["c%d" % rnd.randint(0, 3)] if rnd.random() < 0.5 else []
+            incs = [("n", rnd.randint(1, 5))] if rnd.random() < 0.3 else []
+            if any(n == "n" and not isinstance(model.rows.get(key, {}).get("n", 0), int)
+                   for n, _ in incs):
+                incs = []
+            client.update_row("m", Row(_pk(key), {"put": puts, "delete_all": deletes,
+                                                  "increment": incs}), None)
+            model.update(key, puts, deletes, incs)
+        else:
+            client.delete_row("m", Row(_pk(key)), None)
+            model.delete(key)
+        if step % 500 == 499:
+            _check(client, model)
+    client.close()
+    if isinstance(getattr(client, "_server", None), FakeServer):
+        return  # the fake keeps nothing across close; the real server does
+    client = open_client(tmp_path)
+    _check(client, model)
+    client.close()
+
+
+def test_threads_doing_increments_and_conditional_updates_lose_nothing(tmp_path):
+    client = open_client(tmp_path)
+    client.create_table(TableMeta("m", [("p", "INTEGER"), ("s", "STRING")]))
+    for r in range(3):
+        client.put_row("m", Row(_pk((r, "")), [("n", 0), ("cas", 0)]))
+    threads, per_thread = 4, 150
+
+    def work(seed):
+        rnd = random.Random(seed)
+        for _ in range(per_thread):
+            key = _pk((rnd.randint(0, 2), ""))
+            client.update_row("m", Row(key, {"increment": [("n", 1)]}), None)
+            while True:  # compare-and-set loop on 'cas'
+                cur = client.get_row("m", key, ["cas"])[1].attribute_columns[0][1]
+                cond = Condition("EXPECT_EXIST",
+                                 SingleColumnCondition("cas", cur, ComparatorType.EQUAL))
+                try:
+                    client.update_row("m", Row(key, {"put": [("cas", cur + 1)]}), cond)
+                    break
+                except OTSServiceError as e:
+                    assert e.get_error_code() == "OTSConditionCheckFail"
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    totals = {"n": 0, "cas": 0}
+    for r in range(3):
+        for n, v, _ in client.get_row("m", _pk((r, "")))[1].attribute_columns:
+            totals[n] += v
+    assert totals == {"n": threads * per_thread, "cas": threads * per_thread}
+    client.close()
+
+
+def test_compaction_filter_drops_masked_expired_and_excess_versions():
+    from regions.tablestore import OTSClient
+    server = FakeServer()
+    c = OTSClient(None, server=server)
+    c.create_table(TableMeta("m", [("p", "INTEGER")]), TableOptions(max_version=2))
+    key = [("p", 1)]
+    c.put_row("m", Row(key, [("a", 1)]))
+    base = int(time.time() * 1000) - 60000
+    for i in range(4):
+        c.update_row("m", Row(key, {"put": [("b", i, base + i)]}), None)
+    c.update_row("m", Row(key, {"put": [("z", 1)]}), None)
+    c.update_row("m", Row(key, {"delete_all": ["z"]}), None)
+    before = c.get_row("m", key, max_version=5)
+    entries = len(server.tables["m"]["data"])
+    server.compact("m")
+    after = len(server.tables["m"]["data"])
+    # head + 2 newest 'b' puts + delete_all marker of z survive; 2 excess b and the masked z go.
+    assert (entries, after) == (7, 4)
+    assert c.get_row("m", key, max_version=5) == before
+    c.put_row("m", Row(key, [("a", 2)]))
+    server.compact("m")
+    assert len(server.tables["m"]["data"]) == 1
+
+
+@pytest.mark.parametrize("value_bytes,write_cu", [(10, 1), (4096 - 11, 1),
+                                                  (4096 - 10, 2), (3 * 4096, 4)])
+def test_write_cu_rounds_pk_plus_attributes_up_to_4k(tmp_path, value_bytes, write_cu):
+    c = open_client(tmp_path)
+    c.create_table(TableMeta("m", [("p", "INTEGER")]))
+    # size = "p"(1) + 8 + "ab"(2) + value_bytes
+    consumed, _ = c.put_row("m", Row([("p", 1)], [("ab", "x" * value_bytes)]))
+    assert (consumed.read, consumed.write) == (0, write_cu)
+    consumed, _, _ = c.get_row("m", [("p", 1)])
+    assert consumed.read == -(-(9 + 2 + value_bytes) // UNIT)
+    c.close()
+
+
+def test_read_cu_of_missing_row_and_empty_range_is_one_and_update_counts_deleted_names(tmp_path):
+    c = open_client(tmp_path)
+    c.create_table(TableMeta("m", [("p", "INTEGER")]))
+    assert c.get_row("m", [("p", 1)])[0].read == 1
+    assert c.get_range("m", "FORWARD", [("p", INF_MIN)], [("p", INF_MAX)])[0].read == 1
+    name = "d" * 200
+    consumed, _ = c.update_row("m", Row([("p", 1)], {"delete_all": [name] * 1}),
+                               Condition("IGNORE"))
+    assert (consumed.read, consumed.write) == (0, 1)
+    c.close()
