@@ -49,7 +49,8 @@ class Finding:
 
 
 def _alphabet_hint(keys) -> str:
-    sample = [k for k in keys[:10_000] if isinstance(k, str)]
+    sample = [k.decode("latin-1") if isinstance(k, bytes) else k
+              for k in keys[:10_000] if isinstance(k, (str, bytes))]
     if not sample:
         return "split on a sample of real keys (--sample FILE)"
     chars = set("".join(sample))

@@ -28,6 +28,7 @@ __all__ = ["WORKLOADS", "RegionStat", "Report", "workload", "evaluate", "show",
 
 WORKLOADS = ("uniform", "sequential", "timestamp", "zipf")
 TAIL = 0.10  # the share of the most recent writes the hot-spot figure looks at
+CELL = 24    # widest point shown in the terminal table
 
 
 @dataclass(frozen=True)
@@ -159,16 +160,22 @@ def show(point) -> str:
     return str(point)
 
 
+def _cell(point) -> str:
+    text = show(point)
+    return text if len(text) <= CELL else text[:CELL - 3] + "..."
+
+
 def render_table(report: Report) -> str:
-    """The per-region table and the summary lines, plain text."""
-    w = max(8, *(len(show(r.start)) for r in report.regions))
+    """The per-region table and the summary lines, plain text (long points
+    are cut to ``CELL`` characters; the JSON output has them whole)."""
+    w = max(8, *(len(_cell(r.start)) for r in report.regions))
     lines = [f"{'region':>6}  {'start':<{w}}  {'end':<{w}}  {'keys':>8}  {'key%':>6}  "
              f"{'bytes%':>6}  {'tail%':>6}"]
     tail_total = sum(r.tail_writes for r in report.regions) or 1
     for i, r in enumerate(report.regions):
-        lines.append(f"{i:>6}  {show(r.start):<{w}}  {show(r.end):<{w}}  {r.keys:>8}  "
+        lines.append(f"{i:>6}  {_cell(r.start):<{w}}  {_cell(r.end):<{w}}  {r.keys:>8}  "
                      f"{100 * r.key_share:>5.1f}%  {100 * r.byte_share:>5.1f}%  "
-                     f"{100 * r.tail_writes / tail_total:>5.1f}%")
+                     f"{100 * (r.tail_writes / tail_total):>5.1f}%")
     lines += [
         f"keys: {report.total_keys}  distinct: {report.distinct_keys}  bytes: {report.total_bytes}",
         f"skew (busiest / mean): keys {report.key_skew:.2f}x, bytes {report.byte_skew:.2f}x",
