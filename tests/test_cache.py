@@ -151,3 +151,13 @@ def test_table_cache_under_threads_opens_each_path_at_most_briefly_twice():
     assert len(open_now) == len(tc) <= 4
     tc.close()
     assert all(t.closed for t in opened)
+
+
+def test_table_cache_without_close_on_evict_only_forgets():
+    tc = TableCache(FakeTable, 1, close_on_evict=False)
+    a = tc.get("a")
+    tc.get("b")
+    assert not a.closed and len(tc) == 1
+    assert tc.get("a") is not a          # reopened: the evicted one was forgotten
+    tc.close()
+    assert not a.closed
