@@ -1,0 +1,103 @@
+"""Row API throughput: 1 INTEGER PK + 3 attributes (~100 bytes a row).
+
+Targets (issue 4): put_row and get_row >= 25k rows/s, get_range >= 250k rows/s.
+Runs on the real RegionServer when it exists, else on the in-memory fake
+(then the figures measure this layer alone).  ``rows/s`` = N / mean time.
+"""
+import itertools
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+from tablestore_fake import open_client  # noqa: E402
+
+from regions.tablestore import (INF_MAX, INF_MIN, BatchWriteRowRequest, PutRowItem, Row,  # noqa: E402
+                                TableInBatchWriteRowItem, TableMeta)
+
+N = 2000
+
+
+def _attrs(i):
+    return [("a", i), ("b", "x" * 60), ("c", 1.5)]
+
+
+@pytest.fixture
+def client(tmp_path):
+    c = open_client(tmp_path)
+    c.create_table(TableMeta("b", [("id", "INTEGER")]))
+    yield c
+    c.close()
+
+
+def _fill(client, n):
+    for start in range(0, n, 200):
+        req = BatchWriteRowRequest()
+        req.add(TableInBatchWriteRowItem("b", [PutRowItem(Row([("id", i)], _attrs(i)), None)
+                                               for i in range(start, min(n, start + 200))]))
+        client.batch_write_row(req)
+
+
+def test_put_row(benchmark, client):
+    counter = itertools.count()
+
+    def run():
+        base = next(counter) * N
+        for i in range(base, base + N):
+            client.put_row("b", Row([("id", i)], _attrs(i)))
+    benchmark.pedantic(run, rounds=3, iterations=1)
+    benchmark.extra_info["rows_per_s"] = N / benchmark.stats.stats.mean
+
+
+def test_get_row(benchmark, client):
+    _fill(client, N)
+
+    def run():
+        for i in range(N):
+            client.get_row("b", [("id", i)])
+    benchmark.pedantic(run, rounds=3, iterations=1)
+    benchmark.extra_info["rows_per_s"] = N / benchmark.stats.stats.mean
+
+
+def test_update_row_increment(benchmark, client):
+    _fill(client, N)
+
+    def run():
+        for i in range(N):
+            client.update_row("b", Row([("id", i)], {"increment": [("a", 1)]}), None)
+    benchmark.pedantic(run, rounds=3, iterations=1)
+    benchmark.extra_info["rows_per_s"] = N / benchmark.stats.stats.mean
+
+
+def test_batch_write_row_200(benchmark, client):
+    counter = itertools.count()
+
+    def run():
+        base = next(counter) * N
+        _fill_from(client, base, N)
+    benchmark.pedantic(run, rounds=3, iterations=1)
+    benchmark.extra_info["rows_per_s"] = N / benchmark.stats.stats.mean
+
+
+def _fill_from(client, base, n):
+    for start in range(base, base + n, 200):
+        req = BatchWriteRowRequest()
+        req.add(TableInBatchWriteRowItem("b", [PutRowItem(Row([("id", i)], _attrs(i)), None)
+                                               for i in range(start, start + 200)]))
+        client.batch_write_row(req)
+
+
+def test_get_range_full_pages(benchmark, client):
+    rows = 10000
+    _fill(client, rows)
+
+    def run():
+        start = [("id", INF_MIN)]
+        got = 0
+        while start:
+            _, start, page, _ = client.get_range("b", "FORWARD", start, [("id", INF_MAX)])
+            got += len(page)
+        assert got == rows
+    benchmark.pedantic(run, rounds=3, iterations=1)
+    benchmark.extra_info["rows_per_s"] = rows / benchmark.stats.stats.mean
