@@ -4,10 +4,12 @@ Modules, bottom up:
 
 - ``plainbuffer``: the PlainBuffer row codec (no dependencies);
 - ``auth``: request signature checks (V2 and V4) and response signing;
-- ``protocol``: protobuf messages <-> the data API of ``regions.tablestore``;
+- ``errors``: the wire error type (HTTP status, code, message);
+- ``convert``: protobuf messages <-> the data API's objects;
+- ``protocol``: one handler per API, calling ``regions.tablestore.OTSClient``;
 - ``http``: the HTTP/1.1 server (keep-alive, limits, errors);
 - ``cli``: the ``regions-server`` console script.
 
-``protocol``, ``http`` and ``cli`` import the SDK's generated protobuf modules
-(``pip install lsm-regions[server]``); ``plainbuffer`` and ``auth`` do not.
+``convert``, ``protocol`` and ``cli`` import the SDK's generated protobuf modules
+(``pip install lsm-regions[server]``); ``plainbuffer``, ``auth`` and ``http`` do not.
 """
