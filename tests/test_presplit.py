@@ -89,7 +89,7 @@ def test_integer_decimal_uniform_and_salt_golden_points():
 
 def test_bytes_split_interpolates_like_hbase():
     assert ps.bytes_split(b"\x00", b"\x10", 3) == [b"\x00", b"\x04", b"\x08", b"\x0c", b"\x10"]
-    # Too close: one zero byte more of resolution, 0x6100..0x6200 in steps of 64.
+    # Too close: one zero byte more of resolution, 0x0100..0x0200 in steps of 64.
     assert ps.bytes_split(b"\x01", b"\x02", 3) == [b"\x01", b"\x01\x40", b"\x01\x80",
                                                   b"\x01\xc0", b"\x02"]
 
