@@ -58,15 +58,18 @@ def _check(client, model):
 
 def test_random_row_operations_match_the_model_across_reopen(tmp_path):
     rnd = random.Random(7)
-    client = open_client(tmp_path)
+    tiny = dict(memtable_bytes=8 << 10, max_region_bytes=32 << 10, split_jitter=0.0,
+                split_policy="constant")
+    client = open_client(tmp_path, **tiny)
     client.create_table(TableMeta("m", [("p", "INTEGER"), ("s", "STRING")]),
                         split_points=[-5, 5])
     model = Model()
-    for step in range(1500):
+    for step in range(3000):
         key = (rnd.randint(-10, 10), rnd.choice(["", "a", "b\x00", "zz"]))
         op = rnd.random()
         if op < 0.4:
-            cols = {"c%d" % rnd.randint(0, 3): rnd.randint(-9, 9) for _ in range(rnd.randint(1, 3))}
+            cols = {"c%d" % rnd.randint(0, 3): "v" * rnd.randint(0, 300)
+                    for _ in range(rnd.randint(1, 3))}
             client.put_row("m", Row(_pk(key), list(cols.items())))
             model.put(key, cols)
         elif op < 0.75:
@@ -82,13 +85,15 @@ def test_random_row_operations_match_the_model_across_reopen(tmp_path):
         else:
             client.delete_row("m", Row(_pk(key)), None)
             model.delete(key)
-        if step % 500 == 499:
+        if step % 1000 == 999:
             _check(client, model)
+    splits = client.describe_table("m").shard_splits
     client.close()
-    if isinstance(getattr(client, "_server", None), FakeServer):
-        return  # the fake keeps nothing across close; the real server does
-    client = open_client(tmp_path)
+    # Pre-split at -5 and 5; auto-splits (if the server made any) stay on partition keys.
+    assert splits[:1] and set([-5, 5]) <= set(splits) and splits == sorted(set(splits))
+    client = open_client(tmp_path, **tiny)
     _check(client, model)
+    assert client.describe_table("m").shard_splits == splits
     client.close()
 
 
