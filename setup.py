@@ -24,7 +24,8 @@ def extensions():
         name = os.path.splitext(rel)[0].replace(os.sep, ".")
         if only and name not in only:
             continue
-        mods.append(Extension(name, [pyx], extra_compile_args=["-O3"]))
+        # zlib: the WAL's CRC (lsm._record) is zlib's crc32, as in lsm/wal.py.
+        mods.append(Extension(name, [pyx], extra_compile_args=["-O3"], libraries=["z"]))
     return cythonize(
         mods,
         include_path=["ext"],

@@ -23,7 +23,7 @@ level.
 import os
 
 from . import filenames
-from ._iter import LevelIterator, MergingIterator, compaction_entries
+from ._iter import LevelIterator, MergingIterator
 from .sstable import TableBuilder
 from .version import FileMeta
 
@@ -138,50 +138,38 @@ def _level_iter(files, open_iter):
     return LevelIterator([f.largest for f in files], lambda i: open_iter(files[i]))
 
 
-def write_tables(db, entries, level_hint, cut: bool, stop_check=None):
-    """Drain ``entries`` ((ikey, value) in order) into new table files.
+def write_tables(db, stream, cut: bool):
+    """Drain ``stream`` (a CompactionStream) into new table files.
 
     Returns a list of FileMeta.  When ``cut``, outputs are cut at
     ``target_file_bytes`` between user keys.  On error every output written
     so far is removed and the error re-raised, so nothing half-built stays.
     """
     options, fs = db.options, db.fs
-    target = options.target_file_bytes
-    outputs, builder, f, number, last_user = [], None, None, None, None
-    written = []
-
-    def finish():
-        props = builder.finish()
-        f.sync()
-        f.close()
-        outputs.append(FileMeta(number, props["size"], props["num_entries"], props["smallest"], props["largest"]))
-
+    target = options.target_file_bytes if cut else 0
+    outputs, written = [], []
+    builder = f = None
     try:
-        for ikey, value in entries:
-            if builder is not None and cut and builder.estimated_size() >= target:
-                uk = ikey[:-8]
-                if uk != last_user:
-                    finish()
-                    builder = None
-            if builder is None:
-                number = db.versions.new_file_number()
-                db.pending_outputs.add(number)
-                path = os.path.join(db.path, filenames.table_name(number))
-                written.append((number, path))
-                f = fs.open_append(path)
-                builder = TableBuilder(f, options)
-            builder.add(ikey, value)
-            if cut:
-                last_user = ikey[:-8]
-            if stop_check is not None:
-                stop_check()
-        if builder is not None:
+        while stream.valid():
+            number = db.versions.new_file_number()
+            db.pending_outputs.add(number)
+            path = os.path.join(db.path, filenames.table_name(number))
+            written.append((number, path))
+            f = fs.open_append(path)
+            builder = TableBuilder(f, options)
+            stream.fill(builder, target)
             if builder.num_entries:
-                finish()
+                props = builder.finish()
+                f.sync()
+                f.close()
+                outputs.append(FileMeta(number, props["size"], props["num_entries"],
+                                        props["smallest"], props["largest"]))
             else:
                 builder.abandon()
                 f.close()
-        builder = None
+                fs.remove_if_exists(path)
+                db.pending_outputs.discard(number)
+            builder = None
         return outputs
     except BaseException:
         if builder is not None:

@@ -25,7 +25,8 @@ import time
 import weakref
 
 from . import filenames
-from ._iter import DBIterator, MergingIterator, LevelIterator
+from ._iter import CompactionStream, DBIterator, LevelIterator, MergingIterator
+from ._record import frame_single
 from .batch import WriteBatch, check_key, check_value, decode_record, encode_record, encode_single
 from .cache import BlockCache, TableCache
 from .compaction import input_iterator, pick_compaction, range_compactions, write_tables
@@ -336,8 +337,13 @@ class DB:
                 self._make_room()
             seq = self._last_seq + 1
             lg = self._log
+            w = lg.writer
             try:
-                lg.writer.add_record(encode_single(seq, kind, key, value))
+                rec = frame_single(seq, kind, key, value, w.block_left())
+                if rec is not None:
+                    w.append_framed(rec)
+                else:
+                    w.add_record(encode_single(seq, kind, key, value))
             except BaseException as e:
                 self._write_error = e
                 raise
@@ -652,11 +658,9 @@ class DB:
 
     def _write_memtable(self, mem):
         """Write ``mem`` to L0 table(s); returns their FileMeta (not installed)."""
-        from ._iter import compaction_entries
         it = mem.iterator()
         it.seek_to_first()
-        metas = write_tables(self, compaction_entries(it, self._smallest_snapshot(), False, None, None),
-                             0, cut=False)
+        metas = write_tables(self, CompactionStream(it, self._smallest_snapshot(), False), cut=False)
         for m in metas:
             self._stats["flushes"] += 1
             self._stats["bytes_flushed"] += m.size
@@ -679,7 +683,6 @@ class DB:
         self._delete_obsolete_files()
 
     def _run_compaction(self, c):
-        from ._iter import compaction_entries
         v = self.versions.current
         it = input_iterator(c, self._table_iter)
         it.seek_to_first()
@@ -687,8 +690,8 @@ class DB:
         deeper = any(v.overlapping(lv, lo, hi) for lv in range(c.output_level + 1, len(v.levels)))
         factory = self.options.compaction_filter_factory
         filter_fn = factory() if factory is not None else None
-        entries = compaction_entries(it, self._smallest_snapshot(), not deeper, None, filter_fn)
-        metas = write_tables(self, entries, c.output_level, cut=True)
+        stream = CompactionStream(it, self._smallest_snapshot(), not deeper, filter_fn)
+        metas = write_tables(self, stream, cut=True)
         edit = VersionEdit()
         for level, f in c.all_inputs():
             edit.delete(level, f.number)

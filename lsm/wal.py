@@ -112,6 +112,23 @@ class LogWriter:
             raise
         self._block_offset = new_offset
 
+    def block_left(self) -> int:
+        """Bytes left in the current block: a FULL record of up to
+        ``block_left() - HEADER_SIZE`` payload bytes fits without fragments."""
+        return BLOCK_SIZE - self._block_offset
+
+    def append_framed(self, rec: bytes) -> None:
+        """Append one FULL physical record built elsewhere (lsm._record's
+        C twin of ``add_record``'s fast path); it must fit in ``block_left()``."""
+        if self._error is not None:
+            self._refuse()
+        try:
+            self._f.append(rec)
+        except BaseException as e:
+            self._error = e
+            raise
+        self._block_offset += len(rec)
+
     @staticmethod
     def _as_bytes(payload) -> bytes:
         if isinstance(payload, (bytes, bytearray, memoryview)):
