@@ -147,10 +147,17 @@ class SplitProcedure:
         p.db.flush(wait=True)                   # pre-flush while still serving
         p.close_gate(_region.SPLITTING, self.host.options.busy_wait_seconds)
         p.db.flush(wait=True)
-        self.views = p.db.live_tables()
-        self.last_sequence = p.db.stats()["last_sequence"]
         p.db.close()
         self.parent_closed = True
+        # The list of table files must be taken with no background compaction
+        # running (one could delete a listed file): reopen the flushed parent
+        # quiesced, list, close.  Its WAL is empty, so this is cheap.
+        quiet = self.host._open_store(self.table, p.id, background=False)
+        try:
+            self.views = quiet.live_tables()
+            self.last_sequence = quiet.stats()["last_sequence"]
+        finally:
+            quiet.close()
         kill_point("split.parent_closed")
 
     def _create_daughters(self):

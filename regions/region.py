@@ -83,13 +83,16 @@ class Region:
         self.split_blocker = None
         self.blocked_at_size = 0
         self._inflight = 0
-        self._cv = threading.Condition(threading.Lock())
+        # enter/exit take the bare lock (C-level, the hot path); the rare
+        # waits use the condition built on the same lock.
+        self._mutex = threading.Lock()
+        self._cv = threading.Condition(self._mutex)
 
     # -- the gate ---------------------------------------------------------
     def enter(self, write) -> bool:
         """Admit one operation (``write``: True a write, False a read, None
         internal work, not counted); False if the region is not serving."""
-        with self._cv:
+        with self._mutex:
             if self.state is not OPEN:
                 return False
             self._inflight += 1
@@ -100,7 +103,7 @@ class Region:
             return True
 
     def exit(self) -> None:
-        with self._cv:
+        with self._mutex:
             self._inflight -= 1
             if self._inflight == 0 and self.state is not OPEN:
                 self._cv.notify_all()

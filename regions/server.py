@@ -19,7 +19,6 @@ Lock order: ``table.split_lock`` before ``server._lock``; a region's gate is
 never held while taking either.
 """
 import bisect
-import inspect
 import itertools
 import json
 import logging
@@ -45,7 +44,6 @@ log = logging.getLogger("regions")
 
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,254}\Z")
 _FIRST_CHUNK, _MAX_CHUNK = 64, 4096     # scan batch sizes (see _scan_forward)
-_CREATE_FROM_VIEWS_PARAMS = inspect.signature(lsm.DB.create_from_views).parameters
 
 
 class _Hooks:
@@ -179,22 +177,19 @@ class RegionServer:
     def _region_path(self, region_id: int) -> str:
         return os.path.join(self.path, "regions", region_dir_name(region_id))
 
-    def _store_options(self, table):
+    def _store_options(self, table, **changes):
         base = self.options.lsm_options if self.options.lsm_options is not None else lsm.Options()
         return base.copy(memtable_bytes=self.options.memtable_bytes, sync=self.options.sync,
-                         fs=self._fs, compaction_filter_factory=table.hooks.filter_factory)
+                         fs=self._fs, compaction_filter_factory=table.hooks.filter_factory, **changes)
 
-    def _open_store(self, table, region_id):
-        return lsm.DB.open(self._region_path(region_id), self._store_options(table))
+    def _open_store(self, table, region_id, **changes):
+        return lsm.DB.open(self._region_path(region_id), self._store_options(table, **changes))
 
     def _create_store(self, table, region_id, views, last_sequence):
         """A daughter's store: ``views`` of its parent's tables; its sequence
         numbers continue above the parent's ``last_sequence``."""
-        kw = {}
-        if "last_sequence" in _CREATE_FROM_VIEWS_PARAMS:   # see /work/prompts/requests-regions.md
-            kw["last_sequence"] = last_sequence
         return lsm.DB.create_from_views(self._region_path(region_id), views,
-                                        self._store_options(table), **kw)
+                                        self._store_options(table), last_sequence=last_sequence)
 
     def _make_region(self, table, region_id, start, end, db):
         rate = jitter_rate(region_id, getattr(self._policy, "jitter", 0.0))
