@@ -25,7 +25,7 @@ import time
 import weakref
 
 from . import filenames
-from ._iter import CompactionStream, DBIterator, LevelIterator, MergingIterator
+from ._iter import CompactionStream, DBIterator, LevelIterator, MergingIterator, lower_bound
 from ._record import frame_single
 from .batch import WriteBatch, check_key, check_value, decode_record, encode_record, encode_single
 from .cache import BlockCache, TableCache
@@ -228,6 +228,7 @@ class DB:
         self._lock_file = None
         self.versions = None
         self.block_cache = BlockCache(options.block_cache_bytes)
+        self._cache_keys = {}                       # file number -> table cache key
         self._tables = TableCache(self._open_table, options.max_open_files, close_on_evict=False)
 
     def _abort_open(self):
@@ -307,7 +308,10 @@ class DB:
         return (os.path.normpath(os.path.join(self.path, f.path)), f.lo, f.hi, True)
 
     def _table(self, f: FileMeta):
-        return self._tables.get(self._table_key(f))
+        key = self._cache_keys.get(f.number)
+        if key is None:
+            key = self._cache_keys[f.number] = self._table_key(f)
+        return self._tables.get(key)
 
     def _table_iter(self, f: FileMeta):
         return self._table(f).iterator()
@@ -474,22 +478,23 @@ class DB:
     def _get_from_tables(self, key, seq):
         for _attempt in range(3):
             v = self.versions.current
+            table = self._table
             try:
-                for f in v.levels[0]:
-                    if f.smallest_user <= key <= f.largest_user:
-                        r = self._table(f).get(key, seq)
+                for lo, hi, f in v.l0:
+                    if lo <= key <= hi:
+                        r = table(f).get(key, seq)
                         if r is not None:
                             return r
-                lk = None
-                for level in range(1, len(v.levels)):
-                    if v.levels[level]:
-                        if lk is None:
-                            lk = lookup_key(key, seq)
-                        f = v.find_file(level, lk)
-                        if f is not None:
-                            r = self._table(f).get(key, seq)
-                            if r is not None:
-                                return r
+                if v.search:
+                    lk = lookup_key(key, seq)
+                    for files, largest in v.search:
+                        i = lower_bound(largest, lk)
+                        if i < len(files):
+                            f = files[i]
+                            if f.smallest_user <= key:
+                                r = table(f).get(key, seq)
+                                if r is not None:
+                                    return r
                 return None
             except FileMissingError:
                 # A compaction deleted the file after we read the version:
@@ -723,6 +728,7 @@ class DB:
             if kind == "sst" and n not in keep:
                 path = os.path.join(self.path, name)
                 self._tables.evict((path, None, None, False))
+                self._cache_keys.pop(n, None)
                 self.fs.remove_if_exists(path)
             elif kind == "log" and n < log_number and n != current_log:
                 self.fs.remove_if_exists(os.path.join(self.path, name))

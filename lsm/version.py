@@ -31,6 +31,7 @@ from typing import List, Optional
 
 from . import filenames
 from .dbformat import parse_internal_key, user_key
+from ._iter import lower_bound
 from .errors import CorruptionError
 from .wal import LogReader, LogWriter
 
@@ -51,17 +52,14 @@ class FileMeta:
     lo: Optional[bytes] = None     # a view's user-key bounds [lo, hi)
     hi: Optional[bytes] = None
 
+    def __post_init__(self):
+        # user-key bounds, read on every point lookup: computed once
+        object.__setattr__(self, "smallest_user", user_key(self.smallest))
+        object.__setattr__(self, "largest_user", user_key(self.largest))
+
     @property
     def is_view(self) -> bool:
         return self.path is not None
-
-    @property
-    def smallest_user(self) -> bytes:
-        return user_key(self.smallest)
-
-    @property
-    def largest_user(self) -> bytes:
-        return user_key(self.largest)
 
     def to_json(self):
         d = {"n": self.number, "size": self.size, "entries": self.entries,
@@ -131,13 +129,16 @@ class Version:
     ``refs`` counts iterators pinning it (changed under VersionSet.lock): the
     files of a version with refs are never deleted.
     """
-    __slots__ = ("levels", "refs", "_largest_keys")
+    __slots__ = ("levels", "refs", "l0", "search")
 
     def __init__(self, levels: List[List[FileMeta]]):
         self.levels = levels
         self.refs = 0
-        # per level >= 1: largest internal keys, for bisect
-        self._largest_keys = [None] + [[f.largest for f in lv] for lv in levels[1:]]
+        # What a point lookup walks: L0 as (smallest, largest, file), newest
+        # first; then per non-empty deeper level (files, largest ikeys) for a
+        # binary search.
+        self.l0 = [(f.smallest_user, f.largest_user, f) for f in levels[0]]
+        self.search = [(lv, [f.largest for f in lv]) for lv in levels[1:] if lv]
 
     def files(self):
         for level, files in enumerate(self.levels):
@@ -146,23 +147,6 @@ class Version:
 
     def level_bytes(self, level: int) -> int:
         return sum(f.size for f in self.levels[level])
-
-    def find_file(self, level: int, lookup_ikey: bytes) -> Optional[FileMeta]:
-        """The file of level >= 1 that may hold ``lookup_ikey``."""
-        from ._iter import compare_internal_keys as cmp
-        keys = self._largest_keys[level]
-        lo, hi = 0, len(keys)
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if cmp(keys[mid], lookup_ikey) < 0:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < len(keys):
-            f = self.levels[level][lo]
-            if f.smallest_user <= user_key(lookup_ikey):
-                return f
-        return None
 
     def overlapping(self, level: int, lo: Optional[bytes], hi: Optional[bytes]) -> List[FileMeta]:
         """Files of ``level`` whose user-key range meets [lo, hi] (inclusive; None = open)."""

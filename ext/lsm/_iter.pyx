@@ -93,6 +93,11 @@ cdef class InternalIterator:
         raise NotImplementedError
 
 
+def lower_bound(list keys, bytes target):
+    """First index i with keys[i] >= target in internal-key order."""
+    return _lower_bound(keys, target)
+
+
 cdef Py_ssize_t _lower_bound(list keys, bytes target):
     """First index i with keys[i] >= target (internal order)."""
     cdef Py_ssize_t lo = 0, hi = len(keys), mid
