@@ -372,6 +372,8 @@ class RegionServer:
             r = regs[i]
             if r.enter(write):
                 return r
+            if self._closed:
+                raise ServerClosedError("the region server is closed")
             r.wait_transition(self.options.busy_wait_seconds)
 
     def put(self, table: str, key: bytes, value: bytes, sync=None) -> None:

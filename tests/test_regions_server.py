@@ -321,3 +321,29 @@ def test_check_detects_a_missing_region_directory(server):
     shutil.rmtree(os.path.join(server.path, "regions", "r1"))
     with pytest.raises(regions.InvariantError, match="missing"):
         server.check()
+
+
+def test_global_memtable_budget_flushes_the_largest_memtable(tmp_path):
+    opts = small_options(memtable_bytes=1 << 20, global_memtable_bytes=8 * KiB)
+    with regions.RegionServer.open(str(tmp_path / "s"), opts) as s:
+        s.create_table("t", [b"m"])
+        for i in range(200):
+            s.put("t", b"a%04d" % i, b"x" * 60)        # the big memtable
+        for i in range(20):
+            s.put("t", b"n%04d" % i, b"x" * 60)
+        assert [r.size_bytes for r in s.regions("t")] == [0, 0]   # nothing flushed yet
+        s.maintain()
+        big, small = s.regions("t")
+        assert big.size_bytes > 0 and small.size_bytes == 0
+
+
+def test_region_info_reports_sizes_counts_and_traffic(server):
+    server.create_table("t", [b"k000050"])
+    fill(server, "t", 100)
+    server.flush_all()
+    for i in range(10):
+        server.get("t", key(i))
+    a, b = server.regions("t")
+    assert (a.writes, b.writes, a.reads, b.reads) == (50, 50, 10, 0)
+    assert a.key_count >= 50 and a.size_bytes > 50 * 40 and a.state == "OPEN"
+    assert a.split_blocker is None and a.table == "t"
