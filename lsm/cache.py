@@ -47,15 +47,23 @@ class BlockCache:
         self.misses = 0
 
     def get(self, key):
-        """The cached value or None; counts a hit or a miss."""
-        with self._lock:
-            entry = self._map.get(key)
-            if entry is None:
-                self.misses += 1
-                return None
+        """The cached value or None; counts a hit or a miss.
+
+        Lock-free: ``OrderedDict.get`` and ``move_to_end`` are each atomic
+        under the GIL; an entry evicted between the two is simply a hit on a
+        value that is still valid (blocks are immutable).  The counters are
+        approximate under concurrency.
+        """
+        entry = self._map.get(key)
+        if entry is None:
+            self.misses += 1
+            return None
+        try:
             self._map.move_to_end(key)
-            self.hits += 1
-            return entry[0]
+        except KeyError:
+            pass
+        self.hits += 1
+        return entry[0]
 
     def insert(self, key, value, charge: int) -> None:
         """Cache ``value`` under ``key`` (replacing any), evicting the least

@@ -202,16 +202,14 @@ class Table:
 
     # -- block access ------------------------------------------------------
     def _read_block(self, off, size, verify, end, parse=True):
-        where = f"{self.name}: block at {off}"
-        if off + size + TRAILER_SIZE > end:
-            raise CorruptionError(f"{where}: handle past the end of its section")
-        contents = decode_stored_block(self._f.read(off, size + TRAILER_SIZE), verify, where)
-        if not parse:
-            return contents
+        # Hot on every cache miss: the error text is built only on error.
         try:
-            return Block(contents)
+            if off + size + TRAILER_SIZE > end:
+                raise CorruptionError("handle past the end of its section")
+            contents = decode_stored_block(self._f.read(off, size + TRAILER_SIZE), verify, "block")
+            return Block(contents) if parse else contents
         except CorruptionError as e:
-            raise CorruptionError(f"{where}: {e}") from None
+            raise CorruptionError(f"{self.name}: block at {off}: {e}") from None
 
     def _read_meta(self, handle, parse=True):
         off, size, _ = decode_handle(handle, self.name)
