@@ -2,7 +2,7 @@
 from dataclasses import dataclass, replace
 from typing import Optional, Union
 
-from .policy import POLICY_NAMES, SplitPolicy
+from .policy import POLICY_NAMES, SplitPolicy, check_int
 
 __all__ = ["ServerOptions"]
 
@@ -82,18 +82,10 @@ class ServerOptions:
 
     def validate(self) -> None:
         """Raise TypeError/ValueError naming the first bad field."""
-        for name in ("memtable_bytes", "global_memtable_bytes", "max_region_bytes", "max_regions"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise TypeError(f"ServerOptions.{name} must be an int, got {type(v).__name__}")
-            if v < 1:
-                raise ValueError(f"ServerOptions.{name} must be >= 1, got {v}")
-        for name in ("initial_region_bytes", "background_workers"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise TypeError(f"ServerOptions.{name} must be an int, got {type(v).__name__}")
-            if v < 0:
-                raise ValueError(f"ServerOptions.{name} must be >= 0, got {v}")
+        for name, minimum in (("memtable_bytes", 1), ("global_memtable_bytes", 1),
+                              ("max_region_bytes", 1), ("max_regions", 1),
+                              ("initial_region_bytes", 0), ("background_workers", 0)):
+            check_int(f"ServerOptions.{name}", getattr(self, name), minimum)
         for name in ("maintenance_interval", "busy_wait_seconds"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)):

@@ -48,7 +48,8 @@ def jitter_rate(region_id: int, jitter: float) -> float:
     return (random.Random(region_id).random() - 0.5) * jitter
 
 
-def _check_size(name, value, minimum=1):
+def check_int(name, value, minimum=1):
+    """TypeError/ValueError naming ``name`` unless ``value`` is an int >= minimum."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < minimum:
@@ -88,7 +89,7 @@ class ConstantSizeSplitPolicy(SplitPolicy):
     name = "constant"
 
     def __init__(self, max_bytes: int = 512 << 20, jitter: float = 0.25):
-        _check_size("max_bytes", max_bytes)
+        check_int("max_bytes", max_bytes)
         if isinstance(jitter, bool) or not isinstance(jitter, (int, float)):
             raise TypeError(f"jitter must be a number, got {type(jitter).__name__}")
         if not 0 <= jitter < 1:
@@ -117,7 +118,7 @@ class IncreasingToUpperBoundSplitPolicy(ConstantSizeSplitPolicy):
     def __init__(self, max_bytes: int = 512 << 20, initial_bytes: int = 16 << 20,
                  jitter: float = 0.25):
         super().__init__(max_bytes, jitter)
-        _check_size("initial_bytes", initial_bytes)
+        check_int("initial_bytes", initial_bytes)
         self.initial_bytes = initial_bytes
 
     def threshold(self, region_count, rate=0.0):

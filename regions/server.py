@@ -44,6 +44,7 @@ log = logging.getLogger("regions")
 
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,254}\Z")
 _FIRST_CHUNK, _MAX_CHUNK = 64, 4096     # scan batch sizes (see _scan_forward)
+_bisect_right = bisect.bisect_right
 
 
 class _Hooks:
@@ -360,15 +361,27 @@ class RegionServer:
             r.exit()
 
     # -- data -------------------------------------------------------------
-    def _enter(self, table, key, write, before=False):
-        """Route to the region holding ``key`` (``before``: the region holding
-        the keys just below ``key``, None meaning the end) and enter its gate."""
+    def _enter(self, table, key, write):
+        """Route to the region holding ``key`` and enter its gate (the hot path:
+        one dict lookup, one bisect, one lock)."""
+        t = self._tables.get(table)
+        if t is not None:
+            starts, regs = t.layout
+            r = regs[_bisect_right(starts, key) - 1]
+            if r.enter(write):
+                return r
+        return self._enter_slow(table, key, write)
+
+    def _enter_slow(self, table, key, write, before=False):
+        """``_enter`` for every other case: an unknown table, a region in
+        transition (wait, then route again), and ``before``: the region
+        holding the keys just below ``key`` (None: the end), for reverse scans."""
         while True:
             starts, regs = self._table(table).layout
             if before:
                 i = len(regs) - 1 if key is None else bisect.bisect_left(starts, key) - 1
             else:
-                i = bisect.bisect_right(starts, key) - 1
+                i = _bisect_right(starts, key) - 1
             r = regs[i]
             if r.enter(write):
                 return r
@@ -377,7 +390,8 @@ class RegionServer:
             r.wait_transition(self.options.busy_wait_seconds)
 
     def put(self, table: str, key: bytes, value: bytes, sync=None) -> None:
-        _check_key(key)
+        if type(key) is not bytes:
+            _check_key(key)
         r = self._enter(table, key, True)
         try:
             r.db.put(key, value, sync)
@@ -385,7 +399,8 @@ class RegionServer:
             r.exit()
 
     def delete(self, table: str, key: bytes, sync=None) -> None:
-        _check_key(key)
+        if type(key) is not bytes:
+            _check_key(key)
         r = self._enter(table, key, True)
         try:
             r.db.delete(key, sync)
@@ -393,7 +408,8 @@ class RegionServer:
             r.exit()
 
     def get(self, table: str, key: bytes):
-        _check_key(key)
+        if type(key) is not bytes:
+            _check_key(key)
         r = self._enter(table, key, False)
         try:
             return r.db.get(key)
@@ -456,7 +472,7 @@ class RegionServer:
     def _scan_reverse(self, table, lo, hi):
         chunk = _FIRST_CHUNK
         while hi is None or lo < hi:
-            r = self._enter(table, hi, False, before=True)
+            r = self._enter_slow(table, hi, False, before=True)
             try:
                 sub_lo = max(lo, r.start) or None
                 items = list(itertools.islice(r.db.scan(sub_lo, hi, reverse=True), chunk))
