@@ -28,7 +28,8 @@ return rolls back at once and reopens the parent.
 
 Parent garbage collection (``collect_parents``): a split parent's directory is
 deleted once no region of its table refers to its files any more (after the
-daughters' compactions rewrote their views): first the meta write, then the
+daughters' compactions rewrote their views; lsm's ``external_files`` counts
+versions still pinned by iterators, so a read in progress keeps its parent): first the meta write, then the
 directory (``gc.after_meta``), so a crash leaves at worst an orphan directory.
 
 Kill points: set ``REGIONS_KILL_AT=<name>`` in a child process's environment

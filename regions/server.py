@@ -45,6 +45,7 @@ log = logging.getLogger("regions")
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,254}\Z")
 _FIRST_CHUNK, _MAX_CHUNK = 64, 4096     # scan batch sizes (see _scan_forward)
 _bisect_right = bisect.bisect_right
+_UNCHANGED = object()     # configure_table: argument not given
 
 
 class _Hooks:
@@ -329,20 +330,24 @@ class RegionServer:
         self._check_open()
         return sorted(self._tables)
 
-    def configure_table(self, name: str, split_boundary=None, compaction_filter_factory=None) -> None:
+    def configure_table(self, name: str, split_boundary=_UNCHANGED,
+                        compaction_filter_factory=_UNCHANGED) -> None:
         """Set the table's runtime hooks (not persisted; call after every open).
 
         ``split_boundary(key) -> bytes`` maps a row key to the first key of its
         indivisible group (see regions/adjust.py); ``compaction_filter_factory``
-        is handed to every region store of the table, present and future.
+        is handed to every region store of the table, present and future.  An
+        argument left out keeps the current hook; None removes it.
         """
         for arg, what in ((split_boundary, "split_boundary"),
                           (compaction_filter_factory, "compaction_filter_factory")):
-            if arg is not None and not callable(arg):
+            if arg is not _UNCHANGED and arg is not None and not callable(arg):
                 raise TypeError(f"{what} must be callable or None, got {type(arg).__name__}")
         hooks = self._table(name).hooks
-        hooks.split_boundary = split_boundary
-        hooks.compaction_filter_factory = compaction_filter_factory
+        if split_boundary is not _UNCHANGED:
+            hooks.split_boundary = split_boundary
+        if compaction_filter_factory is not _UNCHANGED:
+            hooks.compaction_filter_factory = compaction_filter_factory
 
     def regions(self, name: str) -> list:
         """``RegionInfo`` of every region of the table, in key order."""

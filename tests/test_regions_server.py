@@ -347,3 +347,24 @@ def test_region_info_reports_sizes_counts_and_traffic(server):
     assert (a.writes, b.writes, a.reads, b.reads) == (50, 50, 10, 0)
     assert a.key_count >= 50 and a.size_bytes > 50 * 40 and a.state == "OPEN"
     assert a.split_blocker is None and a.table == "t"
+
+
+def test_configure_table_keeps_hooks_not_mentioned(server):
+    server.create_table("t")
+    server.configure_table("t", split_boundary=regions.KeyPrefix(3))
+    server.configure_table("t", compaction_filter_factory=lambda: (lambda k, v: False))
+    for i in range(300):
+        server.put("t", b"ab%d-%04d" % (i % 3, i), b"x" * 30)
+    a, b = server.split_region("t", server.regions("t")[0].region_id)
+    assert len(a.end_key) == 3                    # the boundary hook is still in force
+    with pytest.raises(TypeError, match="split_boundary"):
+        server.configure_table("t", split_boundary=5)
+    server.configure_table("t", split_boundary=None)   # None removes it
+    c, d = server.split_region("t", b.region_id)
+    assert len(c.end_key) > 3
+
+
+def test_region_server_is_importable_from_the_package():
+    from regions import RegionServer
+    from regions.server import RegionServer as direct
+    assert RegionServer is direct
