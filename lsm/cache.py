@@ -158,6 +158,18 @@ class TableCache:
     def _get(self, path, hold):
         # ``hold`` registers the caller as a user under the same lock as the
         # lookup, so that no eviction can close the table in between.
+        if not hold:
+            # Lock-free hit (the point-read path): dict get and move_to_end
+            # are each atomic under the GIL, and with close_on_evict=False an
+            # evicted table stays usable.
+            t = self._map.get(path)
+            if t is not None and not self._close_on_evict and not self._closed:
+                try:
+                    self._map.move_to_end(path)
+                except KeyError:
+                    pass
+                self.hits += 1
+                return t
         with self._lock:
             self._check_open()
             t = self._map.get(path)

@@ -46,7 +46,7 @@ import struct
 import zlib
 
 from . import bloom
-from ._table import BoundedIter, TableBuildCore, TwoLevelIter
+from ._table import PointReader, BoundedIter, TableBuildCore, TwoLevelIter
 from .block import (Block, BlockBuilder, TRAILER_SIZE, decode_stored_block, decode_varint,
                     encode_stored_block, encode_varint, mask_crc, unmask_crc)
 from .cache import new_owner_id
@@ -199,6 +199,9 @@ class Table:
             raise CorruptionError(f"{self.name}: inconsistent properties")
         fh = metaindex.get(bloom.FILTER_BLOCK_NAME)
         self._filter = None if fh is None else self._read_meta(fh, parse=False)
+        # The point-read path in one C call (see _table.PointReader).
+        self.get = PointReader(self._filter, self._index, self._cache, self._owner, self._fill,
+                               bloom.may_contain).get
 
     # -- block access ------------------------------------------------------
     def _read_block(self, off, size, verify, end, parse=True):

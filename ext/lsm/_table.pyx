@@ -370,3 +370,48 @@ cdef class BoundedIter(InternalIterator):
         if not self.ok:
             raise ValueError("value() on an invalid iterator")
         return self.inner.value()
+
+
+cdef object _pack_lookup = __import__("struct").Struct("<Q").pack
+
+
+cdef class PointReader:
+    """``Table.get`` in one C call: bloom probe, index search, block cache,
+    in-block search.  Only a block-cache miss calls back into Python
+    (``fill(offset, size) -> Block``, which reads, checks and caches).
+
+    ``cache_map`` is the block cache's dict (an OrderedDict keyed by
+    ``(owner, offset)`` holding ``(block, charge)``); a hit is refreshed in
+    the LRU order by ``touch(key)``.
+    """
+    cdef object _filter
+    cdef Block _index
+    cdef object _cache_get
+    cdef object _owner
+    cdef object _fill
+    cdef object _may_contain
+
+    def __init__(self, filt, Block index, cache, owner, fill, may_contain):
+        self._filter = filt
+        self._index = index
+        self._cache_get = cache.get if cache is not None else None
+        self._owner = owner
+        self._fill = fill
+        self._may_contain = may_contain
+
+    def get(self, bytes user_key not None, uint64_t seq):
+        """``(kind, value)`` of the newest entry of ``user_key`` with
+        sequence <= ``seq``, or None.  A bloom miss reads no block."""
+        cdef object h, blk
+        if self._filter is not None and not self._may_contain(self._filter, user_key):
+            return None
+        cdef bytes lk = user_key + _pack_lookup((seq << 8) | 1)
+        h = self._index.find_handle(lk)
+        if h is None:
+            return None
+        blk = None
+        if self._cache_get is not None:
+            blk = self._cache_get((self._owner, (<tuple>h)[0]))
+        if blk is None:
+            blk = self._fill((<tuple>h)[0], (<tuple>h)[1])
+        return (<Block>blk).get(lk)
