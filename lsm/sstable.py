@@ -46,7 +46,7 @@ import struct
 import zlib
 
 from . import bloom
-from ._table import PointReader, BoundedIter, TableBuildCore, TwoLevelIter
+from ._table import PointReader, index_boundaries, BoundedIter, TableBuildCore, TwoLevelIter
 from .block import (Block, BlockBuilder, TRAILER_SIZE, decode_stored_block, decode_varint,
                     encode_stored_block, encode_varint, mask_crc, unmask_crc)
 from .cache import new_owner_id
@@ -264,11 +264,10 @@ class Table:
     def block_boundaries(self):
         """``[(last user key of block i, data bytes through block i)]``."""
         if self._boundaries is None:
-            out = []
-            for k, v in self._index.entries():
-                off, size, _ = decode_handle(v, self.name)
-                out.append((user_key(k), off + size + TRAILER_SIZE))
-            self._boundaries = out
+            try:
+                self._boundaries = index_boundaries(self._index, TRAILER_SIZE)
+            except CorruptionError as e:
+                raise CorruptionError(f"{self.name}: {e}") from None
         return list(self._boundaries)
 
     def verify(self) -> None:
