@@ -14,7 +14,7 @@ Reads take no lock and see each row as one region-server scan sees it.
 import threading
 import time
 
-from . import cells, pkcodec
+from . import _rows, cells, pkcodec
 from .capacity import cells_size, failed_condition_cu, pk_size, read_cu, units, write_cu
 from .conditions import check_condition, evaluate
 from .errors import OTSClientError, OTSServiceError, service_error
@@ -24,7 +24,7 @@ from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowReq
                        ReservedThroughput, ReservedThroughputDetails, ReturnType, Row,
                        RowDataItem, RowExistenceExpectation, TableMeta, TableOptions,
                        UpdateTableResponse, INF_MAX, INF_MIN)
-from .reads import assemble, visible
+from .reads import assemble, visible, whole_read
 from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_TABLES,
                        RANGE_BYTES, RANGE_ROWS, Schema, check_int64, check_name, check_pk,
                        check_put_columns, check_read_params, check_table_meta,
@@ -223,11 +223,23 @@ class OTSClient:
         return self._get(name, schema, values, names, max_version, rng, column_filter)
 
     def _get(self, name, schema, values, names, max_version, rng, column_filter):
-        row_key = pkcodec.encode_pk(schema.types, values)
-        head, deltas = cells.split_entries(len(row_key), self._row_entries(name, row_key))
+        row_key = _rows.encode_pk(schema.types, values)
+        entries = self._row_entries(name, row_key)
+        if not entries:
+            return read_cu(0), None, b""
+        if (len(entries) == 1 and len(entries[0][0]) == len(row_key) + 1
+                and whole_read(schema, names, rng, column_filter)):
+            # One PutRow head read whole: decoded in C, no assembly.
+            cell_list, size = _rows.head_cells(entries[0][1], min(max_version,
+                                                                  schema.max_versions))
+            consumed = read_cu(_rows.pk_size(schema.names, values) + size)
+            if cell_list is None:
+                return consumed, None, b""
+            return consumed, Row(list(zip(schema.names, values)), cell_list), b""
+        head, deltas = cells.split_entries(len(row_key), entries)
         parts, size = assemble(schema, values, len(row_key), head, deltas, _now_ms(), names,
                                max_version, rng, column_filter)
-        consumed = read_cu(pk_size(zip(schema.names, values)) + size if head or deltas else 0)
+        consumed = read_cu(_rows.pk_size(schema.names, values) + size)
         if parts is None:
             return consumed, None, b""
         return consumed, Row(parts[0], parts[1]), b""
@@ -251,8 +263,8 @@ class OTSClient:
                                      % limit.__class__.__name__)
             if limit <= 0:
                 raise service_error("limit_invalid")
-        s = pkcodec.encode_pk(schema.types, start)
-        e = pkcodec.encode_pk(schema.types, end)
+        s = _rows.encode_pk(schema.types, start)
+        e = _rows.encode_pk(schema.types, end)
         forward = direction == Direction.FORWARD
         if forward and not s < e:
             raise service_error("forward_range")
@@ -268,37 +280,24 @@ class OTSClient:
     def _range_page(self, schema, entries, forward, names, max_version, rng, column_filter,
                     max_rows):
         """One GetRange page from an entry iterator: rows, next start PK, consumed."""
-        npk = len(schema.names)
         now = _now_ms()
-        rows = []
-        scanned = read_bytes = 0
-        next_pk = None
-        # Fast path: a row that is one PutRow head, read whole with no filter.
-        fast = names is None and column_filter is None and rng is None and schema.ttl <= 0
-        keep = min(max_version or 1, schema.max_versions)
-        for row_key, values, group in _rows(entries, npk, forward):
-            if scanned >= max_rows or read_bytes >= RANGE_BYTES or len(rows) >= max_rows:
-                head, deltas = cells.split_entries(len(row_key), group)
-                if visible(len(row_key), head, deltas, schema.ttl, schema.max_versions, now):
-                    next_pk = list(zip(schema.names, values))
-                    break
-                continue
-            if fast and len(group) == 1 and len(group[0][0]) == len(row_key) + 1:
-                cell_list = cells.decode_head(group[0][1])[1]
-                if cell_list:
-                    cell_list = _newest(cell_list, keep)
-                    scanned += 1
-                    read_bytes += pk_size(zip(schema.names, values)) + cells_size(cell_list)
-                    rows.append(Row(list(zip(schema.names, values)), cell_list))
-                continue
+
+        def slow(row_key, values, group):
             head, deltas = cells.split_entries(len(row_key), group)
-            parts, size = assemble(schema, values, len(row_key), head, deltas, now, names,
-                                   max_version, rng, column_filter)
-            if size or parts is not None:
-                scanned += 1
-                read_bytes += pk_size(zip(schema.names, values)) + size
-            if parts is not None:
-                rows.append(Row(parts[0], parts[1]))
+            return assemble(schema, values, len(row_key), head, deltas, now, names,
+                            max_version, rng, column_filter)
+
+        def live(row_key, group):
+            head, deltas = cells.split_entries(len(row_key), group)
+            return bool(visible(len(row_key), head, deltas, schema.ttl, schema.max_versions,
+                                now))
+
+        page = _rows.RangePage(len(schema.names), schema.names,
+                               whole_read(schema, names, rng, column_filter),
+                               min(max_version or 1, schema.max_versions), max_rows,
+                               RANGE_BYTES, slow, live)
+        rows, next_values, read_bytes = page.run(entries)
+        next_pk = None if next_values is None else list(zip(schema.names, next_values))
         return read_cu(read_bytes), next_pk, rows, b""
 
     def xget_range(self, table_name, direction, inclusive_start_primary_key,
@@ -417,7 +416,7 @@ class OTSClient:
                             or condition.column_condition is not None):
             raise service_error("auto_incr_condition")
         p.pk_values = values
-        p.row_key = None if p.auto_incr else pkcodec.encode_pk(schema.types, values)
+        p.row_key = None if p.auto_incr else _rows.encode_pk(schema.types, values)
         p.pk_bytes = pk_size((n, 0 if v is PK_AUTO_INCR else v)
                              for n, v in zip(schema.names, values))
         p.attr_bytes = cells_size([(c[1], c[2]) if len(c) == 4 else c for c in p.cells])
@@ -432,7 +431,7 @@ class OTSClient:
         if p.auto_incr:
             p.pk_values = [self._auto.next() if v is PK_AUTO_INCR else v
                            for v in p.pk_values]
-            p.row_key = pkcodec.encode_pk(schema.types, p.pk_values)
+            p.row_key = _rows.encode_pk(schema.types, p.pk_values)
         row_key = p.row_key
         cond = p.condition
         needs_read = (cond.row_existence_expectation != RowExistenceExpectation.IGNORE
@@ -548,19 +547,6 @@ def _sorted_cells(cell_list):
     return [(name, value, ts) for (name, ts), value in ordered]
 
 
-def _newest(cell_list, keep):
-    """Head cells (sorted by name, newest first) trimmed to ``keep`` versions a column."""
-    out = []
-    prev, count = None, 0
-    for cell in cell_list:
-        if cell[0] != prev:
-            prev, count = cell[0], 0
-        count += 1
-        if count <= keep:
-            out.append(cell)
-    return out
-
-
 def _check_repeated(plans):
     """A row repeated in one table's batch may not carry a condition."""
     seen = {}
@@ -576,25 +562,6 @@ def _check_repeated(plans):
                 raise service_error("batch_repeated_expectation")
             if p.condition.column_condition is not None:
                 raise service_error("batch_repeated_condition")
-
-
-def _rows(entries, npk, forward):
-    """Group a scan's (key, value) entries by row: yields (row_key, pk values, entries)."""
-    row_key = None
-    group = []
-    values = None
-    for key, value in entries:
-        if row_key is not None and key.startswith(row_key) and len(key) > len(row_key) \
-                and key[len(row_key)] in (0, 1):
-            group.append((key, value))
-            continue
-        if row_key is not None:
-            yield row_key, values, group
-        values, end = pkcodec.decode_pk(key, npk)
-        row_key = key[:end]
-        group = [(key, value)]
-    if row_key is not None:
-        yield row_key, values, group
 
 
 def _validate_split_points(split_points, pk_type):

@@ -66,8 +66,12 @@ def encode_pk(types, values):
 
 
 def _decode_one(data, pos):
+    if pos >= len(data):
+        raise ValueError("corrupt row key: truncated at offset %d" % pos)
     tag = data[pos]
     if tag == TAG_INTEGER:
+        if pos + 9 > len(data):
+            raise ValueError("corrupt row key: truncated INTEGER at offset %d" % pos)
         return _unpack_q(data, pos + 1)[0] - _OFFSET, pos + 9
     if tag == TAG_STRING or tag == TAG_BINARY:
         end = data.index(_TERM, pos + 1)

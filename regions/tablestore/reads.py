@@ -6,13 +6,20 @@ max_versions and TTL (``visible``), apply the read's time_range and
 max_version (``select``), the column filter (conditions.evaluate), then
 ``columns_to_get`` (``project``).  Returned rows carry PK columns in schema
 order and attribute columns sorted by name, versions newest first, as
-(name, value, ts) triples.  Pure functions, thread-safe.
-"""
-from . import cells
-from .capacity import cells_size
-from .conditions import evaluate
+(name, value, ts) triples.
 
-__all__ = ["visible", "select", "project", "assemble"]
+Hot paths have C twins in ``regions.tablestore._rows`` (the client uses
+those): ``head_cells`` (a row that is one PutRow head, read whole) and
+``range_page`` (the GetRange page loop).  The functions here are the
+reference the twins are tested against.  Pure functions, thread-safe.
+"""
+from . import cells, pkcodec
+from .capacity import cells_size, pk_size
+from .conditions import evaluate
+from .metadata import Row
+
+__all__ = ["visible", "select", "project", "assemble", "whole_read", "head_cells",
+           "range_page", "group_rows"]
 
 
 def visible(row_key_len, head, deltas, ttl, max_versions, now_ms):
@@ -88,3 +95,88 @@ def assemble(schema, pk_values, row_key_len, head, deltas, now_ms, names, max_ve
     if column_filter is not None and not evaluate(column_filter, chosen):
         return None, size
     return project(schema.names, pk_values, chosen, names), size
+
+
+def whole_read(schema, names, time_range, column_filter):
+    """True when a read returns a row's newest versions whole: no columns_to_get,
+    time_range, filter or TTL; then a row that is one PutRow head is its cells
+    (``head_cells``) and ``assemble`` is not needed."""
+    return names is None and column_filter is None and time_range is None and schema.ttl <= 0
+
+
+def head_cells(data, keep):
+    """(cells or None, CU size of the cells) of a head value read whole.
+
+    The head's cells are already in read order, so this is ``decode_head``
+    trimmed to ``keep`` versions a column: what ``assemble`` returns for a
+    row that is one head when ``whole_read`` holds and keep = min(max_version,
+    the table's max_versions).  None (size 0) for a DELETED or empty head.
+    """
+    cell_list = cells.decode_head(data)[1]
+    if not cell_list:
+        return None, 0
+    out = []
+    prev, count = None, 0
+    for cell in cell_list:
+        if cell[0] != prev:
+            prev, count = cell[0], 0
+        count += 1
+        if count <= keep:
+            out.append(cell)
+    return out, cells_size(out)
+
+
+def group_rows(entries, npk):
+    """Group a scan's (key, value) entries by row: yields (row_key, pk values, entries).
+
+    A row's entries are contiguous (forward or reverse) and each starts with
+    the row key, which is self-delimiting (pkcodec), followed by 0x00 or 0x01.
+    """
+    row_key = None
+    group = []
+    values = None
+    for key, value in entries:
+        if row_key is not None and key.startswith(row_key) and len(key) > len(row_key) \
+                and key[len(row_key)] in (0, 1):
+            group.append((key, value))
+            continue
+        if row_key is not None:
+            yield row_key, values, group
+        values, end = pkcodec.decode_pk(key, npk)
+        row_key = key[:end]
+        group = [(key, value)]
+    if row_key is not None:
+        yield row_key, values, group
+
+
+def range_page(entries, npk, pk_names, fast, keep, max_rows, max_bytes, slow, live):
+    """One GetRange page: (rows, next start PK values or None, bytes read).
+
+    Rows are read until ``max_rows`` rows were scanned or returned or
+    ``max_bytes`` read; then the first row that ``live(row_key, group)`` says
+    exists is the next start.  With ``fast`` (``whole_read``) a row that is
+    one head is ``head_cells``; any other row is ``slow(row_key, values,
+    group)`` -> (Row parts or None, bytes read).  A row counts as scanned when
+    it had live cells.  C twin: ``_rows.RangePage``.
+    """
+    rows = []
+    scanned = read_bytes = 0
+    for row_key, values, group in group_rows(entries, npk):
+        if scanned >= max_rows or read_bytes >= max_bytes or len(rows) >= max_rows:
+            if live(row_key, group):
+                return rows, values, read_bytes
+            continue
+        if fast and len(group) == 1 and len(group[0][0]) == len(row_key) + 1:
+            cell_list, size = head_cells(group[0][1], keep)
+            if cell_list:
+                scanned += 1
+                read_bytes += pk_size(zip(pk_names, values)) + size
+                rows.append(Row(list(zip(pk_names, values)), cell_list))
+            continue
+        parts, size = slow(row_key, values, group)
+        if size or parts is not None:
+            scanned += 1
+            read_bytes += pk_size(zip(pk_names, values)) + size
+        if parts is not None:
+            rows.append(Row(parts[0], parts[1]))
+    return rows, None, read_bytes

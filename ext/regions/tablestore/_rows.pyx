@@ -1,0 +1,499 @@
+# cython: language_level=3
+"""C twins of the per-row hot paths of regions.tablestore.
+
+Every function here reimplements, byte for byte and value for value, a
+pure-Python function that stays the reference (tests run both on the same
+random inputs, tests/test_tablestore_rows_c.py):
+
+    encode_pk, decode_pk        pkcodec.encode_pk, pkcodec.decode_pk
+    encode_head, decode_head    cells.encode_head, cells.decode_head
+    pk_size                     capacity.pk_size over zip(names, values)
+    head_cells                  reads.head_cells
+    RangePage                   client's GetRange page loop (reads.range_page)
+
+The formats are documented where they are owned (pkcodec.py: row keys,
+cells.py: head values); nothing here defines a format.  Keys and head values
+are ``bytes`` (what the region server returns); other buffers are copied to
+bytes first.  Pure functions (RangePage: one object per page, one thread),
+thread-safe.
+"""
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_SIZE
+from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_DecodeUTF8
+from libc.stdint cimport int64_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memchr, memcmp, memcpy
+
+from regions.tablestore.metadata import INF_MAX, INF_MIN, Row
+
+cdef extern from *:
+    Py_ssize_t PY_SSIZE_T_MAX
+
+cdef object _INF_MIN = INF_MIN
+cdef object _INF_MAX = INF_MAX
+cdef object _Row = Row
+
+cdef enum:
+    TAG_INF_MIN = 0x00
+    TAG_INTEGER = 0x10
+    TAG_STRING = 0x20
+    TAG_BINARY = 0x30
+    TAG_INF_MAX = 0xFF
+    KIND_PUT = 0x01
+    KIND_DELETED = 0x02
+    T_INTEGER = 0
+    T_DOUBLE = 1
+    T_BOOLEAN = 2
+    T_STRING = 3
+    T_BINARY = 4
+
+cdef uint64_t _OFFSET = (<uint64_t>1) << 63
+
+
+# -- a growable output buffer ---------------------------------------------
+cdef struct Buf:
+    unsigned char* p
+    Py_ssize_t n
+    Py_ssize_t cap
+
+
+cdef int _reserve(Buf* b, Py_ssize_t extra) except -1:
+    cdef Py_ssize_t cap
+    cdef unsigned char* p
+    if b.n + extra <= b.cap:
+        return 0
+    cap = b.cap * 2 if b.cap else 256
+    while cap < b.n + extra:
+        cap *= 2
+    p = <unsigned char*>realloc(b.p, cap)
+    if p == NULL:
+        raise MemoryError()
+    b.p, b.cap = p, cap
+    return 0
+
+
+cdef inline int _put(Buf* b, const void* src, Py_ssize_t n) except -1:
+    _reserve(b, n)
+    memcpy(b.p + b.n, src, n)
+    b.n += n
+    return 0
+
+
+cdef inline int _put_byte(Buf* b, unsigned char c) except -1:
+    _reserve(b, 1)
+    b.p[b.n] = c
+    b.n += 1
+    return 0
+
+
+cdef inline int _put_le(Buf* b, uint64_t v, int width) except -1:
+    cdef int i
+    _reserve(b, width)
+    for i in range(width):
+        b.p[b.n + i] = (v >> (8 * i)) & 0xff
+    b.n += width
+    return 0
+
+
+cdef inline int _put_be64(Buf* b, uint64_t v) except -1:
+    cdef int i
+    _reserve(b, 8)
+    for i in range(8):
+        b.p[b.n + i] = (v >> (56 - 8 * i)) & 0xff
+    b.n += 8
+    return 0
+
+
+cdef inline bytes _take(Buf* b):
+    try:
+        return PyBytes_FromStringAndSize(<char*>b.p, b.n)
+    finally:
+        free(b.p)
+        b.p = NULL
+
+
+cdef inline uint64_t _get_le(const unsigned char* p, int width) noexcept nogil:
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(width):
+        v |= (<uint64_t>p[i]) << (8 * i)
+    return v
+
+
+cdef inline uint64_t _get_be64(const unsigned char* p) noexcept nogil:
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(8):
+        v = (v << 8) | p[i]
+    return v
+
+
+cdef inline bytes _as_bytes(data):
+    return data if type(data) is bytes else bytes(data)
+
+
+# -- primary keys (pkcodec.py owns the format) ------------------------------
+cdef int _put_escaped(Buf* b, bytes raw) except -1:
+    cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t i, n = PyBytes_GET_SIZE(raw)
+    _reserve(b, 2 * n + 2)
+    for i in range(n):
+        b.p[b.n] = s[i]
+        b.n += 1
+        if s[i] == 0:
+            b.p[b.n] = 0xFF
+            b.n += 1
+    b.p[b.n] = 0x00
+    b.p[b.n + 1] = 0x01
+    b.n += 2
+    return 0
+
+
+def encode_pk(types, values):
+    """Row key of the PK ``values`` (twin of pkcodec.encode_pk)."""
+    cdef Buf b
+    cdef int64_t iv
+    b.p, b.n, b.cap = NULL, 0, 0
+    try:
+        for t, v in zip(types, values):
+            if v is _INF_MIN:
+                _put_byte(&b, TAG_INF_MIN)
+            elif v is _INF_MAX:
+                _put_byte(&b, TAG_INF_MAX)
+            elif t == "INTEGER":
+                iv = v
+                _put_byte(&b, TAG_INTEGER)
+                _put_be64(&b, (<uint64_t>iv) ^ _OFFSET)
+            else:
+                _put_byte(&b, TAG_STRING if t == "STRING" else TAG_BINARY)
+                _put_escaped(&b, PyUnicode_AsUTF8String(v) if isinstance(v, str) else bytes(v))
+        return _take(&b)
+    finally:
+        free(b.p)
+
+
+cdef object _decode_one(const unsigned char* p, Py_ssize_t n, Py_ssize_t* pos,
+                        Py_ssize_t* size):
+    """One PK value at ``pos[0]`` (advanced past it); adds its CU size to size[0]."""
+    cdef Py_ssize_t i = pos[0], j, k
+    cdef unsigned char tag
+    cdef const unsigned char* hit
+    if i >= n:
+        raise ValueError("corrupt row key: truncated at offset %d" % i)
+    tag = p[i]
+    if tag == TAG_INTEGER:
+        if i + 9 > n:
+            raise ValueError("corrupt row key: truncated INTEGER at offset %d" % i)
+        pos[0] = i + 9
+        size[0] += 8
+        return <int64_t>(_get_be64(p + i + 1) ^ _OFFSET)
+    if tag == TAG_STRING or tag == TAG_BINARY:
+        # find the terminator 0x00 0x01; an escaped 0x00 is 0x00 0xFF
+        j = i + 1
+        while True:
+            hit = <const unsigned char*>memchr(p + j, 0, n - j) if j < n else NULL
+            if hit == NULL or hit - p + 1 >= n:
+                raise ValueError("corrupt row key: unterminated value at offset %d" % i)
+            j = hit - p
+            if p[j + 1] == 0x01:
+                break
+            j += 2
+        raw = _unescape(p + i + 1, j - i - 1)
+        pos[0] = j + 2
+        size[0] += PyBytes_GET_SIZE(raw)
+        if tag == TAG_STRING:
+            return raw.decode("utf-8")
+        return bytearray(raw)
+    if tag == TAG_INF_MIN:
+        pos[0] = i + 1
+        return _INF_MIN
+    if tag == TAG_INF_MAX:
+        pos[0] = i + 1
+        return _INF_MAX
+    raise ValueError("corrupt row key: unknown PK tag 0x%02x at offset %d" % (tag, i))
+
+
+cdef bytes _unescape(const unsigned char* s, Py_ssize_t n):
+    """Bytes of an escaped PK value: every 0x00 0xFF becomes 0x00."""
+    cdef bytes out
+    cdef unsigned char* q
+    cdef Py_ssize_t i = 0, m = 0
+    if memchr(s, 0, n) == NULL:
+        return PyBytes_FromStringAndSize(<const char*>s, n)
+    out = PyBytes_FromStringAndSize(NULL, n)
+    q = <unsigned char*>PyBytes_AS_STRING(out)
+    while i < n:
+        q[m] = s[i]
+        m += 1
+        i += 2 if s[i] == 0 and i + 1 < n and s[i + 1] == 0xFF else 1
+    return out[:m]
+
+
+def decode_pk(data, Py_ssize_t count, Py_ssize_t pos=0):
+    """(values list, end offset) of ``count`` PK columns (twin of pkcodec.decode_pk)."""
+    cdef bytes b = _as_bytes(data)
+    cdef Py_ssize_t size = 0, k
+    cdef list values = []
+    for k in range(count):
+        values.append(_decode_one(<const unsigned char*>PyBytes_AS_STRING(b),
+                                  PyBytes_GET_SIZE(b), &pos, &size))
+    return values, pos
+
+
+cdef Py_ssize_t _names_size(names) except -1:
+    cdef Py_ssize_t total = 0
+    for name in names:
+        total += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+    return total
+
+
+def pk_size(names, values):
+    """CU size of a primary key (twin of capacity.pk_size(zip(names, values)))."""
+    cdef Py_ssize_t total = 0
+    for name, v in zip(names, values):
+        total += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+        if v is True or v is False:
+            total += 1
+        elif isinstance(v, (int, float)):
+            total += 8
+        elif isinstance(v, str):
+            total += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(v))
+        else:
+            total += len(v)
+    return total
+
+
+# -- head values (cells.py owns the format) ---------------------------------
+cdef int _put_value(Buf* b, value) except -1:
+    cdef double d
+    cdef uint64_t u
+    cdef int64_t iv
+    cdef bytes raw
+    if value is True or value is False:
+        _put_byte(b, T_BOOLEAN)
+        _put_byte(b, 1 if value else 0)
+    elif isinstance(value, int):
+        iv = value
+        _put_byte(b, T_INTEGER)
+        _put_le(b, <uint64_t>iv, 8)
+    elif isinstance(value, float):
+        d = value
+        memcpy(&u, &d, 8)
+        _put_byte(b, T_DOUBLE)
+        _put_le(b, u, 8)
+    else:
+        if isinstance(value, str):
+            raw = PyUnicode_AsUTF8String(value)
+            _put_byte(b, T_STRING)
+        elif isinstance(value, bytes):
+            raw = value
+            _put_byte(b, T_STRING)
+        else:
+            raw = bytes(value)
+            _put_byte(b, T_BINARY)
+        if PyBytes_GET_SIZE(raw) > 0xFFFFFFFF:
+            raise ValueError("cell value longer than 4 GB")
+        _put_le(b, PyBytes_GET_SIZE(raw), 4)
+        _put(b, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw))
+    return 0
+
+
+def encode_head(uint64_t gen, cells):
+    """Head of a PutRow from (name, value, ts) cells (twin of cells.encode_head)."""
+    cdef Buf b
+    cdef bytes raw
+    cdef int64_t ts
+    b.p, b.n, b.cap = NULL, 0, 0
+    try:
+        _put_byte(&b, KIND_PUT)
+        _put_le(&b, gen, 8)
+        for name, value, ts_obj in cells:
+            raw = PyUnicode_AsUTF8String(name)
+            if PyBytes_GET_SIZE(raw) > 255:
+                raise ValueError("column name longer than 255 bytes: %r" % name)
+            ts = ts_obj
+            _put_byte(&b, <unsigned char>PyBytes_GET_SIZE(raw))
+            _put(&b, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw))
+            _put_le(&b, <uint64_t>ts, 8)
+            _put_value(&b, value)
+        return _take(&b)
+    finally:
+        free(b.p)
+
+
+cdef inline Py_ssize_t _need(Py_ssize_t pos, Py_ssize_t k, Py_ssize_t n) except -1:
+    if pos + k > n:
+        raise ValueError("corrupt head: truncated at offset %d" % pos)
+    return pos + k
+
+
+cdef object _decode_value(const unsigned char* p, Py_ssize_t n, Py_ssize_t* pos,
+                          Py_ssize_t* size):
+    """The typed value at ``pos[0]`` (advanced past it); adds its CU size to size[0]."""
+    cdef Py_ssize_t i = pos[0], ln
+    cdef unsigned char t
+    cdef uint64_t u
+    cdef double d
+    _need(i, 1, n)
+    t = p[i]
+    if t == T_INTEGER or t == T_DOUBLE:
+        pos[0] = _need(i, 9, n)
+        size[0] += 8
+        u = _get_le(p + i + 1, 8)
+        if t == T_INTEGER:
+            return <int64_t>u
+        memcpy(&d, &u, 8)
+        return d
+    if t == T_STRING or t == T_BINARY:
+        _need(i, 5, n)
+        ln = <Py_ssize_t>_get_le(p + i + 1, 4)
+        pos[0] = _need(i + 5, ln, n)
+        size[0] += ln
+        if t == T_STRING:
+            return PyUnicode_DecodeUTF8(<const char*>p + i + 5, ln, NULL)
+        return bytearray(PyBytes_FromStringAndSize(<const char*>p + i + 5, ln))
+    if t == T_BOOLEAN:
+        pos[0] = _need(i, 2, n)
+        size[0] += 1
+        return p[i + 1] == 1
+    raise ValueError("corrupt cell: unknown value type %d at offset %d" % (t, i))
+
+
+cdef object _head_cells(bytes data, Py_ssize_t keep, Py_ssize_t* size):
+    """Cells of a PUT head trimmed to ``keep`` versions a column (None: DELETED head)."""
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 9, ln, count = 0
+    cdef Py_ssize_t prev = -1, prev_len = 0, skip = 0, name_pos
+    cdef list out
+    _need(0, 9, n)
+    if p[0] == KIND_DELETED:
+        return None
+    out = []
+    while pos < n:
+        ln = p[pos]
+        _need(pos + 1, ln + 8, n)
+        if prev >= 0 and ln == prev_len and memcmp(p + pos + 1, p + prev, ln) == 0:
+            count += 1
+        else:
+            prev, prev_len, count = pos + 1, ln, 1
+        name_pos = pos + 1
+        ts = <int64_t>_get_le(p + pos + 1 + ln, 8)
+        pos += 9 + ln
+        if count > keep:
+            value = _decode_value(p, n, &pos, &skip)
+            continue
+        size[0] += ln
+        value = _decode_value(p, n, &pos, size)
+        out.append((PyUnicode_DecodeUTF8(<const char*>p + name_pos, ln, NULL), value, ts))
+    return out
+
+
+def decode_head(data):
+    """(gen, cells or None) of a head value (twin of cells.decode_head)."""
+    cdef bytes b = _as_bytes(data)
+    cdef Py_ssize_t size = 0
+    _need(0, 9, PyBytes_GET_SIZE(b))
+    gen = _get_le(<const unsigned char*>PyBytes_AS_STRING(b) + 1, 8)
+    return gen, _head_cells(b, PY_SSIZE_T_MAX, &size)
+
+
+def head_cells(data, Py_ssize_t keep):
+    """(cells or None, CU size of the cells) of a head read whole (twin of reads.head_cells).
+
+    Cells are (name, value, ts) in read order, at most ``keep`` versions of a
+    column; None (size 0) for a DELETED head or a head without cells.
+    """
+    cdef Py_ssize_t size = 0
+    cells = _head_cells(_as_bytes(data), keep, &size)
+    if not cells:
+        return None, 0
+    return cells, size
+
+
+# -- one GetRange page ------------------------------------------------------
+cdef class RangePage:
+    """One GetRange page built from a scan's entries (twin of reads.range_page).
+
+    ``RangePage(npk, pk_names, fast, keep, max_rows, max_bytes, slow, live)``;
+    ``run(entries)`` -> (rows, next start PK values or None, bytes read).
+    Entries are grouped into rows (a row's entries are contiguous and start
+    with its self-delimiting row key).  A row that is one head, when
+    ``fast`` (no columns_to_get, filter, time_range or TTL), is decoded here;
+    every other row goes to ``slow(row_key, values, group)`` -> (Row parts or
+    None, bytes read).  Once the page is full (max_rows rows scanned or
+    returned, or max_bytes read), the first row ``live(row_key, group)`` says
+    exists is the next start.  Not thread-safe: one object per page.
+    """
+    cdef Py_ssize_t npk, keep, max_rows, max_bytes, names_size, scanned, read_bytes
+    cdef bint fast, done
+    cdef list pk_names, rows
+    cdef object slow, live, next_values
+
+    def __init__(self, Py_ssize_t npk, pk_names, bint fast, Py_ssize_t keep,
+                 Py_ssize_t max_rows, Py_ssize_t max_bytes, slow, live):
+        self.npk, self.pk_names, self.fast, self.keep = npk, list(pk_names), fast, keep
+        self.max_rows, self.max_bytes, self.slow, self.live = max_rows, max_bytes, slow, live
+        self.names_size = _names_size(self.pk_names)
+
+    cdef int _row(self, bytes first_key, first_value, Py_ssize_t rklen, list values,
+                  Py_ssize_t vsize, list group) except -1:
+        """Account one complete row; sets ``done`` when it is the next start."""
+        cdef Py_ssize_t size = 0
+        cdef list cells
+        if (self.scanned >= self.max_rows or self.read_bytes >= self.max_bytes
+                or PyList_GET_SIZE(self.rows) >= self.max_rows):
+            if group is None:
+                group = [(first_key, first_value)]
+            if self.live(first_key[:rklen], group):
+                self.next_values = values
+                self.done = True
+            return 0
+        if group is None and self.fast and PyBytes_GET_SIZE(first_key) == rklen + 1:
+            cells = _head_cells(_as_bytes(first_value), self.keep, &size)
+            if cells:
+                self.scanned += 1
+                self.read_bytes += self.names_size + vsize + size
+                self.rows.append(_Row(list(zip(self.pk_names, values)), cells))
+            return 0
+        if group is None:
+            group = [(first_key, first_value)]
+        parts, size = self.slow(first_key[:rklen], values, group)
+        if size or parts is not None:
+            self.scanned += 1
+            self.read_bytes += self.names_size + vsize + size
+        if parts is not None:
+            self.rows.append(_Row(parts[0], parts[1]))
+        return 0
+
+    def run(self, entries):
+        cdef bytes key, first_key = None
+        cdef const unsigned char* kp
+        cdef const unsigned char* rp = NULL
+        cdef Py_ssize_t rklen = 0, pos, vsize = 0
+        cdef list group = None, values = None
+        first_value = None
+        self.rows = []
+        self.scanned = self.read_bytes = 0
+        self.done = False
+        self.next_values = None
+        for key, value in entries:
+            kp = <const unsigned char*>PyBytes_AS_STRING(key)
+            if (first_key is not None and PyBytes_GET_SIZE(key) > rklen
+                    and (kp[rklen] == 0 or kp[rklen] == 1) and memcmp(kp, rp, rklen) == 0):
+                if group is None:
+                    group = [(first_key, first_value)]
+                group.append((key, value))
+                continue
+            if first_key is not None:
+                self._row(first_key, first_value, rklen, values, vsize, group)
+                if self.done:
+                    break
+            pos = vsize = 0
+            values = []
+            for _ in range(self.npk):
+                values.append(_decode_one(kp, PyBytes_GET_SIZE(key), &pos, &vsize))
+            first_key, first_value, rklen, rp, group = key, value, pos, kp, None
+        else:
+            if first_key is not None:
+                self._row(first_key, first_value, rklen, values, vsize, group)
+        return self.rows, self.next_values, self.read_bytes
