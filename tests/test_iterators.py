@@ -8,6 +8,7 @@ below, against a sorted dict of what the snapshot must see.
 import bisect
 import os
 import random
+import threading
 
 import pytest
 
@@ -309,3 +310,79 @@ def test_db_iterator_of_an_empty_or_all_deleted_store(dbpath):
             db.delete(b"k%03d" % i)
         check_db_iterator(db, {})
         check_db_iterator(db, {}, b"k010", b"k020")
+
+
+def test_db_iterator_is_a_snapshot_of_its_creation_through_writes_flushes_and_compactions(dbpath):
+    rng = random.Random(9)
+    with lsm.DB.open(dbpath, tiny_options()) as db:
+        model = {}
+        _fill(db, rng, model, 500)
+        frozen = dict(model)
+        it = db.iterator()                 # an implicit snapshot: no Snapshot object
+        bounded = db.iterator(b"b", b"c")
+        # Writes land in the same memtable the iterator reads, then in new
+        # ones; the flushes and compactions delete the tables it was built on.
+        _fill(db, rng, model, 300)
+        for i in range(200):
+            db.put(b"b%03d" % i, b"new")
+            model[b"b%03d" % i] = b"new"
+        db.compact_range()
+        assert model != frozen
+        want = sorted(frozen.items())
+        it.seek_to_first()
+        got = []
+        while it.valid():
+            got.append((it.key(), it.value()))
+            it.next()
+        assert got == want
+        bounded.seek_to_last()
+        got = []
+        while bounded.valid():
+            got.append((bounded.key(), bounded.value()))
+            bounded.prev()
+        assert got == [kv for kv in reversed(want) if b"b" <= kv[0] < b"c"]
+        check_db_iterator(db, model)
+
+
+def test_db_iterators_see_a_prefix_of_a_concurrent_writer(dbpath):
+    """A writer thread puts w000000, w000001, ...; each iterator, created at
+    any moment, must see exactly a prefix of that sequence, forward and
+    backward, while flushes and compactions run in the background."""
+    n = 2000
+    stop = threading.Event()
+    errors = []
+
+    def writer(db):
+        try:
+            for i in range(n):
+                db.put(b"w%06d" % i, b"%d" % i)
+        except BaseException as e:     # reported by the main thread
+            errors.append(e)
+        finally:
+            stop.set()
+
+    with lsm.DB.open(dbpath, tiny_options(background=True)) as db:
+        t = threading.Thread(target=writer, args=(db,))
+        t.start()
+        checks = 0
+        while not stop.is_set() or checks < 5:
+            it = db.iterator()
+            it.seek_to_first()
+            fwd = []
+            while it.valid():
+                fwd.append(it.key())
+                it.next()
+            it.seek_to_last()
+            back = []
+            while it.valid():
+                back.append(it.key())
+                it.prev()
+            assert fwd == [b"w%06d" % i for i in range(len(fwd))], "forward: not a prefix"
+            assert back == fwd[::-1], "backward differs from forward"
+            if fwd:
+                it.seek(fwd[len(fwd) // 2])
+                assert it.valid() and it.key() == fwd[len(fwd) // 2] and it.value() == b"%d" % (len(fwd) // 2)
+            checks += 1
+        t.join()
+        assert not errors, errors
+        assert checks >= 5 and db.stats()["flushes"] > 0
