@@ -307,11 +307,12 @@ class DB:
             return (os.path.join(self.path, filenames.table_name(f.number)), None, None, False)
         return (os.path.normpath(os.path.join(self.path, f.path)), f.lo, f.hi, True)
 
+    def _cache_key(self, f: FileMeta):
+        key = self._cache_keys[f.number] = self._table_key(f)
+        return key
+
     def _table(self, f: FileMeta):
-        key = self._cache_keys.get(f.number)
-        if key is None:
-            key = self._cache_keys[f.number] = self._table_key(f)
-        return self._tables.get(key)
+        return self._tables.get(self._cache_keys.get(f.number) or self._cache_key(f))
 
     def _table_iter(self, f: FileMeta):
         return self._table(f).iterator()
@@ -464,44 +465,51 @@ class DB:
         if self._closed:
             raise ClosedError("DB is closed")
         seq = self._last_seq if snapshot is None else self._snapshot_seq(snapshot)
-        r = self._mem.get(key, seq)
-        if r is None:
-            imm = self._imm
-            if imm is not None:
-                r = imm.get(key, seq)
-            if r is None:
-                r = self._get_from_tables(key, seq)
-                if r is None:
-                    return None
-        return r[1] if r[0] == KIND_VALUE else None
-
-    def _get_from_tables(self, key, seq):
+        # The hot path, flattened: memtable, frozen memtable, then tables.
+        vs = self._mem.versions.get(key)
+        if vs is not None:
+            for i in range(len(vs) - 1, -1, -1):
+                v = vs[i]
+                if v[0] <= seq:
+                    return v[2] if v[1] == KIND_VALUE else None
+        imm = self._imm
+        if imm is not None:
+            r = imm.get(key, seq)
+            if r is not None:
+                return r[1] if r[0] == KIND_VALUE else None
         for _attempt in range(3):
             v = self.versions.current
-            table = self._table
             try:
-                for lo, hi, f in v.l0:
-                    if lo <= key <= hi:
-                        r = table(f).get(key, seq)
-                        if r is not None:
-                            return r
-                if v.search:
-                    lk = lookup_key(key, seq)
-                    for files, largest in v.search:
-                        i = lower_bound(largest, lk)
-                        if i < len(files):
-                            f = files[i]
-                            if f.smallest_user <= key:
-                                r = table(f).get(key, seq)
-                                if r is not None:
-                                    return r
-                return None
+                r = self._get_from_version(v, key, seq)
             except FileMissingError:
                 # A compaction deleted the file after we read the version:
                 # the data is in the new version.
                 if v is self.versions.current:
                     raise
+                continue
+            return None if r is None or r[0] != KIND_VALUE else r[1]
         raise CorruptionError(f"table files keep vanishing under a read of {key!r}")
+
+    def _get_from_version(self, v, key, seq):
+        keys, tables = self._cache_keys, self._tables
+        for lo, hi, f in v.l0:
+            if lo <= key <= hi:
+                ck = keys.get(f.number) or self._cache_key(f)
+                r = tables.get(ck).get(key, seq)
+                if r is not None:
+                    return r
+        if v.search:
+            lk = lookup_key(key, seq)
+            for files, largest in v.search:
+                i = lower_bound(largest, lk)
+                if i < len(files):
+                    f = files[i]
+                    if f.smallest_user <= key:
+                        ck = keys.get(f.number) or self._cache_key(f)
+                        r = tables.get(ck).get(key, seq)
+                        if r is not None:
+                            return r
+        return None
 
     def _snapshot_seq(self, snapshot):
         if not isinstance(snapshot, Snapshot):
