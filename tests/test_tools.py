@@ -140,3 +140,29 @@ def test_verify_names_a_wal_damaged_in_the_middle(store):
         f.write(bytes([b[0] ^ 1]))
     rc, out, err = tool("verify", path)
     assert rc == 1 and os.path.basename(log) in out, (out, err)
+
+
+def test_verify_and_dump_follow_bounded_views_into_the_parent(store, tmp_path):
+    parent = store[0]
+    with lsm.DB.open(parent, lsm.Options(background=False)) as db:
+        db.compact_range()
+        views = [(lv, p, b"key10", b"key20") for lv, p, _lo, _hi in db.live_tables()]
+        last = db.stats()["last_sequence"]
+    daughter = str(tmp_path / "daughter")
+    lsm.DB.create_from_views(daughter, views, lsm.Options(background=False), last_sequence=last).close()
+    rc, out, err = tool("verify", daughter)
+    assert (rc, out.strip()) == (0, "OK"), (out, err)
+    [manifest] = files_of(daughter, "manifest")
+    rc, out, err = tool("dump", manifest)
+    assert rc == 0 and "view of" in out and "[b'key10', b'key20')" in out, (out, err)
+    [sst] = files_of(parent, "sst")
+    assert files_of(daughter, "sst") == []
+    with open(sst, "r+b") as f:
+        f.seek(30)
+        b = f.read(1)
+        f.seek(30)
+        f.write(bytes([b[0] ^ 4]))
+    rc, out, err = tool("verify", daughter)
+    assert rc == 1, (out, err)
+    named = out.splitlines()[0].split(": ")[0]
+    assert os.path.realpath(named) == os.path.realpath(sst), out
