@@ -332,16 +332,21 @@ class DB:
             check_key(key, self.options.max_key_bytes)
         self._write_one(KIND_DELETE, key, b"", sync)
 
+    def _admit(self) -> _Log:
+        """With the write lock held: refuse if closed or failed, make room
+        in the memtable; returns the WAL to append to."""
+        if self._closed:
+            raise ClosedError("DB is closed")
+        if self._write_error is not None:
+            raise ReadOnlyError(f"DB refuses writes after an earlier failure: {self._write_error}")
+        if self._mem.approximate_bytes >= self.options.memtable_bytes or self._l0_busy():
+            self._make_room()
+        return self._log
+
     def _write_one(self, kind, key, value, sync):
         with self._write_lock:
-            if self._closed:
-                raise ClosedError("DB is closed")
-            if self._write_error is not None:
-                raise ReadOnlyError(f"DB refuses writes after an earlier failure: {self._write_error}")
-            if self._mem.approximate_bytes >= self.options.memtable_bytes or self._l0_busy():
-                self._make_room()
+            lg = self._admit()
             seq = self._last_seq + 1
-            lg = self._log
             w = lg.writer
             try:
                 rec = frame_single(seq, kind, key, value, w.block_left())
@@ -372,14 +377,8 @@ class DB:
             if len(value) > vmax:
                 check_value(value, vmax)
         with self._write_lock:
-            if self._closed:
-                raise ClosedError("DB is closed")
-            if self._write_error is not None:
-                raise ReadOnlyError(f"DB refuses writes after an earlier failure: {self._write_error}")
-            if self._mem.approximate_bytes >= self.options.memtable_bytes or self._l0_busy():
-                self._make_room()
+            lg = self._admit()
             seq = self._last_seq + 1
-            lg = self._log
             try:
                 lg.writer.add_record(encode_record(seq, ops))
             except BaseException as e:
