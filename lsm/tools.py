@@ -88,7 +88,8 @@ def verify(dbdir: str) -> list:
     except (LSMError, OSError, ValueError) as e:
         return [f"manifest: {e}"]
     for n, (lv, m) in sorted(metas.items()):
-        path = os.path.join(dbdir, m.path) if m.is_view else os.path.join(dbdir, filenames.table_name(n))
+        path = os.path.normpath(os.path.join(dbdir, m.path) if m.is_view else
+                                os.path.join(dbdir, filenames.table_name(n)))
         try:
             t = Table.open(fs.open_read(path), Options(), name=path)
             t.verify()
@@ -98,7 +99,8 @@ def verify(dbdir: str) -> list:
             if not m.is_view and (t.smallest != m.smallest or t.largest != m.largest):
                 problems.append(f"{path}: key range differs from the manifest")
         except (LSMError, OSError) as e:
-            problems.append(f"{path}: {e}")
+            msg = str(e)
+            problems.append(msg if msg.startswith(path) else f"{path}: {msg}")
     for fname in fs.listdir(dbdir):
         p = filenames.parse(fname)
         if p and p[0] == "log":

@@ -246,8 +246,9 @@ class VersionSet:
         self.mark_file_number_used(parsed[1])
         for _lv, f in version.files():
             self.mark_file_number_used(f.number)
-        # Continue with a fresh manifest: never append to one whose tail may be torn.
-        self._write_new_manifest()
+        # The next log_and_apply (after the WAL replay succeeded) starts a
+        # fresh manifest: never append to one whose tail may be torn, and
+        # never switch CURRENT for an open that then fails.
 
     def _snapshot_edit(self) -> VersionEdit:
         e = VersionEdit()
@@ -287,7 +288,7 @@ class VersionSet:
             edit.next_file = self.next_file
             edit.last_seq = self.last_seq
             new = self.current.apply(edit)
-            if self._manifest_file.size >= MANIFEST_ROLL_BYTES:
+            if self._manifest_file is None or self._manifest_file.size >= MANIFEST_ROLL_BYTES:
                 old_current = self.current
                 self.current = new
                 try:

@@ -237,3 +237,18 @@ def test_threads_read_and_write_while_flush_and_compaction_run(dbpath):
         assert [k for k, _ in db.scan(b"w%d-" % t, b"w%d." % t)] == [b"w%d-%05d" % (t, i) for i in range(1500)]
     assert db.stats()["compactions"] > 0
     db.close()
+
+
+def test_an_open_refused_for_a_corrupt_wal_leaves_current_and_manifests_alone(dbpath):
+    with lsm.DB.open(dbpath) as db:
+        for i in range(5):
+            db.put(b"k%d" % i, b"v" * 50)
+    log = [n for n in os.listdir(dbpath) if n.endswith(".log")][0]
+    p = os.path.join(dbpath, log)
+    data = bytearray(open(p, "rb").read())
+    data[30] ^= 0x40            # inside the first record; valid ones follow
+    open(p, "wb").write(bytes(data))
+    before = sorted(os.listdir(dbpath)), open(os.path.join(dbpath, "CURRENT")).read()
+    with pytest.raises(lsm.CorruptionError):
+        lsm.DB.open(dbpath)
+    assert (sorted(os.listdir(dbpath)), open(os.path.join(dbpath, "CURRENT")).read()) == before
