@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from regions.tablestore import INF_MAX, INF_MIN, _rows, cells, pkcodec, reads
-from regions.tablestore.capacity import pk_size
+from regions.tablestore.capacity import cells_size, pk_size
 from regions.tablestore.validate import Schema
 
 INT = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
@@ -87,6 +87,25 @@ def test_head_codec_and_head_cells_match_the_reference(gen, cell_list, keep):
     assert _rows.encode_head(gen, cell_list) == head
     assert _rows.decode_head(head) == cells.decode_head(head)
     assert _rows.head_cells(head, keep) == reads.head_cells(head, keep)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0, max_value=(1 << 64) - 1),
+       st.lists(st.tuples(NAMES, VALUES, st.one_of(st.none(), TS)), max_size=6), TS)
+def test_put_head_and_cells_size_match_the_reference(gen, cell_list, now):
+    # any order, repeated names and (name, ts) pairs: the C path or its fallback
+    assert _rows.put_head(gen, cell_list, now) == cells.put_head(gen, cell_list, now)
+    assert _rows.cells_size(cell_list) == cells_size(cell_list)
+    assert _rows.cells_size([(n, None) for n, _, _ in cell_list]) == \
+        cells_size([(n, None) for n, _, _ in cell_list])
+
+
+def test_put_head_golden_bytes_from_the_format():
+    head = _rows.put_head(5, [("b", 1.5, None), ("a", True, 7)], 9)
+    assert head == (b"\x01" + (5).to_bytes(8, "little")
+                    + b"\x01a" + (7).to_bytes(8, "little") + b"\x02\x01"
+                    + b"\x01b" + (9).to_bytes(8, "little")
+                    + b"\x01" + bytes.fromhex("000000000000f83f"))  # 1.5 = 0x3FF8 << 48
 
 
 def test_head_cells_of_deleted_and_empty_heads():

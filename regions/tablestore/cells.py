@@ -39,7 +39,8 @@ import struct
 import threading
 import time
 
-__all__ = ["head_key", "delta_prefix", "encode_head", "encode_deleted_head", "encode_put_delta",
+__all__ = ["head_key", "delta_prefix", "encode_head", "read_order", "put_head",
+           "encode_deleted_head", "encode_put_delta",
            "encode_delete_one", "encode_delete_all", "delta_key", "decode_head",
            "merge_row", "split_entries", "Generations", "compaction_filter_factory",
            "value_size", "HEAD", "DELTA"]
@@ -126,6 +127,23 @@ def encode_head(gen, cells):
         raw = name.encode()
         parts.append(bytes((len(raw),)) + raw + _q.pack(ts) + encode_value(value))
     return b"".join(parts)
+
+
+def read_order(cells):
+    """PutRow cells in read order: by name, newest first; a repeated (name, ts) keeps the last."""
+    latest = {}
+    for name, value, ts in cells:
+        latest[(name, ts)] = value
+    ordered = sorted(latest.items(), key=lambda kv: (kv[0][0], -kv[0][1]))
+    return [(name, value, ts) for (name, ts), value in ordered]
+
+
+def put_head(gen, cells, now_ms):
+    """Head of a PutRow from its validated (name, value, ts or None) cells:
+    missing timestamps become ``now_ms``, cells go in read order.  C twin:
+    ``_rows.put_head``."""
+    return encode_head(gen, read_order([(n, v, now_ms if ts is None else ts)
+                                        for n, v, ts in cells]))
 
 
 def encode_deleted_head(gen):

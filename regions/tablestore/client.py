@@ -15,7 +15,7 @@ import threading
 import time
 
 from . import _rows, cells, pkcodec
-from .capacity import cells_size, failed_condition_cu, pk_size, read_cu, units, write_cu
+from .capacity import failed_condition_cu, read_cu, write_cu
 from .conditions import check_condition, evaluate
 from .errors import OTSClientError, OTSServiceError, service_error
 from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowRequest,
@@ -26,7 +26,7 @@ from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowReq
                        UpdateTableResponse, INF_MAX, INF_MIN)
 from .reads import assemble, visible, whole_read
 from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_TABLES,
-                       RANGE_BYTES, RANGE_ROWS, Schema, check_int64, check_name, check_pk,
+                       RANGE_BYTES, RANGE_ROWS, Schema, check_pk,
                        check_put_columns, check_read_params, check_table_meta,
                        check_table_options, check_update_columns)
 
@@ -35,6 +35,8 @@ __all__ = ["OTSClient"]
 _ATTR = "tablestore"
 _LOCK_STRIPES = 256
 _ROW_END = b"\x02"  # R + 0x02 sorts after every entry of row R
+# The default condition of a write; never mutated (conditions are read only).
+_IGNORE = Condition(RowExistenceExpectation.IGNORE)
 
 
 def _now_ms():
@@ -100,8 +102,9 @@ class OTSClient:
         def boundary(key):
             return key[:pkcodec.partition_prefix_len(key)]
 
-        self._server.configure_table(name, split_boundary=boundary,
-                                     compaction_filter_factory=cells.compaction_filter_factory(options))
+        self._server.configure_table(
+            name, split_boundary=boundary,
+            compaction_filter_factory=cells.compaction_filter_factory(options))
 
     def _schema(self, table_name):
         if not isinstance(table_name, (str, bytes)):
@@ -392,7 +395,7 @@ class OTSClient:
     def _prepare(self, table_name, kind, row, condition, return_type):
         """Validate one row write completely; raises before anything is written."""
         if condition is None:
-            condition = Condition(RowExistenceExpectation.IGNORE)
+            condition = _IGNORE
         if not isinstance(condition, Condition):
             raise OTSClientError("condition should be an instance of Condition, not %s"
                                  % condition.__class__.__name__)
@@ -417,9 +420,10 @@ class OTSClient:
             raise service_error("auto_incr_condition")
         p.pk_values = values
         p.row_key = None if p.auto_incr else _rows.encode_pk(schema.types, values)
-        p.pk_bytes = pk_size((n, 0 if v is PK_AUTO_INCR else v)
-                             for n, v in zip(schema.names, values))
-        p.attr_bytes = cells_size([(c[1], c[2]) if len(c) == 4 else c for c in p.cells])
+        p.pk_bytes = _rows.pk_size(schema.names, [0 if v is PK_AUTO_INCR else v
+                                                  for v in values] if p.auto_incr else values)
+        p.attr_bytes = _rows.cells_size(p.cells if kind == BatchWriteRowType.PUT
+                                        else [(c[1], c[2]) for c in p.cells])
         return p
 
     def _run(self, p):
@@ -436,7 +440,8 @@ class OTSClient:
         cond = p.condition
         needs_read = (cond.row_existence_expectation != RowExistenceExpectation.IGNORE
                       or cond.column_condition is not None
-                      or any(c[0] == "INCREMENT" for c in p.cells if len(c) == 4))
+                      or (p.kind == BatchWriteRowType.UPDATE
+                          and any(c[0] == "INCREMENT" for c in p.cells)))
         with self._lock(row_key):
             live = None
             if needs_read:
@@ -451,9 +456,8 @@ class OTSClient:
                     raise service_error("condition_failed")
             now = _now_ms()
             if p.kind == BatchWriteRowType.PUT:
-                stamped = [(n, v, now if ts is None else ts) for n, v, ts in p.cells]
-                self._server.put(name, cells.head_key(row_key),
-                                 cells.encode_head(self._gens.next(), _sorted_cells(stamped)))
+                self._server.put(name, row_key + cells.HEAD,
+                                 _rows.put_head(self._gens.next(), p.cells, now))
             elif p.kind == BatchWriteRowType.DELETE:
                 self._server.put(name, cells.head_key(row_key),
                                  cells.encode_deleted_head(self._gens.next()))
@@ -536,15 +540,6 @@ class OTSClient:
                 results.append(BatchWriteRowResponseItem(True, None, None, consumed,
                                                          row.primary_key if row else None))
         return BatchWriteRowResponse(request, response)
-
-
-def _sorted_cells(cell_list):
-    """PutRow cells in read order: by name, newest first; a repeated (name, ts) keeps the last."""
-    latest = {}
-    for name, value, ts in cell_list:
-        latest[(name, ts)] = value
-    ordered = sorted(latest.items(), key=lambda kv: (kv[0][0], -kv[0][1]))
-    return [(name, value, ts) for (name, ts), value in ordered]
 
 
 def _check_repeated(plans):

@@ -33,6 +33,14 @@ MAX_DEFINED_COLUMNS = 32
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}\Z")
+# Names (str) already known to match _NAME: a memo for the hot write path, so a
+# row's column names are matched once, not per write.  Bounded; set operations
+# are atomic under the GIL, so sharing it between threads is safe.
+_GOOD_NAMES = set()
+_GOOD_NAMES_MAX = 4096
+# A str of at most this many characters has at most 4x as many UTF-8 bytes,
+# so it is within MAX_PK_BYTES / MAX_VALUE_BYTES without encoding it.
+_SHORT_PK_STR = 256
 _PK_TYPES = ("INTEGER", "STRING", "BINARY", "BOOLEAN")
 _DEFINED_TYPES = ("STRING", "INTEGER", "DOUBLE", "BOOLEAN", "BINARY")
 
@@ -67,10 +75,15 @@ def check_name(name, kind="column"):
     if not isinstance(name, str):
         raise OTSClientError("expect str or unicode type for string, not %s: %s"
                              % (name.__class__.__name__, name))
+    if name in _GOOD_NAMES:
+        return name
     if not _NAME.match(name):
         if kind == "table":
             raise service_error("invalid_table_name", table=name)
         raise service_error("invalid_column_name", column=name)
+    if len(_GOOD_NAMES) >= _GOOD_NAMES_MAX:
+        _GOOD_NAMES.clear()
+    _GOOD_NAMES.add(name)
     return name
 
 
@@ -186,6 +199,9 @@ def check_pk(schema, primary_key, mode="row"):
     """
     if not isinstance(primary_key, (list, tuple)):
         raise OTSClientError("Priamry key is not list, but is %s" % str(type(primary_key)))
+    values = _plain_pk(schema, primary_key)
+    if values is not None:
+        return values
     kinds = []
     for col in primary_key:
         if not isinstance(col, tuple) or len(col) < 2:
@@ -215,6 +231,39 @@ def check_pk(schema, primary_key, mode="row"):
                 raise service_error("pk_too_long", column=name, limit=MAX_PK_BYTES, length=length)
         values.append(value)
     return values
+
+
+def _plain_pk(schema, primary_key):
+    """The values of a PK that is plainly valid in every mode (str names equal to
+    the schema's, INTEGER ints in int64, short str STRINGs), else None: then
+    the full check decides and raises the right error."""
+    if len(primary_key) != len(schema.names):
+        return None
+    values = []
+    for col, name, pk_type in zip(primary_key, schema.names, schema.types):
+        if type(col) is not tuple or len(col) != 2 or col[0] != name:
+            return None
+        value = col[1]
+        kind = type(value)
+        if pk_type == "INTEGER":
+            if kind is not int or not INT64_MIN <= value <= INT64_MAX:
+                return None
+        elif pk_type != "STRING" or kind is not str or len(value) > _SHORT_PK_STR:
+            return None
+        values.append(value)
+    return values
+
+
+def _plain_value(value):
+    """True for an attribute value plainly within the limits (see _check_value)."""
+    kind = type(value)
+    if kind is int:
+        return INT64_MIN <= value <= INT64_MAX
+    if kind is str:
+        return len(value) <= MAX_VALUE_BYTES // 4
+    if kind is float:
+        return math.isfinite(value)
+    return False
 
 
 def _check_value(name, value):
@@ -269,7 +318,7 @@ def check_put_columns(schema, columns, now_ms):
         if not isinstance(col, (tuple, list)) or len(col) not in (2, 3):
             continue  # the SDK's writer silently skips other shapes
         name = _check_attr_name(schema, col[0])
-        value = _check_value(name, col[1])
+        value = col[1] if _plain_value(col[1]) else _check_value(name, col[1])
         ts = _check_ts(schema, name, col[2], now_ms) if len(col) == 3 and col[2] is not None \
             else None
         cells.append((name, value, ts))

@@ -7,7 +7,8 @@ random inputs, tests/test_tablestore_rows_c.py):
 
     encode_pk, decode_pk        pkcodec.encode_pk, pkcodec.decode_pk
     encode_head, decode_head    cells.encode_head, cells.decode_head
-    pk_size                     capacity.pk_size over zip(names, values)
+    put_head                    cells.put_head
+    pk_size, cells_size         capacity.pk_size over zip(names, values), capacity.cells_size
     head_cells                  reads.head_cells
     RangePage                   client's GetRange page loop (reads.range_page)
 
@@ -24,6 +25,7 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memchr, memcmp, memcpy
 
+from regions.tablestore.cells import put_head as _py_put_head
 from regions.tablestore.metadata import INF_MAX, INF_MIN, Row
 
 cdef extern from *:
@@ -247,19 +249,34 @@ cdef Py_ssize_t _names_size(names) except -1:
     return total
 
 
+cdef inline Py_ssize_t _value_size(v) except -1:
+    """cells.value_size: 8 for numbers, 1 for booleans, else the byte length."""
+    if v is True or v is False:
+        return 1
+    if isinstance(v, (int, float)):
+        return 8
+    if isinstance(v, str):
+        return PyBytes_GET_SIZE(PyUnicode_AsUTF8String(v))
+    return len(v)
+
+
 def pk_size(names, values):
     """CU size of a primary key (twin of capacity.pk_size(zip(names, values)))."""
     cdef Py_ssize_t total = 0
     for name, v in zip(names, values):
-        total += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
-        if v is True or v is False:
-            total += 1
-        elif isinstance(v, (int, float)):
-            total += 8
-        elif isinstance(v, str):
-            total += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(v))
-        else:
-            total += len(v)
+        total += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name)) + _value_size(v)
+    return total
+
+
+def cells_size(cells):
+    """CU size of (name, value, ...) cells, value None: the name only (twin of
+    capacity.cells_size)."""
+    cdef Py_ssize_t total = 0
+    for cell in cells:
+        total += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(cell[0]))
+        v = cell[1]
+        if v is not None:
+            total += _value_size(v)
     return total
 
 
@@ -298,27 +315,46 @@ cdef int _put_value(Buf* b, value) except -1:
     return 0
 
 
-def encode_head(uint64_t gen, cells):
-    """Head of a PutRow from (name, value, ts) cells (twin of cells.encode_head)."""
+cdef int _put_cell(Buf* b, name, value, int64_t ts) except -1:
+    cdef bytes raw = PyUnicode_AsUTF8String(name)
+    if PyBytes_GET_SIZE(raw) > 255:
+        raise ValueError("column name longer than 255 bytes: %r" % name)
+    _put_byte(b, <unsigned char>PyBytes_GET_SIZE(raw))
+    _put(b, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw))
+    _put_le(b, <uint64_t>ts, 8)
+    _put_value(b, value)
+    return 0
+
+
+cdef bytes _encode_head(uint64_t gen, cells, bint stamp, int64_t now_ms):
+    """A PUT head of (name, value, ts) cells; with ``stamp`` a None ts is ``now_ms``."""
     cdef Buf b
-    cdef bytes raw
-    cdef int64_t ts
     b.p, b.n, b.cap = NULL, 0, 0
     try:
         _put_byte(&b, KIND_PUT)
         _put_le(&b, gen, 8)
-        for name, value, ts_obj in cells:
-            raw = PyUnicode_AsUTF8String(name)
-            if PyBytes_GET_SIZE(raw) > 255:
-                raise ValueError("column name longer than 255 bytes: %r" % name)
-            ts = ts_obj
-            _put_byte(&b, <unsigned char>PyBytes_GET_SIZE(raw))
-            _put(&b, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw))
-            _put_le(&b, <uint64_t>ts, 8)
-            _put_value(&b, value)
+        for name, value, ts in cells:
+            _put_cell(&b, name, value, now_ms if stamp and ts is None else ts)
         return _take(&b)
     finally:
         free(b.p)
+
+
+def encode_head(uint64_t gen, cells):
+    """Head of a PutRow from (name, value, ts) cells (twin of cells.encode_head)."""
+    return _encode_head(gen, cells, False, 0)
+
+
+def put_head(uint64_t gen, cells, int64_t now_ms):
+    """Head of a PutRow from validated (name, value, ts or None) cells (twin of
+    cells.put_head).  Cells whose names strictly increase are already in read
+    order and are encoded here; any other list takes the reference path."""
+    prev = None
+    for cell in cells:
+        if prev is not None and not prev < cell[0]:
+            return _py_put_head(gen, cells, now_ms)
+        prev = cell[0]
+    return _encode_head(gen, cells, True, now_ms)
 
 
 cdef inline Py_ssize_t _need(Py_ssize_t pos, Py_ssize_t k, Py_ssize_t n) except -1:
