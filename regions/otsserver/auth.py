@@ -27,9 +27,12 @@ Thread-safety: an ``Authenticator`` is immutable after construction.
 from __future__ import annotations
 
 import base64
+import calendar
 import datetime
 import hashlib
 import hmac
+import re
+import time
 from functools import lru_cache
 from typing import Mapping, NamedTuple
 
@@ -42,7 +45,6 @@ SIGN_REGION = "x-ots-signregion"
 REQUIRED_HEADERS = ("x-ots-date", "x-ots-apiversion", "x-ots-accesskeyid",
                     "x-ots-instancename", "x-ots-contentmd5")
 MAX_CLOCK_SKEW_S = 15 * 60
-DATE_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 class AuthError(WireError):
@@ -102,10 +104,43 @@ def content_md5(body: bytes) -> str:
     return base64.b64encode(hashlib.md5(body).digest()).decode("ascii")
 
 
+_second = (-1, "")   # (epoch second, its "YYYY-MM-DDTHH:MM:SS." text): one strftime a second
+
+
 def format_date(now: datetime.datetime | None = None) -> str:
-    """UTC time as the service writes x-ots-date (milliseconds, 'Z')."""
-    now = now or datetime.datetime.now(datetime.timezone.utc)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
+    """UTC time as the service writes x-ots-date (milliseconds, 'Z').
+
+    Without ``now``: the current time, formatted once per second (the cached
+    prefix is one tuple, replaced atomically: safe from any thread).
+    """
+    global _second
+    if now is not None:
+        return now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
+    t = time.time()
+    sec = int(t)
+    cached = _second
+    if cached[0] != sec:
+        cached = _second = (sec, time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(sec)))
+    return "%s%03dZ" % (cached[1], int((t - sec) * 1000))
+
+
+_DATE = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{1,6})Z\Z", re.ASCII)
+
+
+@lru_cache(maxsize=1024)
+def parse_date(text: str) -> float:
+    """x-ots-date ("2025-01-02T03:04:05.678Z", 1-6 fraction digits) -> POSIX seconds.
+
+    Cached: the SDK writes whole seconds (".000Z"), so consecutive requests
+    repeat the same text.  Raises ValueError for anything else (not cached).
+    """
+    m = _DATE.match(text)
+    if m is None:
+        raise ValueError("invalid date %r" % text)
+    y, mo, d, h, mi, s, frac = m.groups()
+    # datetime validates the fields (month 13, Feb 30, hour 24 -> ValueError)
+    when = datetime.datetime(int(y), int(mo), int(d), int(h), int(mi), int(s))
+    return calendar.timegm(when.timetuple()) + int(frac) / 10 ** len(frac)
 
 
 class Authenticator:
@@ -152,11 +187,11 @@ class Authenticator:
             raise AuthError(403, "OTSAuthFailed", "The instance is not found.")
         date = headers["x-ots-date"]
         try:
-            sent = datetime.datetime.strptime(date, DATE_FORMAT).replace(tzinfo=datetime.timezone.utc)
+            sent = parse_date(date)
         except ValueError:
             raise AuthError(400, "OTSParameterInvalid", "Invalid date format: %s." % date) from None
-        now = now or datetime.datetime.now(datetime.timezone.utc)
-        if abs((now - sent).total_seconds()) > self.max_clock_skew_s:
+        current = time.time() if now is None else now.timestamp()
+        if abs(current - sent) > self.max_clock_skew_s:
             raise AuthError(403, "OTSAuthFailed",
                             "Mismatch between system time and x-ots-date: %s." % date)
         if headers["x-ots-contentmd5"] != content_md5(body):
