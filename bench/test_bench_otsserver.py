@@ -218,18 +218,36 @@ def test_sdk_clients(benchmark, servers, op, target):
     assert result["requests_per_s"] > 0
 
 
-if __name__ == "__main__":
+def compare(repeats=3):
+    """Interleaved runs (instant, server, instant, ...) per op; medians printed.
+
+    Other work on the machine moves single runs by up to 2x, so the rates are
+    medians of ``repeats`` alternating runs; CPU per request moves less.
+    """
+    import statistics
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         proc, endpoint = _start_server(tmp)
         try:
             bodies = _load(endpoint)
             stub, stub_endpoint = _instant(bodies)
-            for op in OPS:
-                for name, pid, ep in (("instant", stub.pid, stub_endpoint),
-                                      ("server", proc.pid, endpoint)):
-                    print(op, name, hammer(ep, op, pid), flush=True)
-            stub.terminate()
+            try:
+                for op in OPS:
+                    runs = {"instant": [], "server": []}
+                    for _ in range(repeats):
+                        runs["instant"].append(hammer(stub_endpoint, op, stub.pid))
+                        runs["server"].append(hammer(endpoint, op, proc.pid))
+                    for name, rs in runs.items():
+                        med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+                        print("%-8s %-7s median %s  runs %s" % (
+                            op, name, med, [r["requests_per_s"] for r in rs]), flush=True)
+            finally:
+                stub.terminate()
+                stub.join(10)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
+
+
+if __name__ == "__main__":
+    compare(int(sys.argv[1]) if len(sys.argv) > 1 else 3)

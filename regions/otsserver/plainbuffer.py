@@ -40,12 +40,20 @@ VT_AUTO_INCREMENT map to the marker objects a ``PlainBufferCodec`` is built
 with (the data API's ``INF_MIN``, ``INF_MAX``, ``PK_AUTO_INCR`` classes),
 compared by identity.
 
+Encoding runs in C (``regions.otsserver._plainbuffer``, built from
+ext/regions/otsserver/_plainbuffer.pyx) when the codec is built with
+``compiled=True`` (the default): it writes the same bytes, and hands anything
+unusual (an error to report, a value type it does not know) back to the
+Python encoder here, which stays the reference.  Decoding is Python.
+
 Thread-safety: a codec holds no mutable state; share one freely.
 """
 from __future__ import annotations
 
 import struct
 from typing import NamedTuple, Sequence
+
+from regions.otsserver import _plainbuffer
 
 HEADER = 0x75
 
@@ -142,8 +150,9 @@ _F64 = struct.Struct("<d")
 class PlainBufferCodec:
     """Encode and decode PlainBuffer rows, checking both checksum levels."""
 
-    def __init__(self, markers: Markers):
+    def __init__(self, markers: Markers, compiled: bool = True):
         self.markers = markers
+        self.compiled = compiled
         self._marker_vt = {id(markers.inf_min): VT_INF_MIN,
                            id(markers.inf_max): VT_INF_MAX,
                            id(markers.auto_increment): VT_AUTO_INCREMENT}
@@ -234,6 +243,12 @@ class PlainBufferCodec:
         ``(name, value[, timestamp[, op]])`` (a ``Cell`` fits); value None
         writes no value.
         """
+        if self.compiled:
+            try:
+                return _plainbuffer.encode_rows(((primary_key, cells, delete_marker),),
+                                                self._marker_vt, True)
+            except _plainbuffer.Unsupported:
+                pass  # the Python encoder below judges (and words the error)
         out = bytearray(_I32.pack(HEADER))
         self._write_row(out, primary_key, cells, delete_marker)
         return bytes(out)
@@ -246,6 +261,11 @@ class PlainBufferCodec:
         """
         if not rows:
             return b""
+        if self.compiled:
+            try:
+                return _plainbuffer.encode_rows(rows, self._marker_vt, False)
+            except _plainbuffer.Unsupported:
+                pass
         out = bytearray(_I32.pack(HEADER))
         for primary_key, cells in rows:
             self._write_row(out, primary_key, cells or (), False)
