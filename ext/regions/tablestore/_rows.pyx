@@ -400,6 +400,8 @@ cdef object _head_cells(bytes data, Py_ssize_t keep, Py_ssize_t* size):
     cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 9, ln, count = 0
     cdef Py_ssize_t prev = -1, prev_len = 0, skip = 0, name_pos
+    cdef uint64_t raw_ts, last_raw_ts = 0
+    ts = None
     cdef list out
     _need(0, 9, n)
     if p[0] == KIND_DELETED:
@@ -413,7 +415,9 @@ cdef object _head_cells(bytes data, Py_ssize_t keep, Py_ssize_t* size):
         else:
             prev, prev_len, count = pos + 1, ln, 1
         name_pos = pos + 1
-        ts = <int64_t>_get_le(p + pos + 1 + ln, 8)
+        raw_ts = _get_le(p + pos + 1 + ln, 8)
+        if ts is None or raw_ts != last_raw_ts:  # a row's cells mostly share one ts
+            ts, last_raw_ts = <int64_t>raw_ts, raw_ts
         pos += 9 + ln
         if count > keep:
             value = _decode_value(p, n, &pos, &skip)
@@ -447,6 +451,25 @@ def head_cells(data, Py_ssize_t keep):
 
 
 # -- one GetRange page ------------------------------------------------------
+cdef object _new_object = object.__new__
+
+
+cdef inline object _make_row(primary_key, attribute_columns):
+    """``Row(primary_key, attribute_columns)`` without the Python-level __init__
+    call: the same two attributes, set in the same order (the twin tests
+    compare rows by their attributes)."""
+    row = _new_object(_Row)
+    row.primary_key = primary_key
+    row.attribute_columns = attribute_columns
+    return row
+
+
+cdef list _pk_list(list names, list values):
+    """``list(zip(names, values))`` for a decoded primary key."""
+    cdef Py_ssize_t i
+    return [(names[i], values[i]) for i in range(PyList_GET_SIZE(values))]
+
+
 cdef class RangePage:
     """One GetRange page built from a scan's entries (twin of reads.range_page).
 
@@ -489,7 +512,7 @@ cdef class RangePage:
             if cells:
                 self.scanned += 1
                 self.read_bytes += self.names_size + vsize + size
-                self.rows.append(_Row(list(zip(self.pk_names, values)), cells))
+                self.rows.append(_make_row(_pk_list(self.pk_names, values), cells))
             return 0
         if group is None:
             group = [(first_key, first_value)]
@@ -498,7 +521,7 @@ cdef class RangePage:
             self.scanned += 1
             self.read_bytes += self.names_size + vsize + size
         if parts is not None:
-            self.rows.append(_Row(parts[0], parts[1]))
+            self.rows.append(_make_row(parts[0], parts[1]))
         return 0
 
     def run(self, entries):
