@@ -198,3 +198,82 @@ def test_stop_waits_for_requests_in_flight_then_closes_the_service():
     stopper.join(10)
     t.join(10)
     assert results == [("t1", "t2")] and service.closed
+
+
+def _request_bytes(api, body=b"", extra=()):
+    lines = ["POST /%s HTTP/1.1" % api, "Host: x", "Content-Length: %d" % len(body)]
+    lines += ["%s: %s" % kv for kv in signed(api, body).items()] + list(extra)
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def _read_replies(sock, count):
+    """``count`` replies from a raw socket: [(status line, headers dict, body)]."""
+    data, replies = b"", []
+    while len(replies) < count:
+        end = data.find(b"\r\n\r\n")
+        if end >= 0:
+            lines = data[:end].decode("latin-1").split("\r\n")
+            headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
+            n = int(headers["content-length"])
+            if len(data) >= end + 4 + n:
+                replies.append((lines[0], headers, data[end + 4:end + 4 + n]))
+                data = data[end + 4 + n:]
+                continue
+        chunk = sock.recv(65536)
+        assert chunk, "server closed after %d replies" % len(replies)
+        data += chunk
+    return replies
+
+
+def test_pipelined_requests_on_one_connection_are_answered_in_order(server):
+    with socket.create_connection(server.server_address[:2], timeout=5) as s:
+        s.sendall(_request_bytes("ListTable") + b"\r\n" + _request_bytes("NoSuchApi")
+                  + _request_bytes("ListTable"))
+        replies = _read_replies(s, 3)
+    assert [r[0] for r in replies] == ["HTTP/1.1 200 OK", "HTTP/1.1 400 Bad Request",
+                                       "HTTP/1.1 200 OK"]
+    assert error_of(replies[1][2])[1] == "Unsupported operation: NoSuchApi."
+    assert len({r[1]["x-ots-requestid"] for r in replies}) == 3
+    assert server.service.calls == ["ListTable", "NoSuchApi", "ListTable"]
+
+
+def test_expect_100_continue_gets_an_interim_reply_before_the_body(server):
+    body = b"\x0a\x01t"
+    with socket.create_connection(server.server_address[:2], timeout=5) as s:
+        head, _, _ = _request_bytes("Boom", body, ["Expect: 100-continue"]).partition(b"\r\n\r\n")
+        s.sendall(head + b"\r\n\r\n")
+        assert s.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        s.sendall(body)
+        (status, headers, data), = _read_replies(s, 1)
+    assert status == "HTTP/1.1 409 Conflict" and headers["authorization"].startswith("OTS ak:")
+
+
+def test_http10_and_connection_close_end_the_connection_after_the_reply(server):
+    for raw in (_request_bytes("ListTable").replace(b"HTTP/1.1", b"HTTP/1.0", 1),
+                _request_bytes("ListTable", extra=["Connection: close"])):
+        with socket.create_connection(server.server_address[:2], timeout=5) as s:
+            s.sendall(raw)
+            (status, headers, _), = _read_replies(s, 1)
+            assert status == "HTTP/1.1 200 OK" and headers["connection"] == "close"
+            assert s.recv(1) == b""
+
+
+def test_bad_content_length_and_chunked_bodies_are_refused(server):
+    for extra, message in ((["Transfer-Encoding: chunked"], "Transfer-Encoding is not supported."),
+                           ([], "Invalid Content-Length: -1.")):
+        raw = _request_bytes("ListTable", extra=extra)
+        if not extra:
+            raw = raw.replace(b"Content-Length: 0", b"Content-Length: -1")
+        with socket.create_connection(server.server_address[:2], timeout=5) as s:
+            s.sendall(raw)
+            (status, headers, data), = _read_replies(s, 1)
+        assert status.startswith("HTTP/1.1 400") and error_of(data) == ("OTSParameterInvalid", message)
+    assert server.service.calls == []
+
+
+def test_replies_are_not_held_by_nagle(server):
+    c = client(server)
+    assert c.list_table() == ("t1", "t2")
+    with server._conns_lock:
+        conns = list(server._conns)
+    assert conns and all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in conns)

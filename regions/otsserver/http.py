@@ -112,8 +112,7 @@ class _Connection(socketserver.BaseRequestHandler):
                 body, buf = self._read_body(head, buf)
             except WireError as err:            # the stream is lost: answer, then close
                 return self._send(err.http_status, _error_body(err), None, head.api, True)
-            close = self._serve(head, body) or close
-            if close:
+            if self._serve(head, body, close):
                 return
 
     def _fail(self, err: BadHead):
@@ -153,7 +152,7 @@ class _Connection(socketserver.BaseRequestHandler):
             raise errors.parameter_invalid("The request body is shorter than Content-Length.") from None
         return bytes(body), b""
 
-    def _serve(self, head: RequestHead, body: bytes) -> bool:
+    def _serve(self, head: RequestHead, body: bytes, close: bool) -> bool:
         """Answer one request; True when the connection must close after it."""
         server = self.server
         with server._inflight:
@@ -163,13 +162,13 @@ class _Connection(socketserver.BaseRequestHandler):
                 return True
             server._active += 1
         try:
-            return self._answer(head, body)
+            return self._answer(head, body, close)
         finally:  # after the reply went out: stop() may close the socket once this is 0
             with server._inflight:
                 server._active -= 1
                 server._inflight.notify_all()
 
-    def _answer(self, head: RequestHead, body: bytes) -> bool:
+    def _answer(self, head: RequestHead, body: bytes, close: bool) -> bool:
         server = self.server
         api = head.api
         verified = None
@@ -182,7 +181,7 @@ class _Connection(socketserver.BaseRequestHandler):
             log.exception("internal error serving %s", api)
             err = errors.internal_error()
             status, payload = err.http_status, _error_body(err)
-        close = server._stopping
+        close = close or server._stopping
         if not self._send(status, payload, verified, api, close):
             return True
         if log.isEnabledFor(logging.DEBUG):
