@@ -189,3 +189,20 @@ def test_range_page_cuts_at_max_rows_and_names_the_next_start():
     assert [r.attribute_columns for r in rows] == [[("a", i, 9)] for i in range(3)]
     assert next_values == [3]
     assert read_bytes == 3 * (2 + 8 + 1 + 8)  # "id" + INTEGER, "a" + INTEGER per row
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(NAMES, VALUES, st.one_of(st.none(), TS)), min_size=1, max_size=6),
+       st.integers(1, 4), st.integers(1, 4), TS)
+def test_head_cells_is_what_assemble_returns_for_a_head_read_whole(cell_list, max_version,
+                                                                   max_versions, now):
+    """The GetRow/GetRange fast path (whole_read): a row that is one PutRow head."""
+    schema = Schema(["id"], ["INTEGER"], None, max_versions=max_versions)
+    assert reads.whole_read(schema, None, None, None)
+    row_key = pkcodec.encode_pk(["INTEGER"], [1])
+    head = _rows.put_head(9, cell_list, now)
+    parts, size = reads.assemble(schema, [1], len(row_key), head, [], now, None, max_version,
+                                 None, None)
+    got, got_size = _rows.head_cells(head, min(max_version, max_versions))
+    assert got == (parts[1] if parts else None)
+    assert got_size == size
