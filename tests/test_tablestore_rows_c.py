@@ -126,25 +126,31 @@ def test_corrupt_heads_raise_in_both(head):
 # -- the GetRange page loop ---------------------------------------------------
 @st.composite
 def _stored_rows(draw):
-    """Entries of a few rows (heads, deleted heads, deltas) in key order."""
+    """Entries of a few rows in key order: heads, DELETED heads, and deltas
+    (PUT, DELETE_ONE, DELETE_ALL) older or newer than the head."""
     ids = sorted(draw(st.sets(st.integers(-50, 50), min_size=0, max_size=12)))
     entries = []
-    gen = 100
     for i in ids:
         row_key = pkcodec.encode_pk(["INTEGER", "STRING"], [i, "r%d" % i])
+        head_gen = 1000
         shape = draw(st.sampled_from(["head", "head", "deleted", "deltas", "both"]))
+        head_ts = []
         if shape in ("head", "both"):
-            entries.append((cells.head_key(row_key),
-                            cells.encode_head(gen, draw(_head_cells_list()))))
+            head_cells = draw(_head_cells_list())
+            head_ts = [ts for _, _, ts in head_cells]
+            entries.append((cells.head_key(row_key), cells.encode_head(head_gen, head_cells)))
         elif shape == "deleted":
-            entries.append((cells.head_key(row_key), cells.encode_deleted_head(gen)))
-        if shape in ("deltas", "both"):
-            for name, value, ts in draw(st.lists(st.tuples(NAMES, VALUES, TS), min_size=1,
-                                                 max_size=3)):
-                gen += 1
-                entries.append((cells.delta_key(row_key, name, gen),
-                                cells.encode_put_delta(ts, value)))
-        gen += 10
+            entries.append((cells.head_key(row_key), cells.encode_deleted_head(head_gen)))
+        if shape in ("deltas", "both", "deleted"):
+            gens = draw(st.sets(st.integers(990, 1010), min_size=1, max_size=4))
+            for gen in gens:
+                name = draw(NAMES)
+                op = draw(st.sampled_from(["put", "put", "delete_one", "delete_all"]))
+                ts = draw(st.one_of(TS, st.sampled_from(head_ts or [5])))
+                value = {"put": lambda: cells.encode_put_delta(ts, draw(VALUES)),
+                         "delete_one": lambda: cells.encode_delete_one(ts),
+                         "delete_all": cells.encode_delete_all}[op]()
+                entries.append((cells.delta_key(row_key, name, gen), value))
     entries.sort()
     return entries
 
@@ -206,3 +212,19 @@ def test_head_cells_is_what_assemble_returns_for_a_head_read_whole(cell_list, ma
     got, got_size = _rows.head_cells(head, min(max_version, max_versions))
     assert got == (parts[1] if parts else None)
     assert got_size == size
+
+
+@settings(max_examples=300, deadline=None)
+@given(_stored_rows(), st.integers(1, 4), st.integers(1, 4))
+def test_row_cells_is_what_assemble_returns_for_any_row_read_whole(entries, max_version,
+                                                                   max_versions):
+    """GetRow/GetRange read whole: heads, DELETED heads and deltas, masked and trimmed."""
+    schema = Schema(["id", "s"], ["INTEGER", "STRING"], None, max_versions=max_versions)
+    keep = min(max_version, max_versions)
+    for row_key, values, group in reads.group_rows(iter(entries), 2):
+        head, deltas = cells.split_entries(len(row_key), group)
+        parts, size = reads.assemble(schema, values, len(row_key), head, deltas, 0, None,
+                                     max_version, None, None)
+        want = (parts[1], size) if parts else (None, 0)
+        assert reads.row_cells(len(row_key), group, keep) == want
+        assert _rows.row_cells(len(row_key), group, keep) == want

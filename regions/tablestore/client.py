@@ -230,11 +230,10 @@ class OTSClient:
         entries = self._row_entries(name, row_key)
         if not entries:
             return read_cu(0), None, b""
-        if (len(entries) == 1 and len(entries[0][0]) == len(row_key) + 1
-                and whole_read(schema, names, rng, column_filter)):
-            # One PutRow head read whole: decoded in C, no assembly.
-            cell_list, size = _rows.head_cells(entries[0][1], min(max_version,
-                                                                  schema.max_versions))
+        if whole_read(schema, names, rng, column_filter):
+            # The row read whole: merged and decoded in C, no assembly.
+            cell_list, size = _rows.row_cells(len(row_key), entries,
+                                              min(max_version, schema.max_versions))
             consumed = read_cu(_rows.pk_size(schema.names, values) + size)
             if cell_list is None:
                 return consumed, None, b""

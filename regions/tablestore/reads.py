@@ -10,7 +10,7 @@ order and attribute columns sorted by name, versions newest first, as
 
 Hot paths have C twins in ``regions.tablestore._rows`` (the client uses
 those): ``head_cells`` (a row that is one PutRow head, read whole) and
-``range_page`` (the GetRange page loop).  The functions here are the
+``row_cells`` (a row read whole) and ``range_page`` (the GetRange page loop).  The functions here are the
 reference the twins are tested against.  Pure functions, thread-safe.
 """
 from . import cells, pkcodec
@@ -19,7 +19,7 @@ from .conditions import evaluate
 from .metadata import Row
 
 __all__ = ["visible", "select", "project", "assemble", "whole_read", "head_cells",
-           "range_page", "group_rows"]
+           "row_cells", "range_page", "group_rows"]
 
 
 def visible(row_key_len, head, deltas, ttl, max_versions, now_ms):
@@ -126,6 +126,20 @@ def head_cells(data, keep):
     return out, cells_size(out)
 
 
+def row_cells(row_key_len, entries, keep):
+    """(cells or None, CU size of the cells) of one row's (key, value) entries
+    read whole (``whole_read``, keep = min(max_version, the table's
+    max_versions)): exactly what ``assemble`` returns then, for any row (head,
+    deltas, or both).  A row that is one head takes ``head_cells``.  C twin:
+    ``_rows.row_cells``."""
+    head, deltas = cells.split_entries(row_key_len, entries)
+    if not deltas:
+        return (None, 0) if head is None else head_cells(head, keep)
+    columns = cells.merge_row(row_key_len, head, deltas)
+    out = [(n, v, ts) for n in sorted(columns) for ts, v in columns[n][:keep]]
+    return (out, cells_size(out)) if out else (None, 0)
+
+
 def group_rows(entries, npk):
     """Group a scan's (key, value) entries by row: yields (row_key, pk values, entries).
 
@@ -154,9 +168,9 @@ def range_page(entries, npk, pk_names, fast, keep, max_rows, max_bytes, slow, li
 
     Rows are read until ``max_rows`` rows were scanned or returned or
     ``max_bytes`` read; then the first row that ``live(row_key, group)`` says
-    exists is the next start.  With ``fast`` (``whole_read``) a row that is
-    one head is ``head_cells``; any other row is ``slow(row_key, values,
-    group)`` -> (Row parts or None, bytes read).  A row counts as scanned when
+    exists is the next start.  With ``fast`` (``whole_read``) a row is
+    ``row_cells``; otherwise it is ``slow(row_key, values, group)`` -> (Row
+    parts or None, bytes read).  A row counts as scanned when
     it had live cells.  C twin: ``_rows.RangePage``.
     """
     rows = []
@@ -166,8 +180,8 @@ def range_page(entries, npk, pk_names, fast, keep, max_rows, max_bytes, slow, li
             if live(row_key, group):
                 return rows, values, read_bytes
             continue
-        if fast and len(group) == 1 and len(group[0][0]) == len(row_key) + 1:
-            cell_list, size = head_cells(group[0][1], keep)
+        if fast:
+            cell_list, size = row_cells(len(row_key), group, keep)
             if cell_list:
                 scanned += 1
                 read_bytes += pk_size(zip(pk_names, values)) + size

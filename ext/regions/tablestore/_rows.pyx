@@ -9,7 +9,7 @@ random inputs, tests/test_tablestore_rows_c.py):
     encode_head, decode_head    cells.encode_head, cells.decode_head
     put_head                    cells.put_head
     pk_size, cells_size         capacity.pk_size over zip(names, values), capacity.cells_size
-    head_cells                  reads.head_cells
+    head_cells, row_cells       reads.head_cells, reads.row_cells
     RangePage                   client's GetRange page loop (reads.range_page)
 
 The formats are documented where they are owned (pkcodec.py: row keys,
@@ -450,6 +450,91 @@ def head_cells(data, Py_ssize_t keep):
     return cells, size
 
 
+cdef enum:
+    D_PUT = 0x11
+    D_DELETE_ONE = 0x12
+    D_DELETE_ALL = 0x13
+
+
+cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize_t* size):
+    """Cells of a row's entries read whole, or None (see row_cells)."""
+    cdef bytes key, value, head = None
+    cdef const unsigned char* kp
+    cdef const unsigned char* vp
+    cdef Py_ssize_t kn, vn, pos, n_deltas = 0, dummy = 0, ln
+    cdef uint64_t head_gen = 0, gen
+    cdef list decoded = []
+    for key, value in entries:
+        if PyBytes_GET_SIZE(key) == rklen + 1:
+            head = value
+        else:
+            n_deltas += 1
+    if n_deltas == 0:
+        return None if head is None else _head_cells(head, keep, size)
+    columns = {}  # name -> {ts: value}, as cells.merge_row
+    if head is not None:
+        _need(0, 9, PyBytes_GET_SIZE(head))
+        head_gen = _get_le(<const unsigned char*>PyBytes_AS_STRING(head) + 1, 8)
+        for name, v, ts in _head_cells(head, PY_SSIZE_T_MAX, &dummy) or ():
+            columns.setdefault(name, {})[ts] = v
+    for key, value in entries:
+        kn = PyBytes_GET_SIZE(key)
+        if kn == rklen + 1:
+            continue
+        # delta key = R 0x01 name 0x00 uint64-BE(~gen); value = kind [ts [value]]
+        if kn < rklen + 11:
+            raise ValueError("corrupt delta key of %d bytes" % kn)
+        kp = <const unsigned char*>PyBytes_AS_STRING(key)
+        gen = ~_get_be64(kp + kn - 8)
+        if gen < head_gen:
+            continue
+        vp = <const unsigned char*>PyBytes_AS_STRING(value)
+        vn = PyBytes_GET_SIZE(value)
+        _need(0, 1, vn)
+        name = PyUnicode_DecodeUTF8(<const char*>kp + rklen + 1, kn - rklen - 10, NULL)
+        if vp[0] == D_DELETE_ALL:
+            decoded.append((gen, name, D_DELETE_ALL, None, None))
+            continue
+        _need(1, 8, vn)
+        ts = <int64_t>_get_le(vp + 1, 8)
+        if vp[0] == D_DELETE_ONE:
+            decoded.append((gen, name, D_DELETE_ONE, ts, None))
+        else:
+            pos = 9
+            decoded.append((gen, name, D_PUT, ts, _decode_value(vp, vn, &pos, &dummy)))
+    decoded.sort(key=_first)
+    for gen_obj, name, kind, ts, v in decoded:
+        if kind == D_PUT:
+            columns.setdefault(name, {})[ts] = v
+        elif kind == D_DELETE_ONE:
+            versions = columns.get(name)
+            if versions is not None:
+                versions.pop(ts, None)
+        else:
+            columns.pop(name, None)
+    out = []
+    for name in sorted(columns):
+        ln = PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+        for ts, v in sorted(columns[name].items(), reverse=True)[:keep]:
+            out.append((name, v, ts))
+            size[0] += ln + _value_size(v)
+    return out
+
+
+cdef object _first(t):
+    return t[0]
+
+
+def row_cells(Py_ssize_t row_key_len, entries, Py_ssize_t keep):
+    """(cells or None, CU size) of one row's (key, value) entries read whole
+    (twin of reads.row_cells)."""
+    cdef Py_ssize_t size = 0
+    cells = _row_cells(row_key_len, list(entries), keep, &size)
+    if not cells:
+        return None, 0
+    return cells, size
+
+
 # -- one GetRange page ------------------------------------------------------
 cdef object _new_object = object.__new__
 
@@ -476,10 +561,10 @@ cdef class RangePage:
     ``RangePage(npk, pk_names, fast, keep, max_rows, max_bytes, slow, live)``;
     ``run(entries)`` -> (rows, next start PK values or None, bytes read).
     Entries are grouped into rows (a row's entries are contiguous and start
-    with its self-delimiting row key).  A row that is one head, when
-    ``fast`` (no columns_to_get, filter, time_range or TTL), is decoded here;
-    every other row goes to ``slow(row_key, values, group)`` -> (Row parts or
-    None, bytes read).  Once the page is full (max_rows rows scanned or
+    with its self-delimiting row key).  When ``fast`` (no columns_to_get,
+    filter, time_range or TTL) every row is merged and decoded here
+    (row_cells); otherwise rows go to ``slow(row_key, values, group)`` -> (Row
+    parts or None, bytes read).  Once the page is full (max_rows rows scanned or
     returned, or max_bytes read), the first row ``live(row_key, group)`` says
     exists is the next start.  Not thread-safe: one object per page.
     """
@@ -507,8 +592,12 @@ cdef class RangePage:
                 self.next_values = values
                 self.done = True
             return 0
-        if group is None and self.fast and PyBytes_GET_SIZE(first_key) == rklen + 1:
-            cells = _head_cells(_as_bytes(first_value), self.keep, &size)
+        if self.fast:
+            if group is None and PyBytes_GET_SIZE(first_key) == rklen + 1:
+                cells = _head_cells(_as_bytes(first_value), self.keep, &size)
+            else:
+                cells = _row_cells(rklen, group if group is not None
+                                   else [(first_key, first_value)], self.keep, &size)
             if cells:
                 self.scanned += 1
                 self.read_bytes += self.names_size + vsize + size
