@@ -32,6 +32,14 @@ def client(tmp_path):
     c.close()
 
 
+def _measure(benchmark, run, rows):
+    """3 rounds of ``run``; records rows/s (none under --benchmark-disable,
+    where ``run`` still runs once as a smoke test)."""
+    benchmark.pedantic(run, rounds=3, iterations=1)
+    if benchmark.stats is not None:
+        benchmark.extra_info["rows_per_s"] = rows / benchmark.stats.stats.mean
+
+
 def _fill(client, n):
     for start in range(0, n, 200):
         req = BatchWriteRowRequest()
@@ -47,8 +55,7 @@ def test_put_row(benchmark, client):
         base = next(counter) * N
         for i in range(base, base + N):
             client.put_row("b", Row([("id", i)], _attrs(i)))
-    benchmark.pedantic(run, rounds=3, iterations=1)
-    benchmark.extra_info["rows_per_s"] = N / benchmark.stats.stats.mean
+    _measure(benchmark, run, N)
 
 
 def test_get_row(benchmark, client):
@@ -57,8 +64,7 @@ def test_get_row(benchmark, client):
     def run():
         for i in range(N):
             client.get_row("b", [("id", i)])
-    benchmark.pedantic(run, rounds=3, iterations=1)
-    benchmark.extra_info["rows_per_s"] = N / benchmark.stats.stats.mean
+    _measure(benchmark, run, N)
 
 
 def test_update_row_increment(benchmark, client):
@@ -67,8 +73,7 @@ def test_update_row_increment(benchmark, client):
     def run():
         for i in range(N):
             client.update_row("b", Row([("id", i)], {"increment": [("a", 1)]}), None)
-    benchmark.pedantic(run, rounds=3, iterations=1)
-    benchmark.extra_info["rows_per_s"] = N / benchmark.stats.stats.mean
+    _measure(benchmark, run, N)
 
 
 def test_batch_write_row_200(benchmark, client):
@@ -77,8 +82,7 @@ def test_batch_write_row_200(benchmark, client):
     def run():
         base = next(counter) * N
         _fill_from(client, base, N)
-    benchmark.pedantic(run, rounds=3, iterations=1)
-    benchmark.extra_info["rows_per_s"] = N / benchmark.stats.stats.mean
+    _measure(benchmark, run, N)
 
 
 def _fill_from(client, base, n):
@@ -100,8 +104,7 @@ def test_get_range_full_pages(benchmark, client):
             _, start, page, _ = client.get_range("b", "FORWARD", start, [("id", INF_MAX)])
             got += len(page)
         assert got == rows
-    benchmark.pedantic(run, rounds=3, iterations=1)
-    benchmark.extra_info["rows_per_s"] = rows / benchmark.stats.stats.mean
+    _measure(benchmark, run, rows)
 
 
 def test_get_range_updated_rows(benchmark, client):
@@ -120,5 +123,4 @@ def test_get_range_updated_rows(benchmark, client):
             got += len(page)
             assert len(page[-1].attribute_columns) == 4
         assert got == rows
-    benchmark.pedantic(run, rounds=3, iterations=1)
-    benchmark.extra_info["rows_per_s"] = rows / benchmark.stats.stats.mean
+    _measure(benchmark, run, rows)
