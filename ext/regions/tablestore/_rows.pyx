@@ -22,8 +22,10 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, realloc
 from libc.string cimport memchr, memcmp, memcpy
+
+from operator import itemgetter
 
 from regions.tablestore.cells import put_head as _py_put_head
 from regions.tablestore.metadata import INF_MAX, INF_MIN, Row
@@ -34,6 +36,7 @@ cdef extern from *:
 cdef object _INF_MIN = INF_MIN
 cdef object _INF_MAX = INF_MAX
 cdef object _Row = Row
+cdef object _by_gen = itemgetter(0)
 
 cdef enum:
     TAG_INF_MIN = 0x00
@@ -177,7 +180,7 @@ def encode_pk(types, values):
 cdef object _decode_one(const unsigned char* p, Py_ssize_t n, Py_ssize_t* pos,
                         Py_ssize_t* size):
     """One PK value at ``pos[0]`` (advanced past it); adds its CU size to size[0]."""
-    cdef Py_ssize_t i = pos[0], j, k
+    cdef Py_ssize_t i = pos[0], j
     cdef unsigned char tag
     cdef const unsigned char* hit
     if i >= n:
@@ -234,9 +237,9 @@ cdef bytes _unescape(const unsigned char* s, Py_ssize_t n):
 def decode_pk(data, Py_ssize_t count, Py_ssize_t pos=0):
     """(values list, end offset) of ``count`` PK columns (twin of pkcodec.decode_pk)."""
     cdef bytes b = _as_bytes(data)
-    cdef Py_ssize_t size = 0, k
+    cdef Py_ssize_t size = 0
     cdef list values = []
-    for k in range(count):
+    for _ in range(count):
         values.append(_decode_one(<const unsigned char*>PyBytes_AS_STRING(b),
                                   PyBytes_GET_SIZE(b), &pos, &size))
     return values, pos
@@ -502,8 +505,8 @@ cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize
         else:
             pos = 9
             decoded.append((gen, name, D_PUT, ts, _decode_value(vp, vn, &pos, &dummy)))
-    decoded.sort(key=_first)
-    for gen_obj, name, kind, ts, v in decoded:
+    decoded.sort(key=_by_gen)
+    for _, name, kind, ts, v in decoded:
         if kind == D_PUT:
             columns.setdefault(name, {})[ts] = v
         elif kind == D_DELETE_ONE:
@@ -519,10 +522,6 @@ cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize
             out.append((name, v, ts))
             size[0] += ln + _value_size(v)
     return out
-
-
-cdef object _first(t):
-    return t[0]
 
 
 def row_cells(Py_ssize_t row_key_len, entries, Py_ssize_t keep):
@@ -551,8 +550,11 @@ cdef inline object _make_row(primary_key, attribute_columns):
 
 cdef list _pk_list(list names, list values):
     """``list(zip(names, values))`` for a decoded primary key."""
-    cdef Py_ssize_t i
-    return [(names[i], values[i]) for i in range(PyList_GET_SIZE(values))]
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(values)
+    cdef list out = []
+    for i in range(n):
+        out.append((names[i], values[i]))
+    return out
 
 
 cdef class RangePage:
