@@ -38,8 +38,9 @@ import tablestore as ts
 CLIENTS = 4
 REQUESTS = 1500          # per client process and operation
 WARMUP = 20              # per client, before the barrier
+REPLAY_KEYS = 50         # distinct captured requests per op for the replay clients
 ROWS = 2000
-OPS = ("PutRow", "GetRow", "GetRange")
+OPS = ("GetRow", "GetRange", "PutRow")   # reads first: they run on 2000 rows of one version each
 KEY_ID, SECRET, INSTANCE = "ak", "sk", "inst"
 
 
@@ -63,7 +64,7 @@ def _call(c, op, k):
         c.get_range("bench", ts.Direction.FORWARD, [("k", k)], [("k", ts.INF_MAX)], limit=10)
 
 
-def _work(endpoint, op, worker, barrier, out):
+def _sdk(endpoint, op, worker, barrier, out):
     c = _client(endpoint)
     for i in range(WARMUP):
         _call(c, op, i)
@@ -71,14 +72,20 @@ def _work(endpoint, op, worker, barrier, out):
     cpu0, t0 = time.process_time(), time.perf_counter()
     for i in range(REQUESTS):
         _call(c, op, (worker * REQUESTS + i) % ROWS)
-    out.put((t0, time.perf_counter(), time.process_time() - cpu0))
+    out.put((t0, time.perf_counter(), time.process_time() - cpu0, REQUESTS))
 
 
-def hammer(endpoint, op, server_pid, clients=CLIENTS):
-    """Run ``clients`` SDK processes against ``endpoint``; return the figures."""
+def hammer(endpoint, op, server_pid, clients=CLIENTS, replay=None):
+    """Run ``clients`` client processes against ``endpoint``; return the figures.
+
+    SDK clients, or with ``replay`` (captured raw requests of ``op``) replay
+    clients; ``ok`` counts the 200 replies (SDK clients raise on anything else).
+    """
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(clients + 1), ctx.Queue()
-    procs = [ctx.Process(target=_work, args=(endpoint, op, w, barrier, out)) for w in range(clients)]
+    procs = [ctx.Process(target=_replay, args=(endpoint, replay, barrier, out)) if replay else
+             ctx.Process(target=_sdk, args=(endpoint, op, w, barrier, out))
+             for w in range(clients)]
     for p in procs:
         p.start()
     barrier.wait(120)            # everyone connected and warmed up
@@ -92,7 +99,7 @@ def hammer(endpoint, op, server_pid, clients=CLIENTS):
     return dict(requests_per_s=round(n / elapsed),
                 server_cpu_us_per_request=round(server_cpu / n * 1e6),
                 client_cpu_us_per_request=round(sum(r[2] for r in results) / n * 1e6),
-                clients=clients, requests=n)
+                clients=clients, requests=n, ok=sum(r[3] for r in results))
 
 
 # ------------------------------------------------------------- the servers
@@ -109,24 +116,58 @@ def _start_server(data):
 
 
 def _load(endpoint):
-    """Create and fill the table; return one captured (headers, body) reply per op."""
+    """Create and fill the table.
+
+    Returns (replies, requests): one captured reply body per op, and per op
+    ``REPLAY_KEYS`` complete signed HTTP requests (bytes) for ``_replay``.
+    """
     c = _client(endpoint)
     c.create_table(ts.TableMeta("bench", [("k", "INTEGER")]), ts.TableOptions(),
                    ts.ReservedThroughput(ts.CapacityUnit(0, 0)))
     for k in range(ROWS):
         _call(c, "PutRow", k)
-    captured = {}
+    captured, requests = {}, {op: [] for op in OPS}
     send = c.connection.send_receive
+    host = endpoint.split("//", 1)[1]
 
     def recording(url, headers, body):
         status, reason, res_headers, res_body = send(url, headers, body)
-        captured[url.rsplit("/", 1)[-1]] = res_body
+        api = url.rsplit("/", 1)[-1]
+        captured[api] = res_body
+        head = "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n" % (url, host, len(body))
+        head += "".join("%s: %s\r\n" % kv for kv in headers.items()) + "\r\n"
+        requests[api].append(head.encode("latin-1") + body)
         return status, reason, res_headers, res_body
 
     c.connection.send_receive = recording
     for op in OPS:
-        _call(c, op, 7)
-    return captured
+        for k in range(REPLAY_KEYS):
+            _call(c, op, k * (ROWS // REPLAY_KEYS))
+    return captured, requests
+
+
+def _replay(endpoint, requests, barrier, out):
+    """A client that costs the server's machine almost nothing: it resends
+    captured SDK requests (signed; the server accepts their date for 15
+    minutes) and reads each reply just far enough to find its end."""
+    host, port = endpoint.split("//", 1)[1].split(":")
+    sock = socket.create_connection((host, int(port)))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    barrier.wait(60)
+    cpu0, t0, ok = time.process_time(), time.perf_counter(), 0
+    for i in range(REQUESTS):
+        sock.sendall(requests[i % len(requests)])
+        data = b""
+        while True:
+            data += sock.recv(65536)
+            end = data.find(b"\r\n\r\n")
+            if end >= 0:
+                at = data.index(b"Content-Length: ") + 16
+                if len(data) >= end + 4 + int(data[at:data.index(b"\r\n", at)]):
+                    break
+        ok += data.startswith(b"HTTP/1.1 200")
+    out.put((t0, time.perf_counter(), time.process_time() - cpu0, ok))
+    sock.close()
 
 
 def _instant_responder(sock, bodies):
@@ -181,19 +222,6 @@ def _instant_responder(sock, bodies):
             buffers[conn] = buf
 
 
-# ------------------------------------------------------------------ pytest
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory):
-    proc, endpoint = _start_server(tmp_path_factory.mktemp("otsbench"))
-    bodies = _load(endpoint)
-    stub, stub_endpoint = _instant(bodies)
-    yield {"server": (proc.pid, endpoint), "instant": (stub.pid, stub_endpoint)}
-    stub.terminate()
-    stub.join(10)
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(60)
-
-
 def _instant(bodies):
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -207,19 +235,55 @@ def _instant(bodies):
     return proc, endpoint
 
 
-@pytest.mark.parametrize("target", ["instant", "server"])
+class Setup:
+    """The real server on a loaded store, the instant responder, the captured requests."""
+
+    def __init__(self, data_dir):
+        self.proc, self.endpoint = _start_server(data_dir)
+        try:
+            bodies, self.requests = _load(self.endpoint)
+            self.stub, self.stub_endpoint = _instant(bodies)
+        except BaseException:
+            self.close()
+            raise
+
+    def run(self, target, op):
+        """target: "instant" (SDK clients, instant responder), "server" (SDK
+        clients, real server) or "replay" (replay clients, real server)."""
+        if target == "instant":
+            return hammer(self.stub_endpoint, op, self.stub.pid)
+        if target == "server":
+            return hammer(self.endpoint, op, self.proc.pid)
+        return hammer(self.endpoint, op, self.proc.pid, replay=self.requests[op])
+
+    def close(self):
+        if getattr(self, "stub", None) is not None:
+            self.stub.terminate()
+            self.stub.join(10)
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(60)
+
+
+# ------------------------------------------------------------------ pytest
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    s = Setup(tmp_path_factory.mktemp("otsbench"))
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("target", ["instant", "server", "replay"])
 @pytest.mark.parametrize("op", OPS)
-def test_sdk_clients(benchmark, servers, op, target):
-    pid, endpoint = servers[target]
+def test_clients_against_server(benchmark, setup, op, target):
     result = {}
-    benchmark.pedantic(lambda: result.update(hammer(endpoint, op, pid)), rounds=1, iterations=1)
+    benchmark.pedantic(lambda: result.update(setup.run(target, op)), rounds=1, iterations=1)
     benchmark.extra_info.update(result)
     print("\n%s %s: %s" % (op, target, result))
-    assert result["requests_per_s"] > 0
+    assert result["ok"] == result["requests"]
 
 
-def compare(repeats=3):
-    """Interleaved runs (instant, server, instant, ...) per op; medians printed.
+def compare(repeats=3, targets=("instant", "server", "replay")):
+    """Interleaved runs (instant, server, replay, instant, ...) per op; medians.
 
     Other work on the machine moves single runs by up to 2x, so the rates are
     medians of ``repeats`` alternating runs; CPU per request moves less.
@@ -227,26 +291,21 @@ def compare(repeats=3):
     import statistics
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
-        proc, endpoint = _start_server(tmp)
+        s = Setup(tmp)
         try:
-            bodies = _load(endpoint)
-            stub, stub_endpoint = _instant(bodies)
-            try:
-                for op in OPS:
-                    runs = {"instant": [], "server": []}
-                    for _ in range(repeats):
-                        runs["instant"].append(hammer(stub_endpoint, op, stub.pid))
-                        runs["server"].append(hammer(endpoint, op, proc.pid))
-                    for name, rs in runs.items():
-                        med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
-                        print("%-8s %-7s median %s  runs %s" % (
-                            op, name, med, [r["requests_per_s"] for r in rs]), flush=True)
-            finally:
-                stub.terminate()
-                stub.join(10)
+            for op in OPS:
+                runs = {t: [] for t in targets}
+                for _ in range(repeats):
+                    for t in targets:
+                        runs[t].append(s.run(t, op))
+                for name, rs in runs.items():
+                    assert all(r["ok"] == r["requests"] for r in rs)
+                    med = {k: statistics.median(r[k] for r in rs) for k in
+                           ("requests_per_s", "server_cpu_us_per_request", "client_cpu_us_per_request")}
+                    print("%-8s %-7s median %s  runs %s" % (
+                        op, name, med, [r["requests_per_s"] for r in rs]), flush=True)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
+            s.close()
 
 
 if __name__ == "__main__":
