@@ -78,6 +78,7 @@ class _Connection(socketserver.BaseRequestHandler):
         except OSError:
             pass
         self.server._track(sock, True)
+        self.debug = log.isEnabledFor(logging.DEBUG)   # once per connection, not per request
 
     def finish(self):
         self.server._track(self.request, False)
@@ -184,7 +185,7 @@ class _Connection(socketserver.BaseRequestHandler):
         close = close or server._stopping
         if not self._send(status, payload, verified, api, close):
             return True
-        if log.isEnabledFor(logging.DEBUG):
+        if self.debug:
             log.debug("%s %s %s -> %d (%d bytes)", self.client_address[0], head.method,
                       head.target, status, len(payload))
         return close
