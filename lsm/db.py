@@ -227,8 +227,9 @@ class DB:
                        "bytes_read_compaction": 0}
         self._lock_file = None
         self.versions = None
-        self.block_cache = BlockCache(options.block_cache_bytes)
-        self._cache_keys = {}                       # file number -> table cache key
+        self.block_cache = options.block_cache if options.block_cache is not None \
+            else BlockCache(options.block_cache_bytes)
+        self._hot_tables = {}                       # file number -> table (see _table)
         self._tables = TableCache(self._open_table, options.max_open_files, close_on_evict=False)
 
     def _abort_open(self):
@@ -307,12 +308,20 @@ class DB:
             return (os.path.join(self.path, filenames.table_name(f.number)), None, None, False)
         return (os.path.normpath(os.path.join(self.path, f.path)), f.lo, f.hi, True)
 
-    def _cache_key(self, f: FileMeta):
-        key = self._cache_keys[f.number] = self._table_key(f)
-        return key
-
     def _table(self, f: FileMeta):
-        return self._tables.get(self._cache_keys.get(f.number) or self._cache_key(f))
+        """The open table (or view) of ``f``, through the table cache.
+
+        Point reads first look in ``_hot_tables`` (file number -> table, no
+        LRU bookkeeping); it is emptied whenever it outgrows
+        ``max_open_files`` and loses a file when the file is deleted, so it
+        never holds more tables than the table cache would.
+        """
+        t = self._tables.get(self._table_key(f))
+        hot = self._hot_tables
+        if len(hot) >= self.options.max_open_files:
+            hot.clear()
+        hot[f.number] = t
+        return t
 
     def _table_iter(self, f: FileMeta):
         return self._table(f).iterator()
@@ -490,11 +499,11 @@ class DB:
         raise CorruptionError(f"table files keep vanishing under a read of {key!r}")
 
     def _get_from_version(self, v, key, seq):
-        keys, tables = self._cache_keys, self._tables
+        hot = self._hot_tables
         for lo, hi, f in v.l0:
             if lo <= key <= hi:
-                ck = keys.get(f.number) or self._cache_key(f)
-                r = tables.get(ck).get(key, seq)
+                t = hot.get(f.number) or self._table(f)
+                r = t.get(key, seq)
                 if r is not None:
                     return r
         if v.search:
@@ -504,8 +513,8 @@ class DB:
                 if i < len(files):
                     f = files[i]
                     if f.smallest_user <= key:
-                        ck = keys.get(f.number) or self._cache_key(f)
-                        r = tables.get(ck).get(key, seq)
+                        t = hot.get(f.number) or self._table(f)
+                        r = t.get(key, seq)
                         if r is not None:
                             return r
         return None
@@ -735,7 +744,7 @@ class DB:
             if kind == "sst" and n not in keep:
                 path = os.path.join(self.path, name)
                 self._tables.evict((path, None, None, False))
-                self._cache_keys.pop(n, None)
+                self._hot_tables.pop(n, None)
                 self.fs.remove_if_exists(path)
             elif kind == "log" and n < log_number and n != current_log:
                 self.fs.remove_if_exists(os.path.join(self.path, name))

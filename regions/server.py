@@ -28,6 +28,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import lsm
+from lsm.cache import BlockCache
 
 from . import procedure, region as _region
 from .adjust import adjust_split_point
@@ -114,6 +115,7 @@ class RegionServer:
         self.path = path
         self.options = options
         self._fs = options.fs if options.fs is not None else lsm.fs.OSFileSystem()
+        self._block_cache = None      # shared by every region's store (see _store_options)
         self._policy = options.make_policy()
         self._lock = threading.RLock()
         self._tables = {}
@@ -181,8 +183,14 @@ class RegionServer:
 
     def _store_options(self, table, **changes):
         base = self.options.lsm_options if self.options.lsm_options is not None else lsm.Options()
+        if self._block_cache is None:
+            # One block cache for every region of the server (HBase's
+            # BlockCache is per RegionServer): the budget does not grow with
+            # the number of regions.
+            self._block_cache = base.block_cache or BlockCache(base.block_cache_bytes)
         return base.copy(memtable_bytes=self.options.memtable_bytes, sync=self.options.sync,
-                         fs=self._fs, compaction_filter_factory=table.hooks.filter_factory, **changes)
+                         fs=self._fs, compaction_filter_factory=table.hooks.filter_factory,
+                         block_cache=self._block_cache, **changes)
 
     def _open_store(self, table, region_id, **changes):
         return lsm.DB.open(self._region_path(region_id), self._store_options(table, **changes))

@@ -156,17 +156,22 @@ def build(bytes digests not None, int bits_per_key):
 
 def may_contain(bytes filt not None, bytes user_key not None):
     """False only if ``user_key`` was certainly not added to ``filt``."""
-    cdef Py_ssize_t m = PyBytes_GET_SIZE(filt) - 1
-    cdef const unsigned char* bits = <const unsigned char*>PyBytes_AS_STRING(filt)
+    return probe(<const unsigned char*>PyBytes_AS_STRING(filt), PyBytes_GET_SIZE(filt),
+                 <const unsigned char*>PyBytes_AS_STRING(user_key), PyBytes_GET_SIZE(user_key))
+
+
+cdef bint probe(const unsigned char* bits, Py_ssize_t size,
+                const unsigned char* key, Py_ssize_t kn) noexcept nogil:
+    """may_contain on raw pointers (for the point-read path in _table.pyx)."""
+    cdef Py_ssize_t m = size - 1
     cdef uint64_t h1, h2, h, nbits
     cdef int k, j
     if m < 1:
         return True
     k = bits[m]
-    if k < 1 or k > MAX_PROBES:
+    if k < 1 or k > 30:
         return True
-    murmur3_x64_128(<const unsigned char*>PyBytes_AS_STRING(user_key),
-                    PyBytes_GET_SIZE(user_key), 0, &h1, &h2)
+    murmur3_x64_128(key, kn, 0, &h1, &h2)
     nbits = <uint64_t>m * 8
     for j in range(k):
         h = (h1 + <uint64_t>j * h2) % nbits

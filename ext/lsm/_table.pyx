@@ -15,7 +15,7 @@ from libc.string cimport memcpy, memcmp
 from lsm._keys cimport cmp_ikey, cmp_user
 from lsm._iter cimport InternalIterator
 from lsm._block cimport Block, BlockBuilder, BlockIter, get_varint64
-from lsm._bloom cimport murmur3_x64_128
+from lsm._bloom cimport murmur3_x64_128, probe
 
 from lsm.errors import CorruptionError
 
@@ -403,7 +403,9 @@ cdef class PointReader:
         """``(kind, value)`` of the newest entry of ``user_key`` with
         sequence <= ``seq``, or None.  A bloom miss reads no block."""
         cdef object h, blk
-        if self._filter is not None and not self._may_contain(self._filter, user_key):
+        if self._filter is not None and not probe(
+                <const unsigned char*>PyBytes_AS_STRING(self._filter), PyBytes_GET_SIZE(self._filter),
+                <const unsigned char*>PyBytes_AS_STRING(user_key), PyBytes_GET_SIZE(user_key)):
             return None
         cdef bytes lk = user_key + _pack_lookup((seq << 8) | 1)
         h = self._index.find_handle(lk)
