@@ -138,7 +138,7 @@ def _level_iter(files, open_iter):
     return LevelIterator([f.largest for f in files], lambda i: open_iter(files[i]))
 
 
-def write_tables(db, stream, cut: bool):
+def write_tables(db, stream, cut: bool, level: int):
     """Drain ``stream`` (a CompactionStream) into new table files.
 
     Returns a list of FileMeta.  When ``cut``, outputs are cut at
@@ -147,6 +147,8 @@ def write_tables(db, stream, cut: bool):
     """
     options, fs = db.options, db.fs
     target = options.target_file_bytes if cut else 0
+    if options.compression and level < options.compression_min_level:
+        options = options.copy(compression=False)
     outputs, written = [], []
     builder = f = None
     try:

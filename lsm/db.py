@@ -681,7 +681,7 @@ class DB:
         """Write ``mem`` to L0 table(s); returns their FileMeta (not installed)."""
         it = mem.iterator()
         it.seek_to_first()
-        metas = write_tables(self, CompactionStream(it, self._smallest_snapshot(), False), cut=False)
+        metas = write_tables(self, CompactionStream(it, self._smallest_snapshot(), False), cut=False, level=0)
         for m in metas:
             self._stats["flushes"] += 1
             self._stats["bytes_flushed"] += m.size
@@ -712,7 +712,7 @@ class DB:
         factory = self.options.compaction_filter_factory
         filter_fn = factory() if factory is not None else None
         stream = CompactionStream(it, self._smallest_snapshot(), not deeper, filter_fn)
-        metas = write_tables(self, stream, cut=True)
+        metas = write_tables(self, stream, cut=True, level=c.output_level)
         edit = VersionEdit()
         for level, f in c.all_inputs():
             edit.delete(level, f.number)

@@ -34,12 +34,16 @@ import shutil
 import threading
 from contextlib import suppress
 
+from ._record import write_holding_gil as _write_small
 from .errors import ClosedError, CorruptionError, StorageError
 
 __all__ = [
     "FileSystem", "OSFileSystem", "AppendFile", "ReadFile", "FileLock",
     "FileMissingError", "TEMP_SUFFIX", "storage_error", "FaultInjectionFS", "SimulatedCrash",
 ]
+
+#: Appends up to this size are written without releasing the GIL.
+_SMALL_WRITE = 64 << 10
 
 #: Suffix of the temporary file ``write_atomic`` renames into place.
 TEMP_SUFFIX = ".tmp"
@@ -228,11 +232,14 @@ class _OSAppendFile(AppendFile):
         fd = self._fd
         if fd < 0:
             raise ClosedError(f"append to closed file {self.path!r}")
+        total = len(data)
         try:
-            n = os.write(fd, data)
+            # Small appends (WAL records) keep the GIL: see
+            # lsm._record.write_holding_gil for why.
+            n = _write_small(fd, data) if total <= _SMALL_WRITE and type(data) is bytes \
+                else os.write(fd, data)
         except OSError as e:
             raise storage_error(e, "append", self.path) from None
-        total = len(data)
         if n != total:                  # rare: a short write; finish it
             self._append_rest(memoryview(data), n, total)
         self.size += total

@@ -39,6 +39,11 @@ class Options:
     compression: bool = True
     #: zstandard level; 1 is fast enough to keep compaction cheap.
     compression_level: int = 1
+    #: First level whose tables are compressed.  L0 and L1 are rewritten
+    #: soon after they are written, so compressing them costs CPU (under the
+    #: GIL, beside the writers) for bytes that do not stay; RocksDB setups
+    #: commonly leave them raw for the same reason.
+    compression_min_level: int = 2
     #: Bloom filter bits per key (0 disables): 10 bits gives ~1% false
     #: positives, so a missing key costs ~0.01 block reads per table.
     bloom_bits_per_key: int = 10

@@ -23,6 +23,7 @@ iterator reads the shared memtable under the memtable's lock, in chunks.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
 from libc.stdint cimport uint64_t
+from libc.string cimport memcpy
 
 from lsm._keys cimport cmp_ikey, cmp_user, decode_fixed64
 
@@ -159,17 +160,18 @@ cdef class MemTableIterator(InternalIterator):
 
     The memtable may be written concurrently: positions are re-found by key
     under ``lock`` whenever a new chunk of keys is needed, so a concurrent
-    insert never makes the iterator skip or repeat a key.  Versions added to
-    a key after the iterator read it are newer than any snapshot taken
-    before, so missing them is correct.
+    insert never makes the iterator skip or repeat a key.  Versions appended
+    to a key after the iterator entered it are newer than any snapshot taken
+    before, so they are not visited (``_vn`` is the count seen on entry).
     """
     cdef object _sorted      # SortedList of user keys
     cdef dict _versions
     cdef object _lock
     cdef list _chunk         # user keys, in iteration direction
     cdef Py_ssize_t _ci      # index into _chunk
-    cdef list _vers          # versions of the current user key, newest first
-    cdef Py_ssize_t _vi
+    cdef list _vers          # versions of the current user key, oldest first (shared, append-only)
+    cdef Py_ssize_t _vn      # len(_vers) when the key was entered
+    cdef Py_ssize_t _vi      # current version index; newest first means _vi counts down
     cdef bint _forward
     cdef bytes _key          # cached internal key of the current entry
 
@@ -197,14 +199,17 @@ cdef class MemTableIterator(InternalIterator):
 
     cdef _enter_key(self, bint newest_first):
         """Make the chunk's current key current; position on a version."""
-        cdef bytes uk
         self._key = None
         if self._ci >= len(self._chunk):
             self._vers = None
             return
-        uk = self._chunk[self._ci]
-        self._vers = list(reversed(self._versions[uk]))
-        self._vi = 0 if newest_first else len(self._vers) - 1
+        self._vers = self._versions[self._chunk[self._ci]]
+        self._vn = len(self._vers)
+        self._vi = self._vn - 1 if newest_first else 0
+
+    cdef inline uint64_t _tag(self, Py_ssize_t i):
+        cdef tuple v = <tuple>self._vers[i]
+        return (<uint64_t>v[0] << 8) | <int>v[1]
 
     cpdef bint valid(self):
         return self._vers is not None
@@ -224,10 +229,9 @@ cdef class MemTableIterator(InternalIterator):
         self._enter_key(True)
         if self._vers is not None and self._chunk[self._ci] == uk:
             # skip versions newer than the target (tag order is descending)
-            while self._vi < len(self._vers) and \
-                    ((<uint64_t>(<tuple>self._vers[self._vi])[0] << 8) | <int>(<tuple>self._vers[self._vi])[1]) > tag:
-                self._vi += 1
-            if self._vi >= len(self._vers):
+            while self._vi >= 0 and self._tag(self._vi) > tag:
+                self._vi -= 1
+            if self._vi < 0:
                 self._next_key()
 
     cpdef seek_for_prev(self, bytes ikey):
@@ -236,10 +240,9 @@ cdef class MemTableIterator(InternalIterator):
         self._load_backward(uk, True)
         self._enter_key(False)
         if self._vers is not None and self._chunk[self._ci] == uk:
-            while self._vi >= 0 and \
-                    ((<uint64_t>(<tuple>self._vers[self._vi])[0] << 8) | <int>(<tuple>self._vers[self._vi])[1]) < tag:
-                self._vi -= 1
-            if self._vi < 0:
+            while self._vi < self._vn and self._tag(self._vi) < tag:
+                self._vi += 1
+            if self._vi >= self._vn:
                 self._prev_key()
 
     cdef _next_key(self):
@@ -263,22 +266,34 @@ cdef class MemTableIterator(InternalIterator):
         self._enter_key(False)
 
     cpdef next(self):
-        self._vi += 1
-        self._key = None
-        if self._vi >= len(self._vers):
-            self._next_key()
-
-    cpdef prev(self):
         self._vi -= 1
         self._key = None
         if self._vi < 0:
+            self._next_key()
+
+    cpdef prev(self):
+        self._vi += 1
+        self._key = None
+        if self._vi >= self._vn:
             self._prev_key()
 
     cpdef bytes key(self):
         cdef tuple v
+        cdef bytes uk
+        cdef Py_ssize_t n
+        cdef char* p
+        cdef uint64_t tag
+        cdef int i
         if self._key is None:
-            v = self._vers[self._vi]
-            self._key = <bytes>self._chunk[self._ci] + _pack_tag((<uint64_t>v[0] << 8) | <int>v[1])
+            v = <tuple>self._vers[self._vi]
+            uk = <bytes>self._chunk[self._ci]
+            n = PyBytes_GET_SIZE(uk)
+            tag = (<uint64_t>v[0] << 8) | <int>v[1]
+            self._key = PyBytes_FromStringAndSize(NULL, n + 8)
+            p = PyBytes_AS_STRING(self._key)
+            memcpy(p, PyBytes_AS_STRING(uk), n)
+            for i in range(8):
+                p[n + i] = <char>((tag >> (8 * i)) & 0xff)
         return self._key
 
     cpdef bytes value(self):
