@@ -252,3 +252,14 @@ def test_an_open_refused_for_a_corrupt_wal_leaves_current_and_manifests_alone(db
     with pytest.raises(lsm.CorruptionError):
         lsm.DB.open(dbpath)
     assert (sorted(os.listdir(dbpath)), open(os.path.join(dbpath, "CURRENT")).read()) == before
+
+
+def test_sequential_tables_move_down_a_level_without_being_rewritten(dbpath):
+    with lsm.DB.open(dbpath, tiny_options()) as db:
+        for i in range(3000):
+            db.put(b"%08d" % i, b"v%d" % i)
+        st = db.stats()
+        assert st["trivial_moves"] > 0
+        assert sum(st["files_per_level"][1:]) > 0
+        assert [k for k, _ in db.scan()] == [b"%08d" % i for i in range(3000)]
+        assert db.get(b"00001234") == b"v1234"
