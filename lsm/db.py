@@ -671,7 +671,7 @@ class DB:
             else:
                 c = pick_compaction(self.versions.current, self.options, self._pointers)
                 if c is not None:
-                    self._run_compaction(c)
+                    self._run_compaction(c, allow_move=True)
         finally:
             with self._mutex:
                 self._bg_busy = False
@@ -722,8 +722,11 @@ class DB:
         self._stats["trivial_moves"] += 1
         return True
 
-    def _run_compaction(self, c):
-        if self._trivial_move(c):
+    def _run_compaction(self, c, allow_move=False):
+        # Only background compactions move tables; a manual one (compact_range)
+        # rewrites, so the compaction filter and view rewriting see the data
+        # (LevelDB's rule too).
+        if allow_move and self._trivial_move(c):
             return
         v = self.versions.current
         it = input_iterator(c, self._table_iter)
@@ -830,13 +833,10 @@ class DB:
         """
         points = []
         for f in self._tables_in(start, end):
-            bounds = self._table(f).block_boundaries()
-            # At most ~512 points per table: the answer is then within about
+            # About 512 points per table: the answer is then within about
             # 1/512 of a table's bytes, and the cost stays flat as regions grow.
-            stride = max(1, len(bounds) // 512)
             prev = 0
-            for i in range(stride - 1, len(bounds), stride):
-                key, cum = bounds[i]
+            for key, cum in self._table(f).block_boundaries(512):
                 w, prev = cum - prev, cum
                 if (start is None or key > start) and (end is None or key < end):
                     points.append((key, w))

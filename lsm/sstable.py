@@ -261,8 +261,18 @@ class Table:
         h = self._index.find_handle(lookup_key(user_key, MAX_SEQ))
         return self.data_size if h is None else h[0]
 
-    def block_boundaries(self):
-        """``[(last user key of block i, data bytes through block i)]``."""
+    def block_boundaries(self, max_points: int = 0):
+        """``[(last user key of block i, data bytes through block i)]``.
+
+        ``max_points`` > 0: only about that many, evenly spaced (every k-th
+        block and the last), read straight from the index: what a split
+        point search needs, at a cost that does not grow with the table.
+        """
+        if max_points > 0 and self.num_data_blocks > max_points:
+            try:
+                return index_boundaries(self._index, TRAILER_SIZE, self.num_data_blocks // max_points)
+            except CorruptionError as e:
+                raise CorruptionError(f"{self.name}: {e}") from None
         if self._boundaries is None:
             try:
                 self._boundaries = index_boundaries(self._index, TRAILER_SIZE)
@@ -395,11 +405,11 @@ class TableView:
         off = self.table.approximate_offset(user_key)
         return min(max(off, self._off_lo), self._off_lo + self.file_size) - self._off_lo
 
-    def block_boundaries(self):
+    def block_boundaries(self, max_points: int = 0):
         """The table's boundaries whose key is in range, offsets relative to
         the view (cumulative, ending at most at ``file_size``)."""
         return [(k, min(max(c - self._off_lo, 0), self.file_size))
-                for k, c in self.table.block_boundaries() if self._in_range(k)]
+                for k, c in self.table.block_boundaries(max_points) if self._in_range(k)]
 
     def verify(self) -> None:
         self.table.verify()
