@@ -476,6 +476,8 @@ class DB:
         # The hot path, flattened: memtable, frozen memtable, then tables.
         vs = self._mem.versions.get(key)
         if vs is not None:
+            if type(vs) is tuple:
+                vs = (vs,)
             for i in range(len(vs) - 1, -1, -1):
                 v = vs[i]
                 if v[0] <= seq:

@@ -199,11 +199,14 @@ cdef class MemTableIterator(InternalIterator):
 
     cdef _enter_key(self, bint newest_first):
         """Make the chunk's current key current; position on a version."""
+        cdef object v
         self._key = None
         if self._ci >= len(self._chunk):
             self._vers = None
             return
-        self._vers = self._versions[self._chunk[self._ci]]
+        v = self._versions[self._chunk[self._ci]]
+        # one version: a bare tuple (see MemTable.add); more: a list
+        self._vers = [v] if type(v) is tuple else <list>v
         self._vn = len(self._vers)
         self._vi = self._vn - 1 if newest_first else 0
 
