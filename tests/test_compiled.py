@@ -16,3 +16,15 @@ def test_iterator_module_is_a_compiled_extension():
     assert lsm.memtable.MemTableIterator is lsm._iter.MemTableIterator
     # a cdef class, not a Python class: no __dict__ on instances
     assert not hasattr(lsm._iter.ListIterator([], []), "__dict__")
+
+
+def test_every_engine_extension_is_compiled_and_wired_in():
+    import lsm._block
+    import lsm._bloom
+    import lsm._record
+    import lsm._table
+    import lsm.sstable
+    for mod in (lsm._block, lsm._bloom, lsm._record, lsm._table):
+        assert _is_extension(mod), mod.__file__
+    assert lsm.sstable.TwoLevelIter is lsm._table.TwoLevelIter
+    assert lsm.sstable.PointReader is lsm._table.PointReader
