@@ -24,6 +24,7 @@ import zlib
 import zstandard
 
 from ._block import Block, BlockBuilder, BlockIter, decode_varint, encode_varint
+from .crc import mask_crc, unmask_crc
 from .errors import CorruptionError
 
 __all__ = [
@@ -35,19 +36,9 @@ __all__ = [
 TYPE_RAW = 0    # never renumber: written to disk
 TYPE_ZSTD = 1   # never renumber: written to disk
 TRAILER_SIZE = 5
-_MASK_DELTA = 0xA282EAD8
 _U32 = struct.Struct("<I")
 
 _local = threading.local()
-
-
-def mask_crc(crc: int) -> int:
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
-
-
-def unmask_crc(masked: int) -> int:
-    rot = (masked - _MASK_DELTA) & 0xFFFFFFFF
-    return ((rot >> 17) | (rot << 15)) & 0xFFFFFFFF
 
 
 def _compressor(level: int):

@@ -35,6 +35,7 @@ import struct
 from typing import Iterator
 from zlib import crc32
 
+from .crc import MASK_DELTA, mask_crc
 from .errors import ClosedError, CorruptionError, ReadOnlyError
 
 __all__ = [
@@ -49,7 +50,7 @@ FIRST = 2     # never renumber
 MIDDLE = 3    # never renumber
 LAST = 4      # never renumber
 
-_MASK_DELTA = 0xA282EAD8
+_MASK_DELTA = MASK_DELTA          # inlined below on the hot paths
 _HEADER = struct.Struct("<IHB")
 _CRC = struct.Struct("<I")
 _LEN_TYPE = struct.Struct("<HB")
@@ -58,10 +59,6 @@ _ZEROS = bytes(HEADER_SIZE)
 # Where a later FULL or FIRST record could start: its type byte is 6 bytes on.
 _START_TYPE = re.compile(b"[\x01\x02]")
 
-
-def mask_crc(crc: int) -> int:
-    """LevelDB's mask: a CRC stored in data that is itself CRC'd stays strong."""
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
 class LogWriter:

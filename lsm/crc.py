@@ -1,0 +1,21 @@
+"""The masked CRC of LevelDB, shared by the log format (lsm/wal.py) and the
+table format (lsm/sstable.py, lsm/block.py): the one place that defines it.
+
+A CRC stored inside data that is itself checksummed is masked (rotated and
+offset) so that a CRC over a CRC stays strong.  The checksum itself is
+zlib.crc32 (see docs/formats/wal.md for why not crc32c); lsm._record holds
+the C twin of the mask for the put path.
+"""
+
+__all__ = ["MASK_DELTA", "mask_crc", "unmask_crc"]
+
+MASK_DELTA = 0xA282EAD8   # never change: written to disk
+
+
+def mask_crc(crc: int) -> int:
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + MASK_DELTA) & 0xFFFFFFFF
+
+
+def unmask_crc(masked: int) -> int:
+    rot = (masked - MASK_DELTA) & 0xFFFFFFFF
+    return ((rot >> 17) | (rot << 15)) & 0xFFFFFFFF
