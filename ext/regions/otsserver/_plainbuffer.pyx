@@ -17,6 +17,7 @@ thread-safe (the GIL is held throughout).
 """
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from regions._buf cimport Buf, buf_put as _bytes, buf_reserve as _reserve
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
@@ -64,28 +65,6 @@ cdef void _init_crc8():
 _init_crc8()
 
 
-cdef struct Buf:
-    unsigned char* p
-    Py_ssize_t n
-    Py_ssize_t cap
-
-
-cdef int _reserve(Buf* b, Py_ssize_t more) except -1:
-    cdef Py_ssize_t cap
-    cdef unsigned char* p
-    if b.n + more <= b.cap:
-        return 0
-    cap = b.cap * 2
-    if cap < b.n + more:
-        cap = b.n + more
-    p = <unsigned char*>realloc(b.p, cap)
-    if p == NULL:
-        raise MemoryError()
-    b.p = p
-    b.cap = cap
-    return 0
-
-
 cdef inline uint8_t _crc(uint8_t crc, const unsigned char* data, Py_ssize_t n):
     cdef Py_ssize_t i
     for i in range(n):
@@ -97,13 +76,6 @@ cdef inline void _le(unsigned char* at, unsigned long long v, int width):
     cdef int i
     for i in range(width):
         at[i] = <unsigned char>(v >> (8 * i))
-
-
-cdef int _bytes(Buf* b, const void* data, Py_ssize_t n) except -1:
-    _reserve(b, n)
-    memcpy(b.p + b.n, data, n)
-    b.n += n
-    return 0
 
 
 cdef int _sized(Buf* b, uint8_t vt, const char* data, Py_ssize_t n) except -1:

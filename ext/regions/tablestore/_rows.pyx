@@ -21,6 +21,8 @@ thread-safe.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_DecodeUTF8
+from regions._buf cimport (Buf, buf_put as _put, buf_put_byte as _put_byte,
+                            buf_put_le as _put_le, buf_reserve as _reserve)
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memchr, memcmp, memcpy
@@ -55,51 +57,7 @@ cdef enum:
 cdef uint64_t _OFFSET = (<uint64_t>1) << 63
 
 
-# -- a growable output buffer ---------------------------------------------
-cdef struct Buf:
-    unsigned char* p
-    Py_ssize_t n
-    Py_ssize_t cap
-
-
-cdef int _reserve(Buf* b, Py_ssize_t extra) except -1:
-    cdef Py_ssize_t cap
-    cdef unsigned char* p
-    if b.n + extra <= b.cap:
-        return 0
-    cap = b.cap * 2 if b.cap else 256
-    while cap < b.n + extra:
-        cap *= 2
-    p = <unsigned char*>realloc(b.p, cap)
-    if p == NULL:
-        raise MemoryError()
-    b.p, b.cap = p, cap
-    return 0
-
-
-cdef inline int _put(Buf* b, const void* src, Py_ssize_t n) except -1:
-    _reserve(b, n)
-    memcpy(b.p + b.n, src, n)
-    b.n += n
-    return 0
-
-
-cdef inline int _put_byte(Buf* b, unsigned char c) except -1:
-    _reserve(b, 1)
-    b.p[b.n] = c
-    b.n += 1
-    return 0
-
-
-cdef inline int _put_le(Buf* b, uint64_t v, int width) except -1:
-    cdef int i
-    _reserve(b, width)
-    for i in range(width):
-        b.p[b.n + i] = (v >> (8 * i)) & 0xff
-    b.n += width
-    return 0
-
-
+# -- output buffer: ext/regions/_buf.pxd
 cdef inline int _put_be64(Buf* b, uint64_t v) except -1:
     cdef int i
     _reserve(b, 8)
