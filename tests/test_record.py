@@ -4,17 +4,8 @@ import random
 from lsm._record import frame_single
 from lsm.batch import decode_record, encode_single
 from lsm.fs import FaultInjectionFS, OSFileSystem
+from memfiles import MemAppendFile
 from lsm.wal import BLOCK_SIZE, HEADER_SIZE, LogReader, LogWriter
-
-
-class _Buf:
-    def __init__(self):
-        self.data = bytearray()
-        self.size = 0
-
-    def append(self, b):
-        self.data += b
-        self.size = len(self.data)
 
 
 def test_frame_single_matches_add_record_of_encode_single_byte_for_byte():
@@ -24,7 +15,7 @@ def test_frame_single_matches_add_record_of_encode_single_byte_for_byte():
         key = rng.randbytes(rng.randint(1, 40))
         value = rng.randbytes(rng.randint(0, 300)) if kind else b""
         seq = rng.randint(1, (1 << 56) - 1)
-        a, b = _Buf(), _Buf()
+        a, b = MemAppendFile(), MemAppendFile()
         LogWriter(a).add_record(encode_single(seq, kind, key, value))
         LogWriter(b).append_framed(frame_single(seq, kind, key, value, BLOCK_SIZE))
         assert bytes(a.data) == bytes(b.data)

@@ -14,45 +14,7 @@ from lsm.options import Options
 from lsm.sstable import FOOTER_SIZE, TABLE_MAGIC, Table, TableBuilder, TableView
 
 from iterator_conformance import check_iterator
-
-
-class MemAppendFile:
-    """The AppendFile interface over a bytes buffer."""
-
-    def __init__(self):
-        self.buf = bytearray()
-        self.size = 0
-
-    def append(self, data):
-        self.buf += data
-        self.size = len(self.buf)
-
-    def sync(self):
-        pass
-
-    def close(self):
-        pass
-
-
-class MemReadFile:
-    """The ReadFile interface over bytes, counting reads."""
-
-    def __init__(self, data):
-        self.data = bytes(data)
-        self.reads = 0
-        self.closed = False
-
-    def read(self, offset, n):
-        if offset < 0 or offset + n > len(self.data):
-            raise CorruptionError(f"short read at {offset}+{n}")
-        self.reads += 1
-        return self.data[offset:offset + n]
-
-    def size(self):
-        return len(self.data)
-
-    def close(self):
-        self.closed = True
+from memfiles import MemAppendFile, MemReadFile
 
 
 def build(items, **opt):
@@ -62,8 +24,8 @@ def build(items, **opt):
     for k, v in items:
         tb.add(k, v)
     meta = tb.finish()
-    assert meta["size"] == len(f.buf)
-    return bytes(f.buf), meta, options
+    assert meta["size"] == len(f.data)
+    return bytes(f.data), meta, options
 
 
 def open_table(data, options, cache=None):

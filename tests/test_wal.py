@@ -12,6 +12,7 @@ import pytest
 from lsm.errors import ClosedError, CorruptionError, ReadOnlyError, StorageError
 from lsm.fs import FaultInjectionFS, OSFileSystem
 from lsm.wal import BLOCK_SIZE, LogReader, LogWriter, read_log
+from memfiles import MemAppendFile
 
 B = 32768   # the block size, spelled out: the format fixes it
 H = 7       # header: checksum uint32le, length uint16le, type uint8
@@ -28,28 +29,9 @@ def phys(typ: int, payload: bytes) -> bytes:
     return struct.pack("<I", masked_crc(body)) + body
 
 
-class MemFile:
-    """An in-memory AppendFile."""
-
-    def __init__(self, data: bytes = b""):
-        self.data = bytearray(data)
-        self.size = len(data)
-        self.closed = False
-
-    def append(self, data):
-        self.data += data
-        self.size += len(data)
-
-    def sync(self):
-        pass
-
-    def close(self):
-        self.closed = True
-
-
 def write_log(records, offset_data=b""):
     """Write records; returns (bytes, end offset of each record)."""
-    f = MemFile(offset_data)
+    f = MemAppendFile(offset_data)
     w = LogWriter(f, len(offset_data))
     ends = []
     for r in records:
@@ -148,7 +130,7 @@ def test_many_random_records_round_trip():
 
 
 def test_payload_may_be_bytearray_or_memoryview_but_not_str():
-    f = MemFile()
+    f = MemAppendFile()
     w = LogWriter(f)
     w.add_record(bytearray(b"ab"))
     w.add_record(memoryview(b"cd"))
@@ -161,7 +143,7 @@ def test_payload_may_be_bytearray_or_memoryview_but_not_str():
 
 def test_bad_constructor_arguments():
     with pytest.raises(ValueError, match="offset"):
-        LogWriter(MemFile(), -1)
+        LogWriter(MemAppendFile(), -1)
     with pytest.raises(TypeError, match="must be bytes"):
         LogReader("not bytes")
 
@@ -383,7 +365,7 @@ def test_writer_refuses_records_after_a_failed_append(tmp_path):
 
 
 def test_closed_writer_raises_closed_error():
-    f = MemFile()
+    f = MemAppendFile()
     w = LogWriter(f)
     w.close()
     w.close()
