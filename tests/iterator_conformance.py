@@ -74,31 +74,42 @@ def check_iterator(make_iter, model_items, *, seed=0, max_probes=400):
     probes = probe_keys(model, rng)
     if len(probes) > max_probes:
         probes = rng.sample(probes, max_probes)
+    check_seeks_and_walks(it, model, sort_keys, probes, internal_sort_key, rng,
+                          walks=min(60, 4 * n + 4), max_steps=12)
+
+
+def check_seeks_and_walks(it, want, sort_keys, probes, sort_key, rng, *, walks, max_steps):
+    """``seek`` and ``seek_for_prev`` at every probe, then ``walks`` random
+    walks (seek, then next/prev at random, up to ``max_steps``), each position
+    checked against ``want`` (the expected ``(key, value)`` in order).
+
+    ``sort_keys[i]`` orders ``want[i]`` and ``sort_key(probe)`` orders a probe
+    the same way: internal-key order for internal iterators, plain bytes for
+    the DB iterator.  Works for any iterator with seek/seek_for_prev/next/
+    prev/valid/key/value.
+    """
+    n = len(want)
     for target in probes:
-        tk = internal_sort_key(target)
+        tk = sort_key(target)
         i = bisect.bisect_left(sort_keys, tk)          # first >= target
         it.seek(target)
-        assert _pos(it) == (model[i] if i < n else None), f"seek({target!r})"
+        assert _pos(it) == (want[i] if i < n else None), f"seek({target!r})"
         j = bisect.bisect_right(sort_keys, tk) - 1      # last <= target
         it.seek_for_prev(target)
-        assert _pos(it) == (model[j] if j >= 0 else None), f"seek_for_prev({target!r})"
-
-    # Mixed directions: a random walk from random seek points.
-    for _ in range(min(60, 4 * n + 4)):
-        if n == 0:
-            break
+        assert _pos(it) == (want[j] if j >= 0 else None), f"seek_for_prev({target!r})"
+    for _ in range(walks if n else 0):
         target = rng.choice(probes)
-        i = bisect.bisect_left(sort_keys, internal_sort_key(target))
+        i = bisect.bisect_left(sort_keys, sort_key(target))
         it.seek(target)
-        for _ in range(rng.randint(1, 12)):
-            if i >= n or i < 0:
+        for _ in range(rng.randint(1, max_steps)):
+            if not 0 <= i < n:
                 assert not it.valid()
                 break
-            assert _pos(it) == model[i]
+            assert _pos(it) == want[i]
             if rng.random() < 0.5:
                 it.next()
                 i += 1
             else:
                 it.prev()
                 i -= 1
-            assert _pos(it) == (model[i] if 0 <= i < n else None), "after a direction change"
+            assert _pos(it) == (want[i] if 0 <= i < n else None), f"walk from {target!r}"

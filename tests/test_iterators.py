@@ -5,7 +5,6 @@ through ``iterator_conformance.check_iterator``; the user-facing DBIterator
 (``db.iterator(start, end, snapshot)``) goes through ``check_db_iterator``
 below, against a sorted dict of what the snapshot must see.
 """
-import bisect
 import os
 import random
 import threading
@@ -22,7 +21,7 @@ from lsm.options import Options
 from lsm.sstable import Table, TableBuilder, TableView
 
 from conftest import tiny_options
-from iterator_conformance import check_iterator
+from iterator_conformance import check_iterator, check_seeks_and_walks
 
 TABLE_OPTIONS = Options(block_size=128, restart_interval=3)
 
@@ -225,30 +224,7 @@ def check_db_iterator(db, model, start=None, end=None, snapshot=None, *, seed=0)
         if b is not None:
             probes.update((b, b + b"\x00", b[:-1]))
     probes = sorted(probes)
-    for target in probes:
-        i = bisect.bisect_left(keys, target)
-        it.seek(target)
-        assert _at(it) == (want[i] if i < n else None), f"seek({target!r})"
-        j = bisect.bisect_right(keys, target) - 1
-        it.seek_for_prev(target)
-        assert _at(it) == (want[j] if j >= 0 else None), f"seek_for_prev({target!r})"
-
-    for _ in range(40 if n else 0):
-        target = rng.choice(probes)
-        i = bisect.bisect_left(keys, target)
-        it.seek(target)
-        for _ in range(rng.randint(1, 10)):
-            if not 0 <= i < n:
-                assert not it.valid()
-                break
-            assert _at(it) == want[i]
-            if rng.random() < 0.5:
-                it.next()
-                i += 1
-            else:
-                it.prev()
-                i -= 1
-            assert _at(it) == (want[i] if 0 <= i < n else None), f"walk from {target!r}"
+    check_seeks_and_walks(it, want, keys, probes, lambda k: k, rng, walks=40, max_steps=10)
 
 
 def _fill(db, rng, model, steps):
