@@ -315,6 +315,39 @@ def scenario(c, lib):
         c.put_row("t", lib.Row([("gid", 0), ("uid", "u0")], [("n", 1)]), lib.Condition("EXPECT_NOT_EXIST"))
     except (lib.OTSServiceError,) as e:
         out.append((e.get_http_status(), e.get_error_code(), e.get_error_message()))
+    out.extend(pk_only_rows_and_projection(c, lib))
+    return out
+
+
+def pk_only_rows_and_projection(c, lib):
+    """Rows with no attribute column, columns_to_get, filters on read columns, CU."""
+    lo = [("gid", lib.INF_MIN), ("uid", lib.INF_MIN)]
+    hi = [("gid", lib.INF_MAX), ("uid", lib.INF_MAX)]
+    out = [c.put_row("t", lib.Row([("gid", 20), ("uid", "pk-only")], [])),
+           c.update_row("t", lib.Row([("gid", 3), ("uid", "u3")], {"DELETE_ALL": ["s", "n"]}),
+                        lib.Condition("EXPECT_EXIST")),
+           c.update_row("t", lib.Row([("gid", 21), ("uid", "gone")], {"DELETE_ALL": ["s"]}),
+                        None),
+           c.get_row("t", [("gid", 20), ("uid", "pk-only")]),
+           c.get_row("t", [("gid", 3), ("uid", "u3")]),
+           c.get_row("t", [("gid", 21), ("uid", "gone")]),
+           c.get_row("t", [("gid", 1), ("uid", "u1")], ["s"]),
+           c.get_row("t", [("gid", 1), ("uid", "u1")], ["nothing"]),
+           c.get_range("t", lib.Direction.FORWARD, lo, hi),
+           c.get_range("t", lib.Direction.BACKWARD, hi, lo, ["n", "gid"]),
+           c.get_range("t", lib.Direction.FORWARD, lo, hi, ["s"],
+                       column_filter=lib.SingleColumnCondition(
+                           "n", 1, lib.ComparatorType.EQUAL, pass_if_missing=False))]
+    try:
+        c.put_row("t", lib.Row([("gid", 3), ("uid", "u3")], [("n", 1)]),
+                  lib.Condition("EXPECT_NOT_EXIST"))
+    except lib.OTSServiceError as e:
+        out.append((e.get_http_status(), e.get_error_code(), e.get_error_message()))
+    request = lib.BatchGetRowRequest()
+    request.add(lib.TableInBatchGetRowItem(
+        "t", [[("gid", 20), ("uid", "pk-only")], [("gid", 21), ("uid", "gone")]], max_version=1))
+    result = c.batch_get_row(request)
+    out.append([(i.is_ok, i.consumed, i.row) for i in result.get_result_by_table("t")])
     return out
 
 
@@ -336,4 +369,38 @@ def test_same_scenario_embedded_and_through_the_sdk_gives_identical_results(serv
     with emb.OTSClient(str(tmp_path / "embedded")) as local:
         embedded = scenario(local, emb)
     assert normalize(through_sdk) == normalize(embedded)
-    assert normalize(through_sdk[-1]) == (403, "OTSConditionCheckFail", "Condition check failed.")
+    assert normalize(through_sdk[9]) == (403, "OTSConditionCheckFail", "Condition check failed.")
+    got = normalize(through_sdk[10:])
+    pk_only = ("Row", (("gid", 20), ("uid", "pk-only")), ())
+    emptied = ("Row", (("gid", 3), ("uid", "u3")), ())
+    assert got[3] == (("CU", 1, 0), pk_only, b"")
+    assert got[4] == (("CU", 1, 0), emptied, b"")
+    assert got[5] == (("CU", 1, 0), None, b"")               # deletes only: no row created
+    assert got[6][1][1] == (("gid", 1), ("uid", "u1"))         # the full key, not just "s"
+    assert got[7][1] is None                                   # nothing named exists
+    assert pk_only in got[8][2] and emptied in got[8][2]
+    assert [r[1] for r in got[9][2]] == [(("gid", 20), ("uid", "pk-only")),
+                                          (("gid", 3), ("uid", "u3")), (("gid", 1), ("uid", "u1")),
+                                          (("gid", 0), ("uid", "u0"))]
+    assert got[10][2] == ()  # the filter's column n is not read: missing, and it must exist
+    assert got[11] == (403, "OTSConditionCheckFail", "Condition check failed.")
+    assert [(ok, row is not None) for ok, _, row in got[12]] == [(True, True), (True, False)]
+
+
+def test_pk_projection_requested_over_the_wire(tmp_path):
+    """regions-server --pk-projection requested: the 2017 guide's projection."""
+    srv = make_server(str(tmp_path / "data"), "127.0.0.1", 0, INSTANCE, KEY_ID, SECRET,
+                      pk_projection="requested").start()
+    try:
+        c = sdk(srv)
+        create(c)
+        c.put_row("t", ts.Row([("gid", 1), ("uid", "a")], [("x", 1)]))
+        c.put_row("t", ts.Row([("gid", 2), ("uid", "b")], []))
+        assert c.get_row("t", [("gid", 1), ("uid", "a")], ["x"])[1].primary_key == []
+        lo = [("gid", ts.INF_MIN), ("uid", ts.INF_MIN)]
+        hi = [("gid", ts.INF_MAX), ("uid", ts.INF_MAX)]
+        rows = c.get_range("t", ts.Direction.FORWARD, lo, hi, ["x", "uid"])[2]
+        assert [(r.primary_key, r.attribute_columns) for r in rows] == [
+            ([("uid", "a")], [("x", 1, rows[0].attribute_columns[0][2])]), ([("uid", "b")], [])]
+    finally:
+        srv.stop()

@@ -84,8 +84,6 @@ def cases():
          "OTSInvalidPK", "Primary key schema mismatch."),
         ("auto incr read", lambda c: c.get_row("t", [("PK1", PK_AUTO_INCR), ("PK2", "a")]),
          *P, "PKAutoIncr can't be used for read operations."),
-        ("no attributes", lambda c: c.put_row("t", Row(PK, [])), *P,
-         "Attribute column is missing."),
         ("bad column", lambda c: c.put_row("t", Row(PK, [("a b", 1)])), *P,
          "Invalid column name: a b."),
         ("attr is pk", lambda c: c.put_row("t", Row(PK, [("PK1", 1)])), *P,

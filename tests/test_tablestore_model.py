@@ -12,7 +12,10 @@ from tablestore_fake import FakeServer, open_client
 
 
 class Model:
-    """Tablestore as a dict: pk tuple -> {column: value} (max_versions 1, no TTL)."""
+    """Tablestore as a dict: pk tuple -> {column: value} (max_versions 1, no TTL).
+
+    A row exists from its first write until DeleteRow, whatever columns it has
+    left; an UpdateRow with only deletions does not create a row."""
 
     def __init__(self):
         self.rows = {}
@@ -21,6 +24,8 @@ class Model:
         self.rows[key] = dict(cols)
 
     def update(self, key, puts, deletes, incs):
+        if key not in self.rows and not puts and not incs:
+            return
         row = dict(self.rows.get(key, {}))
         for n, v in puts:
             row[n] = v
@@ -28,10 +33,7 @@ class Model:
             row.pop(n, None)
         for n, d in incs:
             row[n] = row.get(n, 0) + d
-        if row:
-            self.rows[key] = row
-        else:
-            self.rows.pop(key, None)
+        self.rows[key] = row
 
     def delete(self, key):
         self.rows.pop(key, None)
@@ -69,13 +71,17 @@ def test_random_row_operations_match_the_model_across_reopen(tmp_path):
         op = rnd.random()
         if op < 0.4:
             cols = {"c%d" % rnd.randint(0, 3): "v" * rnd.randint(0, 300)
-                    for _ in range(rnd.randint(1, 3))}
+                    for _ in range(rnd.randint(0, 3))}  # none: a PK-only row
             client.put_row("m", Row(_pk(key), list(cols.items())))
             model.put(key, cols)
         elif op < 0.75:
-            puts = [("c%d" % rnd.randint(0, 3), "v%d" % step)]
-            deletes = ["c%d" % rnd.randint(0, 3)] if rnd.random() < 0.5 else []
-            incs = [("n", rnd.randint(1, 5))] if rnd.random() < 0.3 else []
+            # Distinct columns, each put or deleted; some updates only delete.
+            names = rnd.sample(["c0", "c1", "c2", "c3"], rnd.randint(1, 3))
+            only_deletes = rnd.random() < 0.25
+            puts = [(n, "v%d" % step) for n in names
+                    if not only_deletes and rnd.random() < 0.6]
+            deletes = [n for n in names if n not in dict(puts)]
+            incs = [("n", rnd.randint(1, 5))] if not only_deletes and rnd.random() < 0.3 else []
             if any(n == "n" and not isinstance(model.rows.get(key, {}).get("n", 0), int)
                    for n, _ in incs):
                 incs = []
@@ -154,7 +160,8 @@ def test_compaction_filter_drops_masked_expired_and_excess_versions():
     server.compact("m")
     after = len(server.tables["m"]["data"])
     # head + 2 newest 'b' puts + delete_all marker of z survive; 2 excess b and the masked z go.
-    assert (entries, after) == (7, 4)
+    # 5 UpdateRows with a put wrote 5 EXISTS deltas; the newest survives.
+    assert (entries, after) == (12, 5)
     assert c.get_row("m", key, max_version=5) == before
     c.put_row("m", Row(key, [("a", 2)]))
     server.compact("m")

@@ -4,9 +4,11 @@ import pytest
 from regions.tablestore import (INF_MAX, INF_MIN, PK_AUTO_INCR, BatchGetRowRequest,
                                 BatchWriteRowRequest, CapacityUnit, ComparatorType,
                                 CompositeColumnCondition, Condition, DeleteRowItem, Direction,
-                                LogicalOperator, OTSServiceError, PutRowItem, ReturnType, Row,
-                                SingleColumnCondition, TableInBatchGetRowItem,
+                                LogicalOperator, OTSClient, OTSServiceError, PutRowItem, ReturnType,
+                                Row, RowExistenceExpectation, SingleColumnCondition,
+                                TableInBatchGetRowItem,
                                 TableInBatchWriteRowItem, TableMeta, TableOptions, UpdateRowItem)
+from regions.tablestore import pkcodec
 from tablestore_fake import open_client
 
 import time
@@ -173,18 +175,199 @@ def test_composite_conditions_not_and_or(client):
     assert client.get_row("t", pk(1), column_filter=neither)[1] is not None
 
 
-def test_columns_to_get_names_pk_and_attribute_columns(client):
+def test_columns_to_get_returns_the_full_primary_key_as_the_service_does(client):
     client.put_row("t", Row(pk(1), [("Attr1", 1), ("Attr2", 2)]))
     client.put_row("t", Row(pk(2), [("Attr2", 2)]))
     assert client.get_row("t", pk(1), ["blah"])[1] is None
     row = client.get_row("t", pk(1), ["Attr1"])[1]
-    assert row.primary_key == [] and attrs(row) == [("Attr1", 1)]
+    assert row.primary_key == pk(1) and attrs(row) == [("Attr1", 1)]
     lo, hi = pk(INF_MIN, INF_MIN), pk(INF_MAX, INF_MAX)
     _, _, rows, _ = client.get_range("t", Direction.FORWARD, lo, hi, ["Attr1"])
-    assert [(r.primary_key, attrs(r)) for r in rows] == [([], [("Attr1", 1)])]
+    assert [(r.primary_key, attrs(r)) for r in rows] == [(pk(1), [("Attr1", 1)])]
     _, _, rows, _ = client.get_range("t", Direction.FORWARD, lo, hi, ["Attr1", "PK1"])
     assert [(r.primary_key, attrs(r)) for r in rows] == [
-        ([("PK1", 1)], [("Attr1", 1)]), ([("PK1", 2)], [])]
+        (pk(1), [("Attr1", 1)]), (pk(2), [])]
+
+
+def test_pk_projection_requested_is_the_2017_guides_projection(tmp_path):
+    """The guide's GetRange examples 5 and 6: key columns only when named."""
+    c = OTSClient(str(tmp_path), pk_projection="requested")
+    try:
+        c.create_table(TableMeta("t", [("PK1", "INTEGER"), ("PK2", "STRING")]), TableOptions())
+        c.put_row("t", Row(pk(1), [("Attr1", 1), ("Attr2", 2)]))
+        c.put_row("t", Row(pk(2), [("Attr2", 2)]))
+        assert c.get_row("t", pk(1), ["blah"])[1] is None
+        row = c.get_row("t", pk(1), ["Attr1"])[1]
+        assert row.primary_key == [] and attrs(row) == [("Attr1", 1)]
+        assert c.get_row("t", pk(1))[1].primary_key == pk(1)
+        lo, hi = pk(INF_MIN, INF_MIN), pk(INF_MAX, INF_MAX)
+        _, _, rows, _ = c.get_range("t", Direction.FORWARD, lo, hi, ["Attr1"])
+        assert [(r.primary_key, attrs(r)) for r in rows] == [([], [("Attr1", 1)])]
+        _, _, rows, _ = c.get_range("t", Direction.FORWARD, lo, hi, ["Attr1", "PK1"])
+        assert [(r.primary_key, attrs(r)) for r in rows] == [
+            ([("PK1", 1)], [("Attr1", 1)]), ([("PK1", 2)], [])]
+    finally:
+        c.close()
+    with pytest.raises(ValueError, match="pk_projection"):
+        OTSClient(str(tmp_path), pk_projection="some")
+
+
+def test_a_filter_sees_only_the_columns_read(client):
+    client.put_row("t", Row(pk(1), [("a", 1), ("b", 2)]))
+    on_b = SingleColumnCondition("b", 2, ComparatorType.EQUAL, pass_if_missing=False)
+    assert attrs(client.get_row("t", pk(1), column_filter=on_b)[1]) == [("a", 1), ("b", 2)]
+    # b is not read: missing for the filter, so pass_if_missing decides.
+    assert client.get_row("t", pk(1), ["a"], column_filter=on_b)[1] is None
+    passes = SingleColumnCondition("b", 3, ComparatorType.EQUAL, pass_if_missing=True)
+    assert attrs(client.get_row("t", pk(1), ["a"], column_filter=passes)[1]) == [("a", 1)]
+    lo, hi = pk(INF_MIN, INF_MIN), pk(INF_MAX, INF_MAX)
+    assert client.get_range("t", "FORWARD", lo, hi, ["a"], column_filter=on_b)[2] == []
+
+
+# -- rows that hold only their primary key ------------------------------------
+def _exists(client, key):
+    return client.get_row("t", key)[1] is not None
+
+
+def test_put_row_without_attributes_creates_a_pk_only_row(client):
+    consumed, _ = client.put_row("t", Row(pk(1), []))
+    assert consumed == CapacityUnit(0, 1)
+    consumed, row, _ = client.get_row("t", pk(1))
+    assert row.primary_key == pk(1) and row.attribute_columns == []
+    assert consumed == CapacityUnit(1, 0)
+    client.put_row("t", Row(pk(1)))  # attribute_columns=None: the same
+    assert _exists(client, pk(1))
+    exist = Condition(RowExistenceExpectation.EXPECT_EXIST)
+    not_exist = Condition(RowExistenceExpectation.EXPECT_NOT_EXIST)
+    client.update_row("t", Row(pk(1), {"put": [("a", 1)]}), exist)
+    with pytest.raises(OTSServiceError) as e:
+        client.put_row("t", Row(pk(1), []), not_exist)
+    assert e.value.code == "OTSConditionCheckFail"
+
+
+def test_update_row_deleting_every_column_leaves_the_row(client):
+    client.put_row("t", Row(pk(1), [("a", 1, T(1)), ("b", 2, T(1))]))
+    client.update_row("t", Row(pk(1), {"delete_all": ["a", "b"]}), None)
+    assert client.get_row("t", pk(1))[1].attribute_columns == []
+    # A row an UpdateRow created survives the deletion of its columns too.
+    client.update_row("t", Row(pk(2), {"put": [("a", 1, T(1))]}), None)
+    client.update_row("t", Row(pk(2), {"delete": [("a", None, T(1))]}), None)
+    assert client.get_row("t", pk(2))[1].attribute_columns == []
+    client.update_row("t", Row(pk(3), {"increment": [("n", 1)]}), None)
+    client.update_row("t", Row(pk(3), {"delete_all": ["n"]}), None)
+    assert _exists(client, pk(3))
+    exist = Condition(RowExistenceExpectation.EXPECT_EXIST)
+    for i in (1, 2, 3):
+        client.update_row("t", Row(pk(i), {"put": [("c", i)]}), exist)
+    client.delete_row("t", Row(pk(2)), exist)
+    assert not _exists(client, pk(2))
+    with pytest.raises(OTSServiceError):
+        client.delete_row("t", Row(pk(2)), exist)
+
+
+def test_update_row_with_only_deletions_creates_nothing(client):
+    client.update_row("t", Row(pk(1), {"delete_all": ["a"], "delete": [("b", None, T(1))]}), None)
+    assert not _exists(client, pk(1))
+    client.put_row("t", Row(pk(2), [("a", 1)]))
+    client.delete_row("t", Row(pk(2)), None)
+    client.update_row("t", Row(pk(2), {"delete_all": ["a"]}), None)
+    assert not _exists(client, pk(2))
+
+
+def test_pk_only_rows_are_in_ranges_batches_and_survive_flush_compaction_and_reopen(tmp_path):
+    """The guide's GetRange examples return the row ('C', 1) with no attributes."""
+    def check(c):
+        lo, hi = pk(INF_MIN, INF_MIN), pk(INF_MAX, INF_MAX)
+        for direction in ("FORWARD", "BACKWARD"):
+            a, b = (lo, hi) if direction == "FORWARD" else (hi, lo)
+            _, nxt, rows, _ = c.get_range("t", direction, a, b)
+            got = [(r.primary_key, attrs(r)) for r in rows]
+            want = [(pk(1), []), (pk(2), [("v", 2)]), (pk(3), [])]
+            assert nxt is None and got == (want if direction == "FORWARD" else want[::-1])
+        # A page cut lands on PK-only rows like on any other row.
+        _, nxt, rows, _ = c.get_range("t", "FORWARD", lo, hi, limit=2)
+        assert len(rows) == 2 and nxt == pk(3)
+        request = BatchGetRowRequest()
+        request.add(TableInBatchGetRowItem("t", [pk(1), pk(3), pk(4)], max_version=1))
+        items = c.batch_get_row(request).get_result_by_table("t")
+        assert [(i.is_ok, i.row.primary_key if i.row else None) for i in items] == [
+            (True, pk(1)), (True, pk(3)), (True, None)]
+
+    c = OTSClient(str(tmp_path))
+    c.create_table(TableMeta("t", [("PK1", "INTEGER"), ("PK2", "STRING")]),
+                   TableOptions(time_to_live=86400, max_version=1))
+    c.put_row("t", Row(pk(1), []))
+    c.put_row("t", Row(pk(2), [("v", 2)]))
+    c.update_row("t", Row(pk(3), {"put": [("v", 3)]}), None)
+    c.update_row("t", Row(pk(3), {"delete_all": ["v"]}), None)
+    check(c)
+    c._server.flush_all()
+    c._server.compact("t")
+    check(c)
+    # Split between the partition keys 2 and 3 (the daughters hold views).
+    region = c._server.regions("t")[0]
+    c._server.split_region("t", region.region_id, pkcodec.encode_value("INTEGER", 3))
+    assert len(c._server.regions("t")) == 2
+    check(c)
+    c.close()
+    c = OTSClient(str(tmp_path))
+    try:
+        check(c)
+    finally:
+        c.close()
+
+
+def test_rows_whose_columns_expired_by_ttl_still_exist(tmp_path):
+    c = OTSClient(str(tmp_path / "ttl"))
+    try:
+        c.create_table(TableMeta("t", [("PK1", "INTEGER"), ("PK2", "STRING")]),
+                       TableOptions(time_to_live=86400))
+        # Versions that expire one second from now (the TTL bounds what can be written).
+        old = int(time.time() * 1000) - 86400 * 1000 + 1000
+        c.put_row("t", Row(pk(1), [("a", 1, old)]))
+        c.update_row("t", Row(pk(2), {"put": [("a", 1, old)]}), None)
+        c.update_row("t", Row(pk(3), {"delete_all": ["a"]}), None)
+        assert len(c.get_range("t", "FORWARD", pk(INF_MIN, INF_MIN), pk(INF_MAX, INF_MAX))[2]) == 2
+        time.sleep(1.2)
+        for server_step in (None, "flush", "compact"):
+            if server_step == "flush":
+                c._server.flush_all()
+            elif server_step:
+                c._server.compact("t")
+            assert [(r.primary_key, r.attribute_columns) for r in c.get_range(
+                "t", "FORWARD", pk(INF_MIN, INF_MIN), pk(INF_MAX, INF_MAX))[2]] == [
+                (pk(1), []), (pk(2), [])]
+    finally:
+        c.close()
+
+
+def test_read_cu_counts_what_is_returned(client):
+    """The guide: a GetRow of value1 from a 4322-byte row costs 1 read CU."""
+    big = [("value%d" % i, "x" * 1100) for i in range(1, 5)]  # 4424 B of attributes
+    client.put_row("t", Row(pk(1), big + [("small", 1)]))
+    assert client.get_row("t", pk(1))[0] == CapacityUnit(2, 0)
+    assert client.get_row("t", pk(1), ["value1"])[0] == CapacityUnit(1, 0)
+    assert client.get_row("t", pk(1), ["small"])[0] == CapacityUnit(1, 0)
+    lo, hi = pk(INF_MIN, INF_MIN), pk(INF_MAX, INF_MAX)
+    for i in range(2, 6):
+        client.put_row("t", Row(pk(i), big))
+    assert client.get_range("t", "FORWARD", lo, hi)[0].read == 6  # 22208 B
+    assert client.get_range("t", "FORWARD", lo, hi, ["value1"])[0].read == 2  # 5618 B
+    assert client.get_range("t", "FORWARD", lo, hi, ["small"])[0].read == 1
+
+
+def test_a_failed_delete_condition_costs_one_write_cu_and_no_read_cu(client):
+    request = BatchWriteRowRequest()
+    exist = Condition(RowExistenceExpectation.EXPECT_EXIST)
+    request.add(TableInBatchWriteRowItem("t", [DeleteRowItem(Row(pk(9)), exist),
+                                               UpdateRowItem(Row(pk(8), {"put": [("a", 1)]}),
+                                                             exist)]))
+    items = client.batch_write_row(request).get_failed_of_delete()
+    assert [(i.error_code, i.consumed) for i in items] == [
+        ("OTSConditionCheckFail", CapacityUnit(0, 1))]
+    items = client.batch_write_row(request).get_failed_of_update()
+    assert [(i.error_code, i.consumed) for i in items] == [
+        ("OTSConditionCheckFail", CapacityUnit(1, 1))]
 
 
 def _fill(client, n):

@@ -109,8 +109,11 @@ def test_put_head_golden_bytes_from_the_format():
 
 
 def test_head_cells_of_deleted_and_empty_heads():
-    for head in (cells.encode_deleted_head(7), cells.encode_head(7, [])):
-        assert _rows.head_cells(head, 1) == reads.head_cells(head, 1) == (None, 0)
+    deleted = cells.encode_deleted_head(7)
+    assert _rows.head_cells(deleted, 1) == reads.head_cells(deleted, 1) == (None, 0)
+    # A PutRow with no attribute column: the row exists and holds only its key.
+    empty = cells.encode_head(7, [])
+    assert _rows.head_cells(empty, 1) == reads.head_cells(empty, 1) == ([], 0)
     assert _rows.decode_head(cells.encode_deleted_head(7)) == (7, None)
 
 
@@ -127,7 +130,7 @@ def test_corrupt_heads_raise_in_both(head):
 @st.composite
 def _stored_rows(draw):
     """Entries of a few rows in key order: heads, DELETED heads, and deltas
-    (PUT, DELETE_ONE, DELETE_ALL) older or newer than the head."""
+    (PUT, DELETE_ONE, DELETE_ALL, EXISTS) older or newer than the head."""
     ids = sorted(draw(st.sets(st.integers(-50, 50), min_size=0, max_size=12)))
     entries = []
     for i in ids:
@@ -145,7 +148,11 @@ def _stored_rows(draw):
             gens = draw(st.sets(st.integers(990, 1010), min_size=1, max_size=4))
             for gen in gens:
                 name = draw(NAMES)
-                op = draw(st.sampled_from(["put", "put", "delete_one", "delete_all"]))
+                op = draw(st.sampled_from(["put", "put", "delete_one", "delete_all",
+                                           "exists"]))
+                if op == "exists":
+                    entries.append((cells.exists_key(row_key, gen), cells.EXISTS_VALUE))
+                    continue
                 ts = draw(st.one_of(TS, st.sampled_from(head_ts or [5])))
                 value = {"put": lambda: cells.encode_put_delta(ts, draw(VALUES)),
                          "delete_one": lambda: cells.encode_delete_one(ts),
@@ -173,7 +180,7 @@ def test_range_page_matches_the_reference(entries, reverse, fast, keep, max_rows
         def live(row_key, group):
             calls[tag].append(("live", row_key, list(group)))
             head, deltas = cells.split_entries(len(row_key), group)
-            return bool(reads.visible(len(row_key), head, deltas, -1, max_versions, 0))
+            return reads.visible(len(row_key), head, deltas, -1, max_versions, 0) is not None
         return slow, live
 
     if reverse:
@@ -207,10 +214,11 @@ def test_head_cells_is_what_assemble_returns_for_a_head_read_whole(cell_list, ma
     assert reads.whole_read(schema, None, None, None)
     row_key = pkcodec.encode_pk(["INTEGER"], [1])
     head = _rows.put_head(9, cell_list, now)
-    parts, size = reads.assemble(schema, [1], len(row_key), head, [], now, None, max_version,
-                                 None, None)
+    parts, size, exists = reads.assemble(schema, [1], len(row_key), head, [], now, None,
+                                         max_version, None, None)
+    assert exists
     got, got_size = _rows.head_cells(head, min(max_version, max_versions))
-    assert got == (parts[1] if parts else None)
+    assert got == parts[1]
     assert got_size == size
 
 
@@ -223,8 +231,9 @@ def test_row_cells_is_what_assemble_returns_for_any_row_read_whole(entries, max_
     keep = min(max_version, max_versions)
     for row_key, values, group in reads.group_rows(iter(entries), 2):
         head, deltas = cells.split_entries(len(row_key), group)
-        parts, size = reads.assemble(schema, values, len(row_key), head, deltas, 0, None,
-                                     max_version, None, None)
+        parts, size, exists = reads.assemble(schema, values, len(row_key), head, deltas, 0,
+                                             None, max_version, None, None)
+        assert exists == (parts is not None)  # read whole: an existing row is returned
         want = (parts[1], size) if parts else (None, 0)
         assert reads.row_cells(len(row_key), group, keep) == want
         assert _rows.row_cells(len(row_key), group, keep) == want

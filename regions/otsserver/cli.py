@@ -47,13 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-body", type=int, default=None, help="largest request body in bytes")
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds an idle or stalled connection is kept")
+    p.add_argument("--pk-projection", choices=("full", "requested"), default="full",
+                   help="primary key of returned rows: full (the service's) or only the key "
+                        "columns columns_to_get names (the 2017 guide's examples)")
     p.add_argument("--verbose", "-v", action="store_true", help="log every request")
     return p
 
 
 def make_server(data: str, host: str, port: int, instance: str, key_id: str, secret: str,
                 any_instance: bool = False, max_body: int | None = None,
-                timeout_s: float | None = None):
+                timeout_s: float | None = None, pk_projection: str = "full"):
     """Open the store in ``data`` and wrap it in a (not yet started) OTSServer."""
     # The SDK's modules warn on import when its native codec is absent; the
     # server does not use that codec, so keep the console clean.
@@ -63,7 +66,7 @@ def make_server(data: str, host: str, port: int, instance: str, key_id: str, sec
     from regions.otsserver.protocol import TablestoreService
     from regions.tablestore import OTSClient
 
-    client = OTSClient(data)
+    client = OTSClient(data, pk_projection=pk_projection)
     try:
         return OTSServer(host, port, TablestoreService(client),
                          Authenticator(instance, {key_id: secret}, check_instance=not any_instance),
@@ -80,7 +83,8 @@ def main(argv=None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         server = make_server(args.data, args.host, args.port, args.instance, args.access_key_id,
-                             args.access_key_secret, args.any_instance, args.max_body, args.timeout)
+                             args.access_key_secret, args.any_instance, args.max_body, args.timeout,
+                             args.pk_projection)
     except OSError as e:
         print("regions-server: cannot start: %s" % e, file=sys.stderr)
         return 1

@@ -8,9 +8,11 @@ sum over its columns.  One CU is 4 KB (4096 B), rounded up.
   DELETE/DELETE_ALL cells count their name only.  A condition other than
   IGNORE, or a column condition, adds read = ceil(PK / 4K).
 - DeleteRow: write = ceil(PK / 4K), plus the same condition rule.
-- A failed condition consumes 1 write + 1 read.
-- GetRow: read = ceil((PK + attributes read) / 4K); 1 if the row is missing.
-- GetRange: read = ceil(sum of rows read / 4K); an empty range costs 1.
+- A failed condition consumes 1 write + 1 read; a failed DeleteRow, 1 write.
+- GetRow: read = ceil((PK + attribute cells returned) / 4K); 1 if no row is
+  returned.  What is read but not returned (columns left out, versions not
+  selected, rows a filter drops) is not counted.
+- GetRange: read = ceil(sum over returned rows / 4K); an empty page costs 1.
 Pure functions.
 """
 from .cells import value_size
@@ -57,8 +59,9 @@ def read_cu(size):
     return CapacityUnit(max(1, units(size)), 0)
 
 
-def failed_condition_cu():
-    return CapacityUnit(1, 1)
+def failed_condition_cu(delete=False):
+    """CU of a write whose condition failed: 1 write + 1 read; a DeleteRow's, 1 write."""
+    return CapacityUnit(0 if delete else 1, 1)
 
 
 FAILED_CONDITION = failed_condition_cu

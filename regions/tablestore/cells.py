@@ -4,6 +4,7 @@ A row is stored HBase-style as cells, written without rewriting the row:
 
     head key   = R 0x00                                   (at most one per row)
     delta key  = R 0x01 name 0x00 uint64-BE(~gen)         (one per UpdateRow cell)
+    exists key = R 0x01 0x00 uint64-BE(~gen)              (a delta with the empty name)
 
 ``R`` is the row key (pkcodec: self-delimiting, so all of a row's entries are
 contiguous and sort head first).  Column names never contain 0x00 or 0x01
@@ -24,12 +25,22 @@ the order a read returns, so a PutRow-only row decodes in one pass.
 Delta value::
 
     0x11 PUT ts i64-LE value | 0x12 DELETE_ONE ts i64-LE | 0x13 DELETE_ALL
+    | 0x14 EXISTS (only under the exists key)
 
 Masking: a head of generation H hides every delta of its row with gen < H
 (PutRow replaces the row, DeleteRow deletes it); a DELETE_ALL delta hides the
 column's cells of lower generation; DELETE_ONE hides the version with its
-timestamp; a PUT of a timestamp already present overwrites it.  A row exists
-when at least one cell survives the masks, the TTL and max_versions.
+timestamp; a PUT of a timestamp already present overwrites it.
+
+Existence (Tablestore's rule: a row exists from its first write until
+DeleteRow, whatever columns it has left): a row exists when its head is a
+PUT head (with or without cells), or an EXISTS delta survives its head's
+mask (every UpdateRow that puts a value writes one beside its cells, so a
+row an UpdateRow created outlives the deletion or TTL expiry of all its
+columns), or a cell survives the masks (stores written before EXISTS
+deltas).  Existence ignores TTL and max_versions: they expire versions, not
+rows.  ``row_exists`` is the one statement of the rule; the C twins
+(``_rows``) follow it.
 
 Format constants are never renumbered.  Pure functions, thread-safe.
 """
@@ -42,8 +53,8 @@ import time
 __all__ = ["head_key", "delta_prefix", "encode_head", "read_order", "put_head",
            "encode_deleted_head", "encode_put_delta",
            "encode_delete_one", "encode_delete_all", "delta_key", "decode_head",
-           "merge_row", "split_entries", "Generations", "compaction_filter_factory",
-           "value_size", "HEAD", "DELTA"]
+           "exists_key", "EXISTS_VALUE", "merge_row", "split_entries", "Generations",
+           "compaction_filter_factory", "value_size", "HEAD", "DELTA"]
 
 HEAD = b"\x00"
 DELTA = b"\x01"
@@ -52,6 +63,8 @@ KIND_DELETED = 0x02
 D_PUT = 0x11
 D_DELETE_ONE = 0x12
 D_DELETE_ALL = 0x13
+D_EXISTS = 0x14
+EXISTS_VALUE = bytes((D_EXISTS,))
 T_INTEGER, T_DOUBLE, T_BOOLEAN, T_STRING, T_BINARY = 0, 1, 2, 3, 4
 
 _q = struct.Struct("<q")
@@ -73,6 +86,11 @@ def delta_prefix(row_key):
 
 def delta_key(row_key, name, gen):
     return row_key + DELTA + name.encode() + b"\x00" + _NEG.pack(~gen & _MASK)
+
+
+def exists_key(row_key, gen):
+    """Key of the EXISTS delta an UpdateRow that puts a value writes (value ``EXISTS_VALUE``)."""
+    return row_key + DELTA + b"\x00" + _NEG.pack(~gen & _MASK)
 
 
 def encode_value(value):
@@ -185,7 +203,7 @@ def _decode_delta(row_key_len, key, value):
     name = key[row_key_len + 1:-9].decode()
     gen = ~_NEG.unpack_from(key, len(key) - 8)[0] & _MASK
     kind = value[0]
-    if kind == D_DELETE_ALL:
+    if kind == D_DELETE_ALL or kind == D_EXISTS:
         return name, gen, kind, None, None
     ts = _q.unpack_from(value, 1)[0]
     if kind == D_DELETE_ONE:
@@ -194,16 +212,18 @@ def _decode_delta(row_key_len, key, value):
 
 
 def merge_row(row_key_len, head, deltas):
-    """The row's live cells as {name: [(ts, value), ...] newest first}.
+    """(exists, live cells as {name: [(ts, value), ...] newest first}) of a row.
 
     ``head`` is the head value or None; ``deltas`` the (key, value) delta
-    entries of the row, in any order.  Masks are applied (module docstring);
-    TTL and max_versions are not (see ``select_versions`` in client).
+    entries of the row, in any order.  Masks are applied and existence
+    decided (module docstring); TTL and max_versions are not (reads.visible).
     """
     head_gen = 0
     columns = {}
+    marked = False
     if head is not None:
         head_gen, cells = decode_head(head)
+        marked = cells is not None
         for name, value, ts in cells or ():
             columns.setdefault(name, {})[ts] = value
     if deltas:
@@ -216,10 +236,19 @@ def merge_row(row_key_len, head, deltas):
                 columns.setdefault(name, {})[ts] = value
             elif kind == D_DELETE_ONE:
                 columns.get(name, {}).pop(ts, None)
+            elif kind == D_EXISTS:
+                marked = True
             else:
                 columns.pop(name, None)
-    return {name: sorted(versions.items(), reverse=True)
+    live = {name: sorted(versions.items(), reverse=True)
             for name, versions in columns.items() if versions}
+    return row_exists(marked, live), live
+
+
+def row_exists(marked, columns):
+    """The existence rule: a PUT head or a surviving EXISTS delta (``marked``),
+    or any surviving cell."""
+    return bool(marked or columns)
 
 
 def split_entries(row_key_len, entries):
@@ -260,8 +289,8 @@ def compaction_filter_factory(get_options):
     DELETE_ALL of their column, PUT deltas older than the TTL, PUT deltas
     overwritten by a newer PUT of the same timestamp, and PUT deltas beyond
     max_versions (counted over newer PUT deltas of the column with a larger
-    timestamp).  It never drops heads or delete markers, whose masks
-    may cover entries of other files.  Reads enforce TTL and max_versions
+    timestamp), and EXISTS deltas but the row's newest.  It never drops
+    heads or delete markers, whose masks may cover entries of other files.  Reads enforce TTL and max_versions
     whatever compaction has done.
     """
     def factory():
@@ -287,6 +316,12 @@ def compaction_filter_factory(get_options):
                 return True
             kind = value[0]
             if kind == D_DELETE_ALL:
+                state["cleared"] = True
+                return False
+            if kind == D_EXISTS:
+                # The row's newest EXISTS delta (seen first) says it all.
+                if state["cleared"]:
+                    return True
                 state["cleared"] = True
                 return False
             if kind != D_PUT:

@@ -24,7 +24,7 @@ from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowReq
                        ReservedThroughput, ReservedThroughputDetails, ReturnType, Row,
                        RowDataItem, RowExistenceExpectation, TableMeta, TableOptions,
                        UpdateTableResponse, INF_MAX, INF_MIN)
-from .reads import assemble, visible, whole_read
+from .reads import PK_PROJECTIONS, assemble, visible, whole_read
 from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_TABLES,
                        RANGE_BYTES, RANGE_ROWS, Schema, check_pk,
                        check_put_columns, check_read_params, check_table_meta,
@@ -60,11 +60,19 @@ class OTSClient:
 
     Options: ``server_options`` (regions.ServerOptions for a new server) or
     ``server`` (an open server with the RegionServer interface; the client
-    then does not close it).  The SDK's connection arguments (access keys,
-    instance name, ...) are accepted and ignored.
+    then does not close it); ``pk_projection``: the primary key of returned
+    rows, ``"full"`` (the default, the service's: every key column whatever
+    ``columns_to_get`` names) or ``"requested"`` (the 2017 guide's examples:
+    only the key columns ``columns_to_get`` names).  The SDK's connection
+    arguments (access keys, instance name, ...) are accepted and ignored.
     """
 
     def __init__(self, path, **options):
+        pk_projection = options.pop("pk_projection", "full")
+        if pk_projection not in PK_PROJECTIONS:
+            raise ValueError("pk_projection must be one of %s, not %r"
+                             % (", ".join(PK_PROJECTIONS), pk_projection))
+        self._pk_projection = pk_projection
         server = options.pop("server", None)
         self._owns_server = server is None
         if server is None:
@@ -230,20 +238,21 @@ class OTSClient:
         entries = self._row_entries(name, row_key)
         if not entries:
             return read_cu(0), None, b""
+        # Read CU: the primary key and the attribute cells returned.
         if whole_read(schema, names, rng, column_filter):
             # The row read whole: merged and decoded in C, no assembly.
             cell_list, size = _rows.row_cells(len(row_key), entries,
                                               min(max_version, schema.max_versions))
-            consumed = read_cu(_rows.pk_size(schema.names, values) + size)
             if cell_list is None:
-                return consumed, None, b""
+                return read_cu(0), None, b""
+            consumed = read_cu(_rows.pk_size(schema.names, values) + size)
             return consumed, Row(list(zip(schema.names, values)), cell_list), b""
         head, deltas = cells.split_entries(len(row_key), entries)
-        parts, size = assemble(schema, values, len(row_key), head, deltas, _now_ms(), names,
-                               max_version, rng, column_filter)
-        consumed = read_cu(_rows.pk_size(schema.names, values) + size)
+        parts, size, _ = assemble(schema, values, len(row_key), head, deltas, _now_ms(), names,
+                                  max_version, rng, column_filter, self._pk_projection)
         if parts is None:
-            return consumed, None, b""
+            return read_cu(0), None, b""
+        consumed = read_cu(_rows.pk_size(schema.names, values) + size)
         return consumed, Row(parts[0], parts[1]), b""
 
     def get_range(self, table_name, direction, inclusive_start_primary_key,
@@ -283,16 +292,17 @@ class OTSClient:
                     max_rows):
         """One GetRange page from an entry iterator: rows, next start PK, consumed."""
         now = _now_ms()
+        pk_projection = self._pk_projection
 
         def slow(row_key, values, group):
             head, deltas = cells.split_entries(len(row_key), group)
             return assemble(schema, values, len(row_key), head, deltas, now, names,
-                            max_version, rng, column_filter)
+                            max_version, rng, column_filter, pk_projection)
 
         def live(row_key, group):
             head, deltas = cells.split_entries(len(row_key), group)
-            return bool(visible(len(row_key), head, deltas, schema.ttl, schema.max_versions,
-                                now))
+            return visible(len(row_key), head, deltas, schema.ttl, schema.max_versions,
+                           now) is not None
 
         page = _rows.RangePage(len(schema.names), schema.names,
                                whole_read(schema, names, rng, column_filter),
@@ -448,10 +458,11 @@ class OTSClient:
                 live = visible(len(row_key), head, deltas, schema.ttl, schema.max_versions,
                                _now_ms())
                 expect = cond.row_existence_expectation
-                if ((expect == RowExistenceExpectation.EXPECT_EXIST and not live)
-                        or (expect == RowExistenceExpectation.EXPECT_NOT_EXIST and live)
+                if ((expect == RowExistenceExpectation.EXPECT_EXIST and live is None)
+                        or (expect == RowExistenceExpectation.EXPECT_NOT_EXIST
+                            and live is not None)
                         or (cond.column_condition is not None
-                            and not evaluate(cond.column_condition, live))):
+                            and not evaluate(cond.column_condition, live or {}))):
                     raise service_error("condition_failed")
             now = _now_ms()
             if p.kind == BatchWriteRowType.PUT:
@@ -470,6 +481,9 @@ class OTSClient:
 
     def _update_batch(self, row_key, ops, live, now):
         batch = _new_batch()
+        if any(op == "PUT" or op == "INCREMENT" for op, _, _, _ in ops):
+            # The row exists from now on, whatever its columns become (cells.py).
+            batch.put(cells.exists_key(row_key, self._gens.next()), cells.EXISTS_VALUE)
         for op, col, value, ts in ops:
             if ts is None and op != "DELETE_ALL":
                 ts = now
@@ -532,7 +546,8 @@ class OTSClient:
                 try:
                     consumed, row = self._run(p)
                 except OTSServiceError as exc:
-                    cu = failed_condition_cu() if exc.code == "OTSConditionCheckFail" else None
+                    cu = (failed_condition_cu(p.kind == BatchWriteRowType.DELETE)
+                          if exc.code == "OTSConditionCheckFail" else None)
                     results.append(BatchWriteRowResponseItem(False, exc.code, exc.message, cu,
                                                              None))
                     continue

@@ -92,7 +92,6 @@ ERRORS = {
     "auto_incr_read": _P + ("PKAutoIncr can't be used for read operations.",),
     "auto_incr_condition": _P + ("Can't set condition when modify row with pk auto increment.",),
     # rows
-    "attribute_missing": _P + ("Attribute column is missing.",),
     "attr_dup_pk": _P + ("Duplicated attribute column name with primary key column: {column}.",),
     "attr_too_long": _P + ("The length of attribute column: {column} exceeds the MaxLength: "
                            "{limit} with CurrentLength: {length}.",),  # (ours, by analogy)

@@ -3,10 +3,13 @@
 Steps, in order (each a function, so GetRow, BatchGetRow and GetRange share
 them): merge the row's head and deltas (cells.merge_row), apply the table's
 max_versions and TTL (``visible``), apply the read's time_range and
-max_version (``select``), the column filter (conditions.evaluate), then
-``columns_to_get`` (``project``).  Returned rows carry PK columns in schema
+max_version (``select``), ``columns_to_get`` (``read_columns``: a filter sees
+only what is read), the column filter (conditions.evaluate), then the
+returned shape (``project``).  Returned rows carry PK columns in schema
 order and attribute columns sorted by name, versions newest first, as
-(name, value, ts) triples.
+(name, value, ts) triples.  A row exists whatever columns it has left
+(cells.row_exists): an existing row with no column read is returned with
+its primary key and no attribute column.
 
 Hot paths have C twins in ``regions.tablestore._rows`` (the client uses
 those): ``head_cells`` (a row that is one PutRow head, read whole) and
@@ -18,21 +21,24 @@ from .capacity import cells_size, pk_size
 from .conditions import evaluate
 from .metadata import Row
 
-__all__ = ["visible", "select", "project", "assemble", "whole_read", "head_cells",
-           "row_cells", "range_page", "group_rows"]
+__all__ = ["visible", "select", "read_columns", "project", "assemble", "whole_read",
+           "head_cells", "row_cells", "range_page", "group_rows", "PK_PROJECTIONS"]
 
 
 def visible(row_key_len, head, deltas, ttl, max_versions, now_ms):
-    """{name: [(ts, value)] newest first} of the row's live cells, or {} if none."""
+    """{name: [(ts, value)] newest first} of the row's live cells, or None when
+    the row does not exist (a row that exists with no live cell gives {})."""
     if head is not None and not deltas:
         gen, cell_list = cells.decode_head(head)
-        if not cell_list:
-            return {}
+        if cell_list is None:
+            return None
         columns = {}
         for name, value, ts in cell_list:
             columns.setdefault(name, []).append((ts, value))
     else:
-        columns = cells.merge_row(row_key_len, head, deltas)
+        exists, columns = cells.merge_row(row_key_len, head, deltas)
+        if not exists:
+            return None
     min_ts = now_ms - ttl * 1000 if ttl > 0 else None
     out = {}
     for name, versions in columns.items():
@@ -62,39 +68,57 @@ def select(columns, max_version, time_range):
     return out
 
 
-def project(pk_names, pk_values, columns, names):
+def read_columns(columns, names):
+    """The attribute columns a read reads: all, or those ``columns_to_get`` names."""
+    if names is None:
+        return columns
+    return {n: v for n, v in columns.items() if n in names}
+
+
+PK_PROJECTIONS = ("full", "requested")
+
+
+def project(pk_names, pk_values, columns, names, pk_projection="full"):
     """(primary_key, attribute_columns) to return, or None when nothing named exists.
 
-    ``names`` is the set from ``columns_to_get`` or None for all columns.  A
-    named PK column is returned; a row is returned when at least one named
-    column, PK or attribute, exists in it.
+    ``columns`` are the row's read columns (``read_columns``), ``names`` the
+    set from ``columns_to_get`` or None for all columns.  With no
+    ``columns_to_get`` an existing row is returned whole, with no attribute
+    column if it has none.  With ``columns_to_get`` a row is returned when at
+    least one named column, primary key or attribute, exists in it (the
+    service: naming only absent attributes reads no row).  The returned
+    primary key is the full key (``pk_projection="full"``, the service), or
+    only the named key columns (``"requested"``, the 2017 guide's examples).
     """
+    attrs = [(n, v, ts) for n in sorted(columns) for ts, v in columns[n]]
     if names is None:
-        if not columns:
-            return None
-        pk = list(zip(pk_names, pk_values))
-        attrs = [(n, v, ts) for n in sorted(columns) for ts, v in columns[n]]
-        return pk, attrs
-    pk = [(n, v) for n, v in zip(pk_names, pk_values) if n in names]
-    attrs = [(n, v, ts) for n in sorted(columns) if n in names for ts, v in columns[n]]
-    if not pk and not attrs:
+        return list(zip(pk_names, pk_values)), attrs
+    named_pk = [(n, v) for n, v in zip(pk_names, pk_values) if n in names]
+    if not named_pk and not attrs:
         return None
-    if not attrs and not columns:
-        return None
-    return pk, attrs
+    if pk_projection == "full":
+        return list(zip(pk_names, pk_values)), attrs
+    return named_pk, attrs
 
 
 def assemble(schema, pk_values, row_key_len, head, deltas, now_ms, names, max_version,
-             time_range, column_filter):
-    """(Row parts or None, bytes read) of one stored row for a read request."""
+             time_range, column_filter, pk_projection="full"):
+    """(Row parts or None, bytes returned, row exists) of one stored row for a read.
+
+    The filter sees only the columns read (``columns_to_get``), so a column
+    left out is missing for it; the bytes count the attribute cells returned
+    (the caller adds the primary key): what read CU and the 4 MB page cut count.
+    """
     live = visible(row_key_len, head, deltas, schema.ttl, schema.max_versions, now_ms)
-    if not live:
-        return None, 0
-    chosen = select(live, max_version, time_range)
-    size = sum(cells_size([(n, v) for _, v in vs]) for n, vs in chosen.items())
+    if live is None:
+        return None, 0, False
+    chosen = read_columns(select(live, max_version, time_range), names)
     if column_filter is not None and not evaluate(column_filter, chosen):
-        return None, size
-    return project(schema.names, pk_values, chosen, names), size
+        return None, 0, True
+    parts = project(schema.names, pk_values, chosen, names, pk_projection)
+    if parts is None:
+        return None, 0, True
+    return parts, cells_size(parts[1]), True
 
 
 def whole_read(schema, names, time_range, column_filter):
@@ -110,10 +134,11 @@ def head_cells(data, keep):
     The head's cells are already in read order, so this is ``decode_head``
     trimmed to ``keep`` versions a column: what ``assemble`` returns for a
     row that is one head when ``whole_read`` holds and keep = min(max_version,
-    the table's max_versions).  None (size 0) for a DELETED or empty head.
+    the table's max_versions).  None (size 0) for a DELETED head; [] for a
+    PUT head without cells (a row that holds only its primary key).
     """
     cell_list = cells.decode_head(data)[1]
-    if not cell_list:
+    if cell_list is None:
         return None, 0
     out = []
     prev, count = None, 0
@@ -130,14 +155,16 @@ def row_cells(row_key_len, entries, keep):
     """(cells or None, CU size of the cells) of one row's (key, value) entries
     read whole (``whole_read``, keep = min(max_version, the table's
     max_versions)): exactly what ``assemble`` returns then, for any row (head,
-    deltas, or both).  A row that is one head takes ``head_cells``.  C twin:
-    ``_rows.row_cells``."""
+    deltas, or both); None when the row does not exist.  A row that is one
+    head takes ``head_cells``.  C twin: ``_rows.row_cells``."""
     head, deltas = cells.split_entries(row_key_len, entries)
     if not deltas:
         return (None, 0) if head is None else head_cells(head, keep)
-    columns = cells.merge_row(row_key_len, head, deltas)
+    exists, columns = cells.merge_row(row_key_len, head, deltas)
+    if not exists:
+        return None, 0
     out = [(n, v, ts) for n in sorted(columns) for ts, v in columns[n][:keep]]
-    return (out, cells_size(out)) if out else (None, 0)
+    return out, cells_size(out)
 
 
 def group_rows(entries, npk):
@@ -164,14 +191,15 @@ def group_rows(entries, npk):
 
 
 def range_page(entries, npk, pk_names, fast, keep, max_rows, max_bytes, slow, live):
-    """One GetRange page: (rows, next start PK values or None, bytes read).
+    """One GetRange page: (rows, next start PK values or None, bytes returned).
 
     Rows are read until ``max_rows`` rows were scanned or returned or
-    ``max_bytes`` read; then the first row that ``live(row_key, group)`` says
-    exists is the next start.  With ``fast`` (``whole_read``) a row is
+    ``max_bytes`` returned; then the first row that ``live(row_key, group)``
+    says exists is the next start.  With ``fast`` (``whole_read``) a row is
     ``row_cells``; otherwise it is ``slow(row_key, values, group)`` -> (Row
-    parts or None, bytes read).  A row counts as scanned when
-    it had live cells.  C twin: ``_rows.RangePage``.
+    parts or None, attribute bytes returned, row exists).  A row counts as
+    scanned when it exists; its bytes (primary key and attribute cells)
+    count when it is returned.  C twin: ``_rows.RangePage``.
     """
     rows = []
     scanned = read_bytes = 0
@@ -182,15 +210,15 @@ def range_page(entries, npk, pk_names, fast, keep, max_rows, max_bytes, slow, li
             continue
         if fast:
             cell_list, size = row_cells(len(row_key), group, keep)
-            if cell_list:
+            if cell_list is not None:
                 scanned += 1
                 read_bytes += pk_size(zip(pk_names, values)) + size
                 rows.append(Row(list(zip(pk_names, values)), cell_list))
             continue
-        parts, size = slow(row_key, values, group)
-        if size or parts is not None:
+        parts, size, exists = slow(row_key, values, group)
+        if exists:
             scanned += 1
-            read_bytes += pk_size(zip(pk_names, values)) + size
         if parts is not None:
+            read_bytes += pk_size(zip(pk_names, values)) + size
             rows.append(Row(parts[0], parts[1]))
     return rows, None, read_bytes

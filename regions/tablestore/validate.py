@@ -322,9 +322,7 @@ def check_put_columns(schema, columns, now_ms):
         ts = _check_ts(schema, name, col[2], now_ms) if len(col) == 3 and col[2] is not None \
             else None
         cells.append((name, value, ts))
-    if not cells:
-        raise service_error("attribute_missing")
-    return cells
+    return cells  # none: a row that holds only its primary key
 
 
 def check_update_columns(schema, update, now_ms):

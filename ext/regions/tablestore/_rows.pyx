@@ -402,11 +402,11 @@ def head_cells(data, Py_ssize_t keep):
     """(cells or None, CU size of the cells) of a head read whole (twin of reads.head_cells).
 
     Cells are (name, value, ts) in read order, at most ``keep`` versions of a
-    column; None (size 0) for a DELETED head or a head without cells.
+    column; None (size 0) for a DELETED head, [] for a PUT head without cells.
     """
     cdef Py_ssize_t size = 0
     cells = _head_cells(_as_bytes(data), keep, &size)
-    if not cells:
+    if cells is None:
         return None, 0
     return cells, size
 
@@ -415,15 +415,18 @@ cdef enum:
     D_PUT = 0x11
     D_DELETE_ONE = 0x12
     D_DELETE_ALL = 0x13
+    D_EXISTS = 0x14
 
 
 cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize_t* size):
-    """Cells of a row's entries read whole, or None (see row_cells)."""
+    """Cells of a row's entries read whole, or None when the row does not exist
+    (cells.row_exists: a PUT head, a surviving EXISTS delta, or a cell)."""
     cdef bytes key, value, head = None
     cdef const unsigned char* kp
     cdef const unsigned char* vp
     cdef Py_ssize_t kn, vn, pos, n_deltas = 0, dummy = 0, ln
     cdef uint64_t head_gen = 0, gen
+    cdef bint marked = False
     cdef list decoded = []
     for key, value in entries:
         if PyBytes_GET_SIZE(key) == rklen + 1:
@@ -436,14 +439,17 @@ cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize
     if head is not None:
         _need(0, 9, PyBytes_GET_SIZE(head))
         head_gen = _get_le(<const unsigned char*>PyBytes_AS_STRING(head) + 1, 8)
-        for name, v, ts in _head_cells(head, PY_SSIZE_T_MAX, &dummy) or ():
+        head_list = _head_cells(head, PY_SSIZE_T_MAX, &dummy)
+        marked = head_list is not None
+        for name, v, ts in head_list or ():
             columns.setdefault(name, {})[ts] = v
     for key, value in entries:
         kn = PyBytes_GET_SIZE(key)
         if kn == rklen + 1:
             continue
         # delta key = R 0x01 name 0x00 uint64-BE(~gen); value = kind [ts [value]]
-        if kn < rklen + 11:
+        # (the EXISTS delta has the empty name)
+        if kn < rklen + 10:
             raise ValueError("corrupt delta key of %d bytes" % kn)
         kp = <const unsigned char*>PyBytes_AS_STRING(key)
         gen = ~_get_be64(kp + kn - 8)
@@ -452,6 +458,9 @@ cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize
         vp = <const unsigned char*>PyBytes_AS_STRING(value)
         vn = PyBytes_GET_SIZE(value)
         _need(0, 1, vn)
+        if vp[0] == D_EXISTS:
+            marked = True
+            continue
         name = PyUnicode_DecodeUTF8(<const char*>kp + rklen + 1, kn - rklen - 10, NULL)
         if vp[0] == D_DELETE_ALL:
             decoded.append((gen, name, D_DELETE_ALL, None, None))
@@ -479,6 +488,8 @@ cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize
         for ts, v in sorted(columns[name].items(), reverse=True)[:keep]:
             out.append((name, v, ts))
             size[0] += ln + _value_size(v)
+    if not out and not marked:
+        return None
     return out
 
 
@@ -487,7 +498,7 @@ def row_cells(Py_ssize_t row_key_len, entries, Py_ssize_t keep):
     (twin of reads.row_cells)."""
     cdef Py_ssize_t size = 0
     cells = _row_cells(row_key_len, list(entries), keep, &size)
-    if not cells:
+    if cells is None:
         return None, 0
     return cells, size
 
@@ -524,9 +535,9 @@ cdef class RangePage:
     with its self-delimiting row key).  When ``fast`` (no columns_to_get,
     filter, time_range or TTL) every row is merged and decoded here
     (row_cells); otherwise rows go to ``slow(row_key, values, group)`` -> (Row
-    parts or None, bytes read).  Once the page is full (max_rows rows scanned or
-    returned, or max_bytes read), the first row ``live(row_key, group)`` says
-    exists is the next start.  Not thread-safe: one object per page.
+    parts or None, attribute bytes returned, row exists).  Once the page is
+    full (max_rows rows scanned or returned, or max_bytes returned), the first
+    row ``live(row_key, group)`` says exists is the next start.  Not thread-safe: one object per page.
     """
     cdef Py_ssize_t npk, keep, max_rows, max_bytes, names_size, scanned, read_bytes
     cdef bint fast, done
@@ -558,18 +569,18 @@ cdef class RangePage:
             else:
                 cells = _row_cells(rklen, group if group is not None
                                    else [(first_key, first_value)], self.keep, &size)
-            if cells:
+            if cells is not None:
                 self.scanned += 1
                 self.read_bytes += self.names_size + vsize + size
                 self.rows.append(_make_row(_pk_list(self.pk_names, values), cells))
             return 0
         if group is None:
             group = [(first_key, first_value)]
-        parts, size = self.slow(first_key[:rklen], values, group)
-        if size or parts is not None:
+        parts, size, exists = self.slow(first_key[:rklen], values, group)
+        if exists:
             self.scanned += 1
-            self.read_bytes += self.names_size + vsize + size
         if parts is not None:
+            self.read_bytes += self.names_size + vsize + size
             self.rows.append(_make_row(parts[0], parts[1]))
         return 0
 
