@@ -2,12 +2,15 @@
 
 Guide to modules (see docs/regions.md):
 
-- ``server``    RegionServer: tables -> regions, routing, background work, check()
-- ``region``    Region (one lsm store over [start, end), its gate) and RegionInfo
-- ``meta``      the atomic catalogue of tables, regions, split parents, procedures
-- ``procedure`` the split procedure (persisted steps, recovery, kill points, parent GC)
-- ``policy``    split policies: when to split
-- ``adjust``    split-point adjusters: where a split may fall
+- ``server``      RegionServer: tables -> regions, routing, stores; its split host
+- ``region``      Region (one lsm store over [start, end), its gate) and RegionInfo
+- ``meta``        the atomic catalogue of tables, regions, split parents, procedures
+- ``procedure``   the split procedure (persisted steps, recovery, kill points) and
+                  the janitor (split parents' garbage collection)
+- ``maintenance`` background passes: memtable budget, split checks, janitor
+- ``check``       RegionServer.check(): the server's invariants (HBase's hbck)
+- ``policy``      split policies: when to split
+- ``adjust``      split restrictions: where a split may fall
 - ``options``   ServerOptions
 - ``errors``    RegionError and its subclasses
 
@@ -15,9 +18,9 @@ Importing this package has no side effects (the lsm engine is imported when
 ``regions.server`` is).
 """
 from .adjust import DelimitedKeyPrefix, KeyPrefix
-from .errors import (InvariantError, MetaCorruptionError, RegionBusyError, RegionError,
-                     ServerClosedError, SplitError, TableExistsError, UnknownRegionError,
-                     UnknownTableError)
+from .errors import (HotPartitionError, InvariantError, MetaCorruptionError, RegionBusyError,
+                     RegionError, ServerClosedError, SplitError, TableExistsError,
+                     UnknownRegionError, UnknownTableError)
 from .options import ServerOptions
 from .policy import (ConstantSizeSplitPolicy, DisabledSplitPolicy,
                      IncreasingToUpperBoundSplitPolicy, SplitPolicy, SteppingSplitPolicy)
@@ -28,6 +31,7 @@ __all__ = [
     "SplitPolicy", "ConstantSizeSplitPolicy", "IncreasingToUpperBoundSplitPolicy",
     "SteppingSplitPolicy", "DisabledSplitPolicy", "KeyPrefix", "DelimitedKeyPrefix",
     "RegionError", "UnknownTableError", "TableExistsError", "UnknownRegionError", "SplitError",
+    "HotPartitionError",
     "ServerClosedError", "RegionBusyError", "MetaCorruptionError", "InvariantError",
 ]
 

@@ -60,6 +60,10 @@ def _inside(point: bytes, start: bytes, end: bytes) -> bool:
     return point > start and (not end or point < end)
 
 
+#: The start of the reason given when a region is one key group (a hot partition key).
+HOT_REASON = "hot partition key"
+
+
 def adjust_split_point(point: bytes, start: bytes, end: bytes,
                        split_boundary: Optional[Callable[[bytes], bytes]],
                        keys_after: Callable[[bytes], Iterable[bytes]],
@@ -92,5 +96,5 @@ def adjust_split_point(point: bytes, start: bytes, end: bytes,
             if _inside(b, start, end):
                 return b, None
             break
-    return None, (f"hot partition key: the region holds one key group "
+    return None, (f"{HOT_REASON}: the region holds one key group "
                   f"(boundary {split_boundary(point)!r}) and cannot split inside it")

@@ -8,8 +8,8 @@ through unchanged: they concern one region's files, not the region layer.
 
 __all__ = [
     "RegionError", "UnknownTableError", "TableExistsError", "UnknownRegionError",
-    "SplitError", "ServerClosedError", "RegionBusyError", "MetaCorruptionError",
-    "InvariantError",
+    "SplitError", "HotPartitionError", "ServerClosedError", "RegionBusyError",
+    "MetaCorruptionError", "InvariantError",
 ]
 
 
@@ -34,6 +34,12 @@ class SplitError(RegionError):
 
     The region is left exactly as it was.
     """
+
+
+class HotPartitionError(SplitError):
+    """No split point respects the table's split restriction: the region holds
+    one key group (one partition key value), so it cannot split.  The message
+    names the key; the server reports it as the region's split blocker."""
 
 
 class ServerClosedError(RegionError):

@@ -43,7 +43,8 @@ __all__ = ["Meta", "RegionRecord", "FORMAT", "check_layout", "region_dir_name"]
 
 FORMAT = 1
 META_FILE = "META"
-STATES = ("OPEN", "SPLITTING")
+OPEN, SPLITTING = "OPEN", "SPLITTING"     # a region record's persisted state
+STATES = (OPEN, SPLITTING)
 STEPS = ("prepared", "meta_updated")
 
 
@@ -57,7 +58,7 @@ class RegionRecord:
 
     __slots__ = ("id", "start", "end", "state")
 
-    def __init__(self, id, start, end, state="OPEN"):
+    def __init__(self, id, start, end, state=OPEN):
         self.id, self.start, self.end, self.state = id, start, end, state
 
     def to_json(self):

@@ -32,6 +32,19 @@ daughters' compactions rewrote their views; lsm's ``external_files`` counts
 versions still pinned by iterators, so a read in progress keeps its parent): first the meta write, then the
 directory (``gc.after_meta``), so a crash leaves at worst an orphan directory.
 
+The host: the procedure and the janitor see the server only through this
+narrow interface (``RegionServer`` passes an adapter; see ``_SplitHost`` in
+server.py)::
+
+    busy_wait_seconds                      how long a gate may wait
+    update_meta(change)                    change(doc), one atomic meta write
+    meta_doc()                             the meta document (read only)
+    open_store(table, region_id, **opts)   open a region's lsm store
+    create_store(table, region_id, views, last_sequence)
+    make_region(table, region_id, start, end, db)
+    replace_region(table, parent, daughters)   route to the daughters
+    region_dir(region_id), remove_region_dir(region_id)
+
 Kill points: set ``REGIONS_KILL_AT=<name>`` in a child process's environment
 and it SIGKILLs itself at that point (crash tests); ``set_kill_hook(f)`` calls
 ``f(name)`` at every point (in-process tests may raise to inject a failure).
@@ -40,7 +53,7 @@ import logging
 import os
 import signal
 
-from . import region as _region
+from . import meta as _meta, region as _region
 from .meta import RegionRecord
 
 __all__ = ["SplitProcedure", "recover", "collect_parents", "kill_point", "set_kill_hook",
@@ -93,7 +106,7 @@ class SplitProcedure:
 
     The caller holds ``table.split_lock`` for the whole run and has checked
     that ``split_key`` lies strictly inside the parent.  ``host`` is the
-    server: the procedure uses its lock, meta, file system and store factory.
+    split host (module docstring).
     """
 
     def __init__(self, host, table, parent, split_key: bytes):
@@ -130,30 +143,30 @@ class SplitProcedure:
 
     # -- steps ------------------------------------------------------------
     def _prepare(self):
-        host, p = self.host, self.parent
-        with host._lock:
-            def change(doc):
-                self.ids = (doc.allocate_id(), doc.allocate_id())
-                for r in doc.tables[self.table.name]["regions"]:
-                    if r.id == p.id:
-                        r.state = "SPLITTING"
-                doc.procedures.append({"kind": "split", "table": self.table.name, "parent": p.id,
-                                       "split_key": self.split_key, "daughters": list(self.ids),
-                                       "step": "prepared"})
-            host._meta.update(change)
+        p = self.parent
+
+        def change(doc):
+            self.ids = (doc.allocate_id(), doc.allocate_id())
+            for r in doc.tables[self.table.name]["regions"]:
+                if r.id == p.id:
+                    r.state = _meta.SPLITTING
+            doc.procedures.append({"kind": "split", "table": self.table.name, "parent": p.id,
+                                   "split_key": self.split_key, "daughters": list(self.ids),
+                                   "step": "prepared"})
+        self.host.update_meta(change)
         kill_point("split.prepared")
 
     def _close_parent(self):
         p = self.parent
         p.db.flush(wait=True)                   # pre-flush while still serving
-        p.close_gate(_region.SPLITTING, self.host.options.busy_wait_seconds)
+        p.close_gate(_region.SPLITTING, self.host.busy_wait_seconds)
         p.db.flush(wait=True)
         p.db.close()
         self.parent_closed = True
         # The list of table files must be taken with no background compaction
         # running (one could delete a listed file): reopen the flushed parent
         # quiesced, list, close.  Its WAL is empty, so this is cheap.
-        quiet = self.host._open_store(self.table, p.id, background=False)
+        quiet = self.host.open_store(self.table, p.id, background=False)
         try:
             self.views = quiet.live_tables()
             self.last_sequence = quiet.stats()["last_sequence"]
@@ -166,36 +179,32 @@ class SplitProcedure:
         bounds = ((p.start, k), (k, p.end))
         for i, name in enumerate(("split.daughter_a_created", "split.daughter_b_created")):
             lo, hi = bounds[i]
-            self.dbs[i] = self.host._create_store(self.table, self.ids[i],
-                                                  _narrow(self.views, lo, hi), self.last_sequence)
+            self.dbs[i] = self.host.create_store(self.table, self.ids[i],
+                                                 _narrow(self.views, lo, hi), self.last_sequence)
             kill_point(name)
 
     def _update_meta(self):
         p, k, (a, b) = self.parent, self.split_key, self.ids
         name = self.table.name
-        with self.host._lock:
-            def change(doc):
-                regions = doc.tables[name]["regions"]
-                i = next(i for i, r in enumerate(regions) if r.id == p.id)
-                regions[i:i + 1] = [RegionRecord(a, p.start, k), RegionRecord(b, k, p.end)]
-                doc.parents.append({"table": name, "id": p.id, "daughters": [a, b]})
-                for proc in doc.procedures:
-                    if proc["parent"] == p.id:
-                        proc["step"] = "meta_updated"
-            self.host._meta.update(change)
-            self.past_ponr = True
+
+        def change(doc):
+            regions = doc.tables[name]["regions"]
+            i = next(i for i, r in enumerate(regions) if r.id == p.id)
+            regions[i:i + 1] = [RegionRecord(a, p.start, k), RegionRecord(b, k, p.end)]
+            doc.parents.append({"table": name, "id": p.id, "daughters": [a, b]})
+            for proc in doc.procedures:
+                if proc["parent"] == p.id:
+                    proc["step"] = "meta_updated"
+        self.host.update_meta(change)
+        self.past_ponr = True
         kill_point("split.after_meta")
 
     def _open_daughters(self):
         p, k = self.parent, self.split_key
         host = self.host
-        da = host._make_region(self.table, self.ids[0], p.start, k, self.dbs[0])
-        db = host._make_region(self.table, self.ids[1], k, p.end, self.dbs[1])
-        with host._lock:
-            starts, regs = self.table.layout
-            i = regs.index(p)
-            regs = regs[:i] + [da, db] + regs[i + 1:]
-            self.table.layout = ([r.start for r in regs], regs)
+        da = host.make_region(self.table, self.ids[0], p.start, k, self.dbs[0])
+        db = host.make_region(self.table, self.ids[1], k, p.end, self.dbs[1])
+        host.replace_region(self.table, p, (da, db))
         p.set_state(_region.SPLIT)              # waiting operations route again
         log.info("split region %d of %r at %r into %d [%r, %r) and %d [%r, %r)",
                  p.id, self.table.name, k, da.id, p.start, k, db.id, k, p.end)
@@ -204,9 +213,8 @@ class SplitProcedure:
 
     def _finish(self):
         try:
-            with self.host._lock:
-                self.host._meta.update(lambda doc: doc.procedures.__setitem__(
-                    slice(None), [x for x in doc.procedures if x["parent"] != self.parent.id]))
+            self.host.update_meta(lambda doc: doc.procedures.__setitem__(
+                slice(None), [x for x in doc.procedures if x["parent"] != self.parent.id]))
         except Exception:   # recovery drops a meta_updated record on the next open
             log.exception("split of region %d: could not remove the procedure record", self.parent.id)
         kill_point("split.done")
@@ -222,11 +230,10 @@ class SplitProcedure:
                     log.exception("closing daughter %d during rollback", self.ids[i])
         if self.ids:
             for rid in self.ids:
-                host._fs.rmtree(host._region_path(rid), missing_ok=True)
+                host.remove_region_dir(rid)
         if self.parent_closed:
-            p.db = host._open_store(self.table, p.id)
-        with host._lock:
-            host._meta.update(lambda doc: _rollback_doc(doc, p.id))
+            p.db = host.open_store(self.table, p.id)
+        host.update_meta(lambda doc: _rollback_doc(doc, p.id))
         p.set_state(_region.OPEN)
 
 
@@ -234,7 +241,7 @@ def _rollback_doc(doc, parent_id):
     for t in doc.tables.values():
         for r in t["regions"]:
             if r.id == parent_id:
-                r.state = "OPEN"
+                r.state = _meta.OPEN
     doc.procedures = [x for x in doc.procedures if x["parent"] != parent_id]
 
 
@@ -259,10 +266,10 @@ def recover(meta) -> None:
 
 
 def collect_parents(host, table) -> int:
-    """Delete the split parents of ``table`` no region refers to; returns how
-    many.  The caller holds ``table.split_lock`` (no split may be copying views
-    of a parent meanwhile)."""
-    parents = [p for p in host._meta.doc.parents if p["table"] == table.name]
+    """The janitor (HBase's CatalogJanitor): delete the split parents of
+    ``table`` no region refers to; returns how many.  The caller holds
+    ``table.split_lock`` (no split may be copying views of a parent meanwhile)."""
+    parents = [p for p in host.meta_doc().parents if p["table"] == table.name]
     if not parents:
         return 0
     refs = set()
@@ -270,14 +277,13 @@ def collect_parents(host, table) -> int:
         refs.update(os.path.realpath(f) for f in r.db.external_files())
     done = 0
     for p in parents:
-        pdir = os.path.realpath(host._region_path(p["id"])) + os.sep
+        pdir = os.path.realpath(host.region_dir(p["id"])) + os.sep
         if any(f.startswith(pdir) for f in refs):
             continue
-        with host._lock:
-            host._meta.update(lambda doc: doc.parents.__setitem__(
-                slice(None), [x for x in doc.parents if x["id"] != p["id"]]))
+        host.update_meta(lambda doc: doc.parents.__setitem__(
+            slice(None), [x for x in doc.parents if x["id"] != p["id"]]))
         kill_point("gc.after_meta")
-        host._fs.rmtree(host._region_path(p["id"]), missing_ok=True)
+        host.remove_region_dir(p["id"])
         log.info("deleted split parent %d of %r", p["id"], table.name)
         done += 1
     return done

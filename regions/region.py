@@ -122,6 +122,14 @@ class Region:
                                           f"{self._inflight} operations still in flight")
                 self._cv.wait(left)
 
+    def close(self, timeout: float) -> None:
+        """Close the region for good (its table or the server closes): the
+        gate closes, operations in flight finish (``RegionBusyError`` after
+        ``timeout`` seconds), the store closes, waiting operations route again."""
+        self.close_gate(CLOSED, timeout)
+        self.db.close()
+        self.set_state(CLOSED)
+
     def set_state(self, state: str) -> None:
         """Publish a transition (reopened, split, closed) to waiting operations."""
         with self._cv:

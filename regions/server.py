@@ -25,19 +25,20 @@ import logging
 import os
 import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import lsm
 from lsm.cache import BlockCache
 
-from . import procedure, region as _region
-from .adjust import adjust_split_point
-from .errors import (InvariantError, ServerClosedError, SplitError, TableExistsError,
+from . import procedure
+from .adjust import HOT_REASON, adjust_split_point
+from .check import check_server
+from .errors import (HotPartitionError, ServerClosedError, SplitError, TableExistsError,
                      UnknownRegionError, UnknownTableError)
-from .meta import Meta, RegionRecord, check_layout, region_dir_name
+from .maintenance import Maintenance
+from .meta import Meta, RegionRecord, region_dir_name
 from .options import ServerOptions
 from .policy import jitter_rate
-from .region import Region, RegionInfo
+from .region import Region
 
 __all__ = ["RegionServer"]
 
@@ -95,6 +96,68 @@ def _batch_of(ops):
     return b
 
 
+class _SplitHost:
+    """The narrow view of the server that the split procedure, the janitor,
+    maintenance and the checker use (procedure.py lists the interface)."""
+
+    def __init__(self, server):
+        self._s = server
+        self.lock = server._lock
+        self.fs = server._fs
+        self.busy_wait_seconds = server.options.busy_wait_seconds
+        self.regions_root = os.path.join(server.path, "regions")
+
+    @property
+    def closed(self):
+        return self._s._closed
+
+    def tables(self):
+        return list(self._s._tables.values())
+
+    def serves(self, table, region=None):
+        """True while ``table`` is open (and ``region`` one of its regions)."""
+        return (self._s._tables.get(table.name) is table
+                and (region is None or region in table.layout[1]))
+
+    def meta_doc(self):
+        return self._s._meta.doc
+
+    def update_meta(self, change):
+        with self._s._lock:
+            self._s._meta.update(change)
+
+    def open_store(self, table, region_id, **changes):
+        return self._s._open_store(table, region_id, **changes)
+
+    def create_store(self, table, region_id, views, last_sequence):
+        return self._s._create_store(table, region_id, views, last_sequence)
+
+    def make_region(self, table, region_id, start, end, db):
+        return self._s._make_region(table, region_id, start, end, db)
+
+    def replace_region(self, table, parent, daughters):
+        with self._s._lock:
+            regs = table.layout[1]
+            i = regs.index(parent)
+            regs = regs[:i] + list(daughters) + regs[i + 1:]
+            table.layout = ([r.start for r in regs], regs)
+
+    def region_dir(self, region_id):
+        return self._s._region_path(region_id)
+
+    def remove_region_dir(self, region_id):
+        self.fs.rmtree(self.region_dir(region_id), missing_ok=True)
+
+    def region_stats(self, r):
+        return self._s._stats(r)
+
+    def with_store(self, r, fn):
+        self._s._with_store(r, fn)
+
+    def split_point(self, table, r):
+        return self._s._split_point(table, r, None)
+
+
 class RegionServer:
     """Hosts tables of regions in one directory.  Use ``RegionServer.open``."""
 
@@ -138,16 +201,9 @@ class RegionServer:
             self._close_regions()
             self._file_lock.release()
             raise
-        self._stop = threading.Event()
-        self._pending = set()
-        self._executor = None
-        self._thread = None
-        if options.background_workers:
-            self._executor = ThreadPoolExecutor(options.background_workers,
-                                                thread_name_prefix="regions-split")
-            self._thread = threading.Thread(target=self._maintenance_loop,
-                                            name="regions-maintenance", daemon=True)
-            self._thread.start()
+        self._host = _SplitHost(self)
+        self._maintenance = Maintenance(self._host, options, self._policy)
+        self._maintenance.start()
 
     def close(self) -> None:
         """Stop background work, close every region.  Idempotent."""
@@ -155,10 +211,7 @@ class RegionServer:
             if self._closed:
                 return
             self._closed = True
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self._executor.shutdown(wait=True)
+        self._maintenance.stop()
         self._close_regions()
         self._file_lock.release()
 
@@ -172,9 +225,7 @@ class RegionServer:
         for t in list(self._tables.values()):
             with t.split_lock:
                 for r in t.layout[1]:
-                    r.close_gate(_region.CLOSED, self.options.busy_wait_seconds)
-                    r.db.close()
-                    r.set_state(_region.CLOSED)
+                    r.close(self.options.busy_wait_seconds)
         self._tables = {}
 
     # -- stores -----------------------------------------------------------
@@ -327,9 +378,7 @@ class RegionServer:
                 self._meta.update(change)
                 del self._tables[name]
             for r in t.layout[1]:
-                r.close_gate(_region.CLOSED, self.options.busy_wait_seconds)
-                r.db.close()
-                r.set_state(_region.CLOSED)
+                r.close(self.options.busy_wait_seconds)
             for rid in [r.id for r in t.layout[1]] + parents:
                 self._fs.rmtree(self._region_path(rid), missing_ok=True)
         log.info("deleted table %r", name)
@@ -540,7 +589,7 @@ class RegionServer:
                 raise ValueError(f"split_key {split_key!r} is not strictly inside region "
                                  f"{region_id} [{r.start!r}, {r.end!r})")
             point = self._split_point(t, r, split_key)
-            daughters = procedure.SplitProcedure(self, t, r, point).run()
+            daughters = procedure.SplitProcedure(self._host, t, r, point).run()
         return [d.info() for d in daughters]
 
     def _split_point(self, t, r, proposed):
@@ -561,168 +610,22 @@ class RegionServer:
         finally:
             r.exit()
         if point is None:
-            raise SplitError(f"region {r.id} of {t.name!r} cannot split: {reason}")
+            error = HotPartitionError if reason.startswith(HOT_REASON) else SplitError
+            raise error(f"region {r.id} of {t.name!r} cannot split: {reason}")
         return point
 
-    # -- background work --------------------------------------------------
-    def _maintenance_loop(self):
-        while not self._stop.wait(self.options.maintenance_interval):
-            try:
-                self.maintain()
-            except Exception:
-                log.exception("regions maintenance pass failed")
-
+    # -- background work and verification ----------------------------------
     def maintain(self) -> None:
-        """One maintenance pass: flush the largest memtable while over the
-        global budget, split the regions the policy selects, delete split
-        parents nothing refers to.  The background thread calls this every
-        ``maintenance_interval``; with ``background_workers=0`` tests call it,
-        and splits then run inline."""
-        if self._closed:
-            return
-        self._enforce_memtable_budget()
-        total = sum(len(t.layout[1]) for t in self._tables.values())
-        for t in list(self._tables.values()):
-            regs = t.layout[1]
-            for r in regs:
-                if total >= self.options.max_regions:
-                    break
-                if self._wants_split(r, len(regs)):
-                    total += 1
-                    self._submit_split(t, r)
-            self._submit_gc(t)
+        """One maintenance pass (maintenance.py): flush the largest memtable
+        while over the global budget, split the regions the policy selects,
+        delete split parents nothing refers to.  The background thread calls
+        this every ``maintenance_interval``; with ``background_workers=0``
+        tests call it, and splits then run inline."""
+        self._maintenance.run_pass()
 
-    def _wants_split(self, r, count):
-        stats = self._stats(r)
-        size = int(stats.get("table_bytes", 0))
-        if r.split_blocker is not None and size < r.blocked_at_size * 1.25:
-            return False        # hot: re-examined once it has grown by a quarter
-        return self._policy.should_split(size, count, r.jitter_rate)
-
-    def _run_in_background(self, key, fn):
-        if self._executor is None:
-            fn()
-            return
-        with self._lock:
-            if key in self._pending or self._closed:
-                return
-            self._pending.add(key)
-
-        def task():
-            try:
-                fn()
-            except Exception:
-                log.exception("background task %r failed", key)
-            finally:
-                with self._lock:
-                    self._pending.discard(key)
-        self._executor.submit(task)
-
-    def _submit_split(self, t, r):
-        def task():
-            with t.split_lock:
-                if self._closed or self._tables.get(t.name) is not t or r not in t.layout[1]:
-                    return
-                try:
-                    point = self._split_point(t, r, None)
-                except SplitError as e:
-                    if "cannot split" in str(e):
-                        if r.split_blocker is None:
-                            log.warning("%s", e)
-                        r.split_blocker = str(e)
-                        r.blocked_at_size = int(self._stats(r).get("table_bytes", 0)) or 1
-                    return
-                r.split_blocker = None
-                procedure.SplitProcedure(self, t, r, point).run()
-        self._run_in_background(("split", t.name, r.id), task)
-
-    def _submit_gc(self, t):
-        if not any(p["table"] == t.name for p in self._meta.doc.parents):
-            return
-
-        def task():
-            with t.split_lock:
-                if not self._closed and self._tables.get(t.name) is t:
-                    procedure.collect_parents(self, t)
-        self._run_in_background(("gc", t.name), task)
-
-    def _enforce_memtable_budget(self):
-        sizes = []
-        for t in list(self._tables.values()):
-            for r in t.layout[1]:
-                sizes.append((int(self._stats(r).get("memtable_bytes", 0)), r))
-        total = sum(s for s, _ in sizes)
-        for size, r in sorted(sizes, key=lambda x: -x[0]):
-            if total <= self.options.global_memtable_bytes or size == 0:
-                break
-            self._with_store(r, lambda db: db.flush(wait=False))
-            total -= size
-
-    # -- verification -----------------------------------------------------
     def check(self) -> None:
-        """Verify the server's invariants; ``InvariantError`` lists what is broken.
-
-        Meta and the in-memory layout agree; every table's regions are sorted,
-        contiguous, non-overlapping and cover the key space; no split is half
-        done; every region's table files exist and every file a region refers
-        to in another directory belongs to a split parent still in meta; no
-        orphan directory is left.  Waits for splits in progress to finish.
-        """
+        """Verify the server's invariants (check.py); ``InvariantError`` lists
+        what is broken.  Waits for splits in progress to finish."""
         self._check_open()
-        problems = []
-        tables = sorted(self._tables.values(), key=lambda t: t.name)
-        locks = [t.split_lock for t in tables]
-        for lk in locks:
-            lk.acquire()
-        try:
-            with self._lock:
-                doc = self._meta.doc
-                if set(doc.tables) != {t.name for t in tables}:
-                    problems.append(f"meta tables {sorted(doc.tables)} != open tables "
-                                    f"{[t.name for t in tables]}")
-                if doc.procedures:
-                    problems.append(f"split procedures left in meta: {doc.procedures}")
-                for t in tables:
-                    problems += self._check_table(t, doc)
-                wanted = {region_dir_name(i) for i in doc.region_ids()}
-                present = set(self._fs.listdir(os.path.join(self.path, "regions")))
-                if present - wanted:
-                    problems.append(f"orphan region directories: {sorted(present - wanted)}")
-                if wanted - present:
-                    problems.append(f"missing region directories: {sorted(wanted - present)}")
-        finally:
-            for lk in locks:
-                lk.release()
-        if problems:
-            raise InvariantError("; ".join(problems))
+        check_server(self._host)
 
-    def _check_table(self, t, doc):
-        problems = []
-        rec = doc.tables.get(t.name)
-        starts, regs = t.layout
-        try:
-            check_layout(t.name, regs)
-        except ValueError as e:
-            problems.append(str(e))
-        if rec is not None:
-            mine = [(r.id, r.start, r.end) for r in regs]
-            theirs = [(r.id, r.start, r.end) for r in rec["regions"]]
-            if mine != theirs:
-                problems.append(f"table {t.name!r}: layout {mine} != meta {theirs}")
-        if starts != [r.start for r in regs]:
-            problems.append(f"table {t.name!r}: routing keys do not match the regions")
-        parent_dirs = [os.path.realpath(self._region_path(p["id"])) + os.sep
-                       for p in doc.parents if p["table"] == t.name]
-        for r in regs:
-            if r.state is not _region.OPEN:
-                problems.append(f"region {r.id} of {t.name!r} is {r.state}")
-                continue
-            for level, path, lo, hi in r.db.live_tables():
-                if not self._fs.exists(path):
-                    problems.append(f"region {r.id} of {t.name!r}: table file {path} is missing")
-            for path in r.db.external_files():
-                real = os.path.realpath(path)
-                if not any(real.startswith(d) for d in parent_dirs):
-                    problems.append(f"region {r.id} of {t.name!r} refers to {path}, "
-                                    "which is not a file of a split parent in meta")
-        return problems

@@ -229,7 +229,7 @@ def test_split_boundary_keeps_groups_together(server):
     (r,) = server.regions("t")
     a, b = server.split_region("t", r.region_id)
     assert len(a.end_key) == 3 and a.end_key.startswith(b"g")     # a group boundary
-    with pytest.raises(regions.SplitError, match="hot partition key"):
+    with pytest.raises(regions.HotPartitionError, match="hot partition key"):
         # a region of one group cannot split, even at an explicit key
         server.create_table("h")
         server.configure_table("h", split_boundary=regions.KeyPrefix(3))
