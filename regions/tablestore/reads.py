@@ -3,8 +3,8 @@
 Steps, in order (each a function, so GetRow, BatchGetRow and GetRange share
 them): merge the row's head and deltas (cells.merge_row), apply the table's
 max_versions and TTL (``visible``), apply the read's time_range and
-max_version (``select``), the column filter (conditions.evaluate), then
-``columns_to_get`` (``project``).  Returned rows carry PK columns in schema
+max_version (``select``), the wide-row column window (columns.py), the
+column filter (conditions.evaluate), then ``columns_to_get`` (``project``).  Returned rows carry PK columns in schema
 order and attribute columns sorted by name, versions newest first, as
 (name, value, ts) triples.
 
@@ -15,6 +15,7 @@ reference the twins are tested against.  Pure functions, thread-safe.
 """
 from . import cells, pkcodec
 from .capacity import cells_size, pk_size
+from .columns import column_window
 from .conditions import evaluate
 from .metadata import Row
 
@@ -85,23 +86,28 @@ def project(pk_names, pk_values, columns, names):
 
 
 def assemble(schema, pk_values, row_key_len, head, deltas, now_ms, names, max_version,
-             time_range, column_filter):
-    """(Row parts or None, bytes read) of one stored row for a read request."""
+             time_range, column_filter, window=None):
+    """(Row parts or None, bytes read) of one stored row for a read request.
+
+    ``window`` is a columns.Window or None."""
     live = visible(row_key_len, head, deltas, schema.ttl, schema.max_versions, now_ms)
     if not live:
         return None, 0
     chosen = select(live, max_version, time_range)
+    if window is not None:
+        chosen = column_window(chosen, *window)
     size = sum(cells_size([(n, v) for _, v in vs]) for n, vs in chosen.items())
     if column_filter is not None and not evaluate(column_filter, chosen):
         return None, size
     return project(schema.names, pk_values, chosen, names), size
 
 
-def whole_read(schema, names, time_range, column_filter):
+def whole_read(schema, names, time_range, column_filter, window=None):
     """True when a read returns a row's newest versions whole: no columns_to_get,
-    time_range, filter or TTL; then a row that is one PutRow head is its cells
-    (``head_cells``) and ``assemble`` is not needed."""
-    return names is None and column_filter is None and time_range is None and schema.ttl <= 0
+    time_range, filter, column window or TTL; then a row that is one PutRow head
+    is its cells (``head_cells``) and ``assemble`` is not needed."""
+    return (names is None and column_filter is None and time_range is None
+            and window is None and schema.ttl <= 0)
 
 
 def head_cells(data, keep):
