@@ -122,7 +122,7 @@ def cases():
         ("not with 2", lambda c: c.get_row("t", PK, column_filter=_composite(LogicalOperator.NOT, 2)),
          *P, "Invalid NOT operator: the number of sub-filters must be 1."),
         ("and with 1", lambda c: c.get_row("t", PK, column_filter=_composite(LogicalOperator.AND, 1)),
-         *P, "Invalid AND/OR operator: the number of sub-filters must be 2."),
+         *P, "Invalid AND/OR operator: the number of sub-filters must be more than 1."),
         ("batch get empty", lambda c: c.batch_get_row(BatchGetRowRequest()), *P,
          "No row specified in the request of BatchGetRow."),
         ("batch get 101", lambda c: c.batch_get_row(_bget(101)), *P,

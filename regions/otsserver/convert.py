@@ -19,6 +19,7 @@ from regions.otsserver import errors
 from regions.otsserver.plainbuffer import (
     DELETE_ALL_VERSION, DELETE_ONE_VERSION, INCREMENT, Markers, PlainBufferCodec, PlainBufferError,
 )
+from regions.tablestore import conditions as check
 from regions.tablestore import metadata as md
 from regions.tablestore.errors import OTSClientError, service_error
 
@@ -121,42 +122,79 @@ def delete_row(data: bytes) -> md.Row:
 
 # ------------------------------------------------------------ filters
 
+CAST_TYPES = {fpb.VT_INTEGER: md.CastType.VT_INTEGER, fpb.VT_DOUBLE: md.CastType.VT_DOUBLE,
+              fpb.VT_STRING: md.CastType.VT_STRING}
+NO_VALUE = (md.ComparatorType.EXIST, md.ComparatorType.NOT_EXIST)
+
+
+def column_filter(data: bytes):
+    """A read's serialized ``Filter`` -> a column condition or a ColumnPaginationFilter."""
+    return _decode(data, read=True)
+
+
 def column_condition(data: bytes):
-    """A serialized ``Filter`` -> SingleColumnCondition / CompositeColumnCondition."""
+    """A write's serialized ``Filter`` -> SingleColumn(Regex)Condition / CompositeColumnCondition."""
+    return _decode(data, read=False)
+
+
+def _decode(data: bytes, read: bool):
+    """Decoding stops at the service's node limit, so a deep filter costs no deep recursion."""
     try:
-        flt = fpb.Filter()
-        flt.ParseFromString(data)
-        if not flt.IsInitialized():
-            raise DecodeError("incomplete")
-        return _filter(flt)
+        return _filter(_message(fpb.Filter, data), read, [0])
     except (DecodeError, PlainBufferError, OTSClientError):
         raise service_error("filter_invalid") from None
 
 
-def _filter(flt):
+def _message(cls, data: bytes):
+    msg = cls()
+    msg.ParseFromString(data)
+    if not msg.IsInitialized():
+        raise DecodeError("incomplete")
+    return msg
+
+
+def _filter(flt, top_of_read: bool, count: list):
+    count[0] += 1
+    if count[0] > check.MAX_FILTER_NODES:
+        raise service_error("filter_count", limit=check.MAX_FILTER_NODES)
     if flt.type == fpb.FT_SINGLE_COLUMN_VALUE:
-        single = fpb.SingleColumnValueFilter()
-        single.ParseFromString(flt.filter)
-        if not single.IsInitialized():
-            raise DecodeError("incomplete")
-        if single.HasField("value_trans_rule") or single.comparator in (fpb.CT_EXIST, fpb.CT_NOT_EXIST):
-            raise errors.parameter_invalid(
-                "SingleColumnRegexCondition (value_trans_rule, EXIST, NOT_EXIST) is not supported "
-                "by this server.")
-        return md.SingleColumnCondition(
-            single.column_name, CODEC.decode_bare_variant(single.column_value),
-            single.comparator - 1, pass_if_missing=not single.filter_if_missing,
-            latest_version_only=single.latest_version_only)
+        return _single(_message(fpb.SingleColumnValueFilter, flt.filter))
     if flt.type == fpb.FT_COMPOSITE_COLUMN_VALUE:
-        comp = fpb.CompositeColumnValueFilter()
-        comp.ParseFromString(flt.filter)
-        if not comp.IsInitialized():
-            raise DecodeError("incomplete")
+        comp = _message(fpb.CompositeColumnValueFilter, flt.filter)
         cond = md.CompositeColumnCondition(comp.combinator - 1)
         for sub in comp.sub_filters:
-            cond.add_sub_condition(_filter(sub))
+            cond.add_sub_condition(_filter(sub, False, count))
         return cond
-    raise errors.parameter_invalid("ColumnPaginationFilter is not supported by this server.")
+    if flt.type == fpb.FT_COLUMN_PAGINATION:
+        if not top_of_read:
+            raise service_error("pagination_position")
+        page = _message(fpb.ColumnPaginationFilter, flt.filter)
+        return md.ColumnPaginationFilter(page.offset, page.limit)
+    raise service_error("filter_invalid")
+
+
+def _single(single):
+    """A SingleColumnValueFilter: a SingleColumnCondition when it is one, else a
+    SingleColumnRegexCondition (a ValueTransferRule, or EXIST / NOT_EXIST).  An
+    absent ``cast_type`` reads as the proto2 default, VT_INTEGER."""
+    value = CODEC.decode_bare_variant(single.column_value)
+    comparator = single.comparator - 1
+    rule = None
+    if single.HasField("value_trans_rule"):
+        vt = single.value_trans_rule
+        if vt.cast_type not in CAST_TYPES:
+            raise service_error("cast_type_invalid", cast_type=fpb.VariantType.Name(vt.cast_type))
+        rule = md.RegexRule(vt.regex, CAST_TYPES[vt.cast_type])
+    if rule is None and comparator not in NO_VALUE:
+        return md.SingleColumnCondition(
+            single.column_name, value, comparator, pass_if_missing=not single.filter_if_missing,
+            latest_version_only=single.latest_version_only)
+    cond = md.SingleColumnRegexCondition(single.column_name, comparator,
+                                         None if comparator in NO_VALUE else value, rule,
+                                         single.latest_version_only)
+    if not single.filter_if_missing:
+        cond._pass_if_missing = True
+    return cond
 
 
 def condition(proto) -> md.Condition:
@@ -190,12 +228,21 @@ def read_options(proto) -> dict:
             time_range = (tr.start_time, tr.end_time)
     return {
         "columns_to_get": list(proto.columns_to_get) or None,
-        "column_filter": column_condition(proto.filter) if proto.HasField("filter") else None,
+        "column_filter": column_filter(proto.filter) if proto.HasField("filter") else None,
         "max_version": proto.max_versions if proto.HasField("max_versions") else None,
         "time_range": time_range,
         "start_column": proto.start_column if proto.HasField("start_column") else None,
         "end_column": proto.end_column if proto.HasField("end_column") else None,
+        "token": _token(proto),
     }
+
+
+def _token(proto):
+    """GetRow/GetRange carry one optional token, BatchGetRow items a list (one per row)."""
+    field = proto.DESCRIPTOR.fields_by_name["token"]
+    if field.label == field.LABEL_REPEATED:
+        return list(proto.token) or None
+    return proto.token if proto.HasField("token") else None
 
 
 def no_transaction(proto) -> None:

@@ -122,8 +122,7 @@ class TablestoreService:
         cv.no_transaction(req)
         opts = cv.read_options(req)
         consumed, row, next_token = self.client.get_row(
-            req.table_name, cv.primary_key(req.primary_key),
-            token=req.token if req.HasField("token") else None, **opts)
+            req.table_name, cv.primary_key(req.primary_key), **opts)
         resp = pb.GetRowResponse()
         cv.set_consumed(resp.consumed, consumed)
         resp.row = cv.encode_row(row)
@@ -167,8 +166,6 @@ class TablestoreService:
         for table in req.tables:
             if table.table_name in request.items:
                 raise errors.parameter_invalid("Duplicated table name: %s." % table.table_name)
-            if len(table.token):
-                raise errors.parameter_invalid("Tokens in BatchGetRow are not supported by this server.")
             keys = [cv.primary_key(k) for k in table.primary_key]
             request.add(md.TableInBatchGetRowItem(table.table_name, keys, **cv.read_options(table)))
             order.append(table.table_name)
@@ -235,7 +232,6 @@ class TablestoreService:
             cv.primary_key(req.inclusive_start_primary_key),
             cv.primary_key(req.exclusive_end_primary_key),
             limit=req.limit if req.HasField("limit") else None,
-            token=req.token if req.HasField("token") else None,
             **cv.read_options(req))
         resp = pb.GetRangeResponse()
         cv.set_consumed(resp.consumed, consumed)

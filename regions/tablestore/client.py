@@ -16,7 +16,8 @@ import time
 
 from . import _rows, cells, pkcodec
 from .capacity import failed_condition_cu, read_cu, write_cu
-from .conditions import check_condition, evaluate
+from .columns import read_window
+from .conditions import check_condition, check_node_count, evaluate
 from .errors import OTSClientError, OTSServiceError, service_error
 from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowRequest,
                        BatchWriteRowResponse, BatchWriteRowResponseItem, BatchWriteRowType,
@@ -229,17 +230,16 @@ class OTSClient:
         name, schema = self._schema(table_name)
         values = check_pk(schema, primary_key)
         names, max_version, rng = check_read_params(columns_to_get, max_version, time_range)
-        if column_filter is not None:
-            check_condition(column_filter)
-        return self._get(name, schema, values, names, max_version, rng, column_filter)
+        window, column_filter = read_window(start_column, end_column, token, column_filter, names)
+        return self._get(name, schema, values, names, max_version, rng, column_filter, window)
 
-    def _get(self, name, schema, values, names, max_version, rng, column_filter):
+    def _get(self, name, schema, values, names, max_version, rng, column_filter, window=None):
         row_key = _rows.encode_pk(schema.types, values)
         entries = self._row_entries(name, row_key)
         if not entries:
             return read_cu(0), None, b""
         # Read CU: the primary key and the attribute cells returned.
-        if whole_read(schema, names, rng, column_filter):
+        if whole_read(schema, names, rng, column_filter, window):
             # The row read whole: merged and decoded in C, no assembly.
             cell_list, size = _rows.row_cells(len(row_key), entries,
                                               min(max_version, schema.max_versions))
@@ -249,7 +249,7 @@ class OTSClient:
             return consumed, Row(list(zip(schema.names, values)), cell_list), b""
         head, deltas = cells.split_entries(len(row_key), entries)
         parts, size, _ = assemble(schema, values, len(row_key), head, deltas, _now_ms(), names,
-                                  max_version, rng, column_filter, self._pk_projection)
+                                  max_version, rng, column_filter, self._pk_projection, window)
         if parts is None:
             return read_cu(0), None, b""
         consumed = read_cu(_rows.pk_size(schema.names, values) + size)
@@ -266,8 +266,7 @@ class OTSClient:
         start = check_pk(schema, inclusive_start_primary_key, "bound")
         end = check_pk(schema, exclusive_end_primary_key, "bound")
         names, max_version, rng = check_read_params(columns_to_get, max_version, time_range)
-        if column_filter is not None:
-            check_condition(column_filter)
+        window, column_filter = read_window(start_column, end_column, token, column_filter, names)
         if limit is not None:
             if not isinstance(limit, int) or isinstance(limit, bool):
                 raise OTSClientError("expect int or long for the value, not %s"
@@ -286,10 +285,10 @@ class OTSClient:
         else:
             entries = self._server.scan(name, e + _ROW_END, s + _ROW_END, reverse=True)
         return self._range_page(schema, entries, forward, names, max_version, rng,
-                                column_filter, min(limit or RANGE_ROWS, RANGE_ROWS))
+                                column_filter, min(limit or RANGE_ROWS, RANGE_ROWS), window)
 
     def _range_page(self, schema, entries, forward, names, max_version, rng, column_filter,
-                    max_rows):
+                    max_rows, window=None):
         """One GetRange page from an entry iterator: rows, next start PK, consumed."""
         now = _now_ms()
         pk_projection = self._pk_projection
@@ -297,7 +296,7 @@ class OTSClient:
         def slow(row_key, values, group):
             head, deltas = cells.split_entries(len(row_key), group)
             return assemble(schema, values, len(row_key), head, deltas, now, names,
-                            max_version, rng, column_filter, pk_projection)
+                            max_version, rng, column_filter, pk_projection, window)
 
         def live(row_key, group):
             head, deltas = cells.split_entries(len(row_key), group)
@@ -305,7 +304,7 @@ class OTSClient:
                            now) is not None
 
         page = _rows.RangePage(len(schema.names), schema.names,
-                               whole_read(schema, names, rng, column_filter),
+                               whole_read(schema, names, rng, column_filter, window),
                                min(max_version or 1, schema.max_versions), max_rows,
                                RANGE_BYTES, slow, live)
         rows, next_values, read_bytes = page.run(entries)
@@ -349,6 +348,8 @@ class OTSClient:
             raise service_error("batch_get_empty")
         if total > BATCH_GET_ROWS:
             raise service_error("batch_rows_limit", limit=BATCH_GET_ROWS)
+        for item in request.items.values():
+            check_node_count(item.column_filter)  # fails the whole batch, as the service's
         result = {}
         for table_name, item in request.items.items():
             items = result[table_name] = []
@@ -359,8 +360,8 @@ class OTSClient:
                     max_version = 1  # the service's default when a batch item sets neither
                 names, max_version, rng = check_read_params(item.columns_to_get, max_version,
                                                             item.time_range)
-                if item.column_filter is not None:
-                    check_condition(item.column_filter)
+                window, column_filter = read_window(item.start_column, item.end_column,
+                                                    item.token, item.column_filter, names)
                 table_error = None
             except OTSServiceError as exc:
                 table_error = exc
@@ -376,7 +377,7 @@ class OTSClient:
                                              None, None, None))
                     continue
                 consumed, row, _ = self._get(name, schema, values, names, max_version, rng,
-                                             item.column_filter)
+                                             column_filter, window)
                 items.append(RowDataItem(True, None, None, table_name, consumed,
                                          row.primary_key if row else None,
                                          row.attribute_columns if row else None))

@@ -117,8 +117,24 @@ ERRORS = {
     "backward_range": _P + ("Begin key must more than end key in BACKWARD",),
     # filters
     "filter_not": _P + ("Invalid NOT operator: the number of sub-filters must be 1.",),
-    "filter_and_or": _P + ("Invalid AND/OR operator: the number of sub-filters must be 2.",),
+    # The service's text per the Java SDK's UnifiedFilterRestrictionAndParamCheckingTest
+    # (the docs' error table says "must be 2.").
+    "filter_and_or": _P + ("Invalid AND/OR operator: the number of sub-filters must be more "
+                           "than 1.",),
     "filter_invalid": _P + ("Deserialize filter failed.",),
+    # Every node, composite or single, counts (same Java SDK test).
+    "filter_count": _P + ("The count of filter exceeds the max: {limit}.",),
+    "regex_invalid": _P + ("Invalid regex: {regex}.",),  # (ours)
+    "regex_length": _P + ("The length of regex must be in range: [1, {limit}].",),  # (ours)
+    "cast_type_invalid": _P + ("Invalid cast type of the regex rule: {cast_type}.",),  # (ours)
+    "pagination_invalid": _P + ("Invalid ColumnPaginationFilter: offset must be at least 0 and "
+                                "limit greater than 0.",),  # (ours)
+    "pagination_position": _P + ("ColumnPaginationFilter can only be the whole filter of a "
+                                 "read.",),  # (ours)
+    # wide rows
+    "column_range_invalid": _P + ("start_column must be less than end_column.",),  # (ours)
+    "token_invalid": _P + ("Invalid token: this service returns no next_token to resume "
+                           "from.",),  # (ours)
     # batches
     "batch_get_empty": _P + ("No row specified in the request of BatchGetRow.",),
     "batch_write_empty": _P + ("No row is specified in BatchWriteRow.",),

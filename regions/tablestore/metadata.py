@@ -5,6 +5,8 @@ written for the cloud service builds its requests unchanged.  Constructors
 raise :class:`OTSClientError` exactly where the SDK's do.  Instances are plain
 value holders, not thread-safe to mutate while a request uses them.
 """
+from enum import IntEnum
+
 from .errors import OTSClientError
 
 __all__ = [
@@ -12,7 +14,8 @@ __all__ = [
     "ReservedThroughput", "ReservedThroughputDetails", "ColumnType", "ReturnType",
     "Direction", "UpdateType", "UpdateTableResponse", "DescribeTableResponse", "RowDataItem",
     "LogicalOperator", "ComparatorType", "ColumnConditionType", "ColumnCondition",
-    "CompositeColumnCondition", "SingleColumnCondition", "RowExistenceExpectation",
+    "CompositeColumnCondition", "SingleColumnCondition", "CastType", "RegexRule",
+    "SingleColumnRegexCondition", "ColumnPaginationFilter", "RowExistenceExpectation",
     "Condition", "Row", "RowItem", "PutRowItem", "UpdateRowItem", "DeleteRowItem",
     "TableInBatchGetRowItem", "BatchGetRowRequest", "BatchGetRowResponse",
     "BatchWriteRowType", "TableInBatchWriteRowItem", "BatchWriteRowRequest",
@@ -261,6 +264,152 @@ class SingleColumnCondition(ColumnCondition):
 
     def get_comparator(self):
         return self.comparator
+
+
+class CastType(IntEnum):
+    """What the regex's match is cast to before the comparison."""
+    VT_INTEGER = 0
+    VT_DOUBLE = 1
+    VT_STRING = 2
+
+
+class RegexRule(_Value):
+    def __init__(self, regex_input, cast_type):
+        self.regex = None
+        self.cast_type = None
+        self.set_regex(regex_input)
+        self.set_cast_type(cast_type)
+
+    def set_regex(self, regex_input):
+        if not isinstance(regex_input, (str, bytes)):
+            raise OTSClientError("regex_input should be an instance of str, not %s"
+                                 % regex_input.__class__.__name__)
+        self.regex = regex_input
+
+    def set_cast_type(self, cast_type):
+        if not isinstance(cast_type, CastType):
+            raise OTSClientError("input cast_type should be an instance of CastType, not %s"
+                                 % cast_type.__class__.__name__)
+        self.cast_type = cast_type
+
+    def get_regex(self):
+        return self.regex
+
+    def get_cast_type(self):
+        return self.cast_type
+
+
+class SingleColumnRegexCondition(ColumnCondition):
+    """A single-column condition on a value transformed by an optional RegexRule.
+
+    As the SDK's: any comparator (EXIST and NOT_EXIST take no value; the
+    value then defaults to 0) and no ``pass_if_missing`` (always False).  A
+    filter decoded from the wire with ``filter_if_missing`` false sets
+    ``_pass_if_missing`` on the instance (conditions.py reads it through
+    ``get_pass_if_missing``).
+    """
+
+    _pass_if_missing = False
+    _NO_VALUE = (ComparatorType.EXIST, ComparatorType.NOT_EXIST)
+
+    def __init__(self, column_name, comparator, column_value=None, regex_rule=None,
+                 latest_version_only=True):
+        self.column_name = None
+        self.comparator = None
+        self.column_value = None
+        self.latest_version_only = None
+        self.regex_rule = None
+        self.set_column_name(column_name)
+        self.set_comparator(comparator)
+        self.check_arguments(column_value, comparator)
+        self.set_column_value(0 if column_value is None else column_value)
+        self.set_regex_rule(regex_rule)
+        self.set_latest_version_only(latest_version_only)
+
+    def get_type(self):
+        return ColumnConditionType.SINGLE_COLUMN_REGEX_CONDITION
+
+    @classmethod
+    def check_arguments(cls, column_value, comparator):
+        if column_value is not None and comparator in cls._NO_VALUE:
+            raise OTSClientError("when column_value is set, comparator should not be EXIST or "
+                                 "NOT_EXIST, but now is %s" % ComparatorType.__members__[comparator])
+        if column_value is None and comparator not in cls._NO_VALUE:
+            raise OTSClientError("when column_value is not set, comparator should be EXIST or "
+                                 "NOT_EXIST, but now is %s" % ComparatorType.__members__[comparator])
+
+    def set_column_name(self, column_name):
+        if not isinstance(column_name, (str, bytes)):
+            raise OTSClientError(
+                "The input column_name of SingleColumnRegexCondition should be an instance of "
+                "str, not %s" % column_name.__class__.__name__)
+        self.column_name = column_name
+
+    def get_column_name(self):
+        return self.column_name
+
+    def set_comparator(self, comparator):
+        if comparator not in ComparatorType.__values__:
+            raise OTSClientError(
+                "Expect input comparator of SingleColumnRegexCondition should be one of %s, "
+                "but '%s'" % (str(ComparatorType.__members__), comparator))
+        self.comparator = comparator
+
+    def get_comparator(self):
+        return self.comparator
+
+    def set_column_value(self, column_value):
+        if column_value is None:
+            raise OTSClientError("The input column_value of SingleColumnRegexCondition."
+                                 "set_column_value should not be None")
+        self.column_value = column_value
+
+    def get_column_value(self):
+        return self.column_value
+
+    def set_regex_rule(self, regex_rule):
+        if regex_rule is not None and not isinstance(regex_rule, RegexRule):
+            raise OTSClientError("input regex_rule should be an instance of RegexRule or None, "
+                                 "not %s" % regex_rule.__class__.__name__)
+        self.regex_rule = regex_rule
+
+    def get_regex_rule(self):
+        return self.regex_rule
+
+    def set_latest_version_only(self, latest_version_only):
+        if not isinstance(latest_version_only, bool):
+            raise OTSClientError(
+                "The input latest_version_only of SingleColumnRegexCondition should be an "
+                "instance of Bool, not %s" % latest_version_only.__class__.__name__)
+        self.latest_version_only = latest_version_only
+
+    def get_latest_version_only(self):
+        return self.latest_version_only
+
+    def get_pass_if_missing(self):
+        return self._pass_if_missing
+
+
+class ColumnPaginationFilter(_Value):
+    """Wide-row paging, a read filter only (not in the Python SDK 6.4.8; the proto's
+    FT_COLUMN_PAGINATION): of the row's attribute columns in name order, skip
+    ``offset`` and return at most ``limit``.  Not a ColumnCondition, so it can be
+    neither a write condition nor a sub-condition (as in the Java SDK).  Ranges
+    (offset >= 0, limit > 0) are the service's checks, made at request time."""
+
+    def __init__(self, offset, limit):
+        for name, value in (("offset", offset), ("limit", limit)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise OTSClientError("The input %s of ColumnPaginationFilter should be an "
+                                     "instance of int, not %s" % (name, value.__class__.__name__))
+        self.offset = offset
+        self.limit = limit
+
+    def get_offset(self):
+        return self.offset
+
+    def get_limit(self):
+        return self.limit
 
 
 class RowExistenceExpectation:

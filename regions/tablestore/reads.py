@@ -4,8 +4,9 @@ Steps, in order (each a function, so GetRow, BatchGetRow and GetRange share
 them): merge the row's head and deltas (cells.merge_row), apply the table's
 max_versions and TTL (``visible``), apply the read's time_range and
 max_version (``select``), ``columns_to_get`` (``read_columns``: a filter sees
-only what is read), the column filter (conditions.evaluate), then the
-returned shape (``project``).  Returned rows carry PK columns in schema
+only what is read), the wide-row column window (columns.py), the column
+filter (conditions.evaluate), then the returned shape (``project``).
+Returned rows carry PK columns in schema
 order and attribute columns sorted by name, versions newest first, as
 (name, value, ts) triples.  A row exists whatever columns it has left
 (cells.row_exists): an existing row with no column read is returned with
@@ -18,6 +19,7 @@ reference the twins are tested against.  Pure functions, thread-safe.
 """
 from . import cells, pkcodec
 from .capacity import cells_size, pk_size
+from .columns import column_window
 from .conditions import evaluate
 from .metadata import Row
 
@@ -102,17 +104,20 @@ def project(pk_names, pk_values, columns, names, pk_projection="full"):
 
 
 def assemble(schema, pk_values, row_key_len, head, deltas, now_ms, names, max_version,
-             time_range, column_filter, pk_projection="full"):
+             time_range, column_filter, pk_projection="full", window=None):
     """(Row parts or None, bytes returned, row exists) of one stored row for a read.
 
-    The filter sees only the columns read (``columns_to_get``), so a column
-    left out is missing for it; the bytes count the attribute cells returned
-    (the caller adds the primary key): what read CU and the 4 MB page cut count.
+    The filter sees only the columns read (``columns_to_get`` and the column
+    ``window``, a columns.Window or None), so a column left out is missing
+    for it; the bytes count the attribute cells returned (the caller adds the
+    primary key): what read CU and the 4 MB page cut count.
     """
     live = visible(row_key_len, head, deltas, schema.ttl, schema.max_versions, now_ms)
     if live is None:
         return None, 0, False
     chosen = read_columns(select(live, max_version, time_range), names)
+    if window is not None:
+        chosen = column_window(chosen, *window)
     if column_filter is not None and not evaluate(column_filter, chosen):
         return None, 0, True
     parts = project(schema.names, pk_values, chosen, names, pk_projection)
@@ -121,11 +126,12 @@ def assemble(schema, pk_values, row_key_len, head, deltas, now_ms, names, max_ve
     return parts, cells_size(parts[1]), True
 
 
-def whole_read(schema, names, time_range, column_filter):
+def whole_read(schema, names, time_range, column_filter, window=None):
     """True when a read returns a row's newest versions whole: no columns_to_get,
-    time_range, filter or TTL; then a row that is one PutRow head is its cells
-    (``head_cells``) and ``assemble`` is not needed."""
-    return names is None and column_filter is None and time_range is None and schema.ttl <= 0
+    time_range, filter, column window or TTL; then a row that is one PutRow head
+    is its cells (``head_cells``) and ``assemble`` is not needed."""
+    return (names is None and column_filter is None and time_range is None
+            and window is None and schema.ttl <= 0)
 
 
 def head_cells(data, keep):
