@@ -5,7 +5,8 @@ for the cloud service runs against the embedded store by changing only the
 client's constructor: ``OTSClient(path)`` instead of ``OTSClient(endpoint, ...)``.
 Module guide: metadata (data classes), errors (exceptions and the error table),
 pkcodec (order-preserving row keys), cells (cell layout), conditions (filters),
-capacity (CU rules), validate (limits), reads (row assembly), client (OTSClient).
+capacity (CU rules), validate (limits), reads (row assembly), transactions (local
+transactions), client (OTSClient).
 """
 from .client import OTSClient
 from .errors import OTSClientError, OTSError, OTSServiceError
