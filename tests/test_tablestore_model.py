@@ -228,6 +228,10 @@ def test_random_transactions_commit_and_abort_match_the_model(tmp_path):
                 client.delete_row("m", Row(_pk(key)), None, transaction_id=tid)
                 view.delete(key)
             assert _partition(client, part, tid) == _of(view.rows, part)
+            back = client.get_range("m", "BACKWARD", _pk((part, INF_MAX)), _pk((part, INF_MIN)),
+                                    transaction_id=tid)[2]
+            assert [(part, r.primary_key[1][1]) for r in back] == \
+                sorted(_of(view.rows, part), reverse=True)
             assert _partition(client, part) == _of(model.rows, part)
         if rnd.random() < 0.6:
             client.commit_transaction(tid)

@@ -287,6 +287,25 @@ def test_data_per_transaction_is_limited_to_4_mb(api):
 
 # ---------------------------------------------------- embedded-only rules
 
+def test_the_view_merges_buffered_entries_over_committed_ones_in_both_directions():
+    from regions.tablestore.transactions import _merge
+    rnd = random.Random(3)
+    for _ in range(200):
+        committed = {bytes([rnd.randrange(20)]): b"c" for _ in range(rnd.randrange(10))}
+        mine = {bytes([rnd.randrange(20)]): rnd.choice([b"m", None])
+                for _ in range(rnd.randrange(10))}
+        want = dict(committed)
+        for k, v in mine.items():
+            if v is None:
+                want.pop(k, None)
+            else:
+                want[k] = v
+        for reverse in (False, True):
+            got = list(_merge(sorted(committed.items(), reverse=reverse),
+                              sorted(mine.items(), reverse=reverse), reverse))
+            assert got == sorted(want.items(), reverse=reverse)
+
+
 def test_a_commit_is_one_atomic_write_of_one_region(tmp_path, monkeypatch):
     c = emb.OTSClient(str(tmp_path / "d"))
     c.create_table(emb.TableMeta(T, [("PK0", "INTEGER"), ("PK1", "STRING")]),
