@@ -191,3 +191,62 @@ def test_read_cu_of_missing_row_and_empty_range_is_one_and_update_counts_deleted
                                Condition("IGNORE"))
     assert (consumed.read, consumed.write) == (0, 1)
     c.close()
+
+
+def _partition(client, part, tid=None):
+    """The rows of one partition key value as the client sees them (in ``tid``)."""
+    got = client.get_range("m", "FORWARD", _pk((part, INF_MIN)), _pk((part, INF_MAX)),
+                           transaction_id=tid)[2]
+    return {(part, r.primary_key[1][1]): {n: v for n, v, _ in r.attribute_columns} for r in got}
+
+
+def _of(rows, part):
+    return {k: v for k, v in rows.items() if k[0] == part}
+
+
+def test_random_transactions_commit_and_abort_match_the_model(tmp_path):
+    """Steps inside local transactions go to a copy of the model (the
+    transaction's view); commit replaces the model by the copy, abort drops
+    it.  Reads inside match the copy, reads outside the model, after every
+    step; across reopen the committed state remains."""
+    rnd = random.Random(11)
+    client = open_client(tmp_path, memtable_bytes=8 << 10, background_workers=0)
+    client.create_table(TableMeta("m", [("p", "INTEGER"), ("s", "STRING")]), split_points=[3])
+    model = Model()
+    for round_ in range(60):
+        part = rnd.randint(0, 5)
+        tid = client.start_local_transaction("m", [("p", part)])
+        view = Model()
+        view.rows = {k: dict(v) for k, v in model.rows.items()}
+        for step in range(rnd.randint(1, 12)):
+            key = (part, rnd.choice(["", "a", "b", "zz"]))
+            op = rnd.random()
+            if op < 0.4:
+                cols = {"c%d" % rnd.randint(0, 3): "v%d.%d" % (round_, step)}
+                client.put_row("m", Row(_pk(key), list(cols.items())), None, None, tid)
+                view.put(key, cols)
+            elif op < 0.8:
+                puts = [("c%d" % rnd.randint(0, 3), "u%d.%d" % (round_, step))]
+                incs = [("n", rnd.randint(1, 5))] if rnd.random() < 0.4 else []
+                client.update_row("m", Row(_pk(key), {"put": puts, "increment": incs}), None,
+                                  None, tid)
+                view.update(key, puts, [], incs)
+            else:
+                client.delete_row("m", Row(_pk(key)), None, transaction_id=tid)
+                view.delete(key)
+            assert _partition(client, part, tid) == _of(view.rows, part)
+            back = client.get_range("m", "BACKWARD", _pk((part, INF_MAX)), _pk((part, INF_MIN)),
+                                    transaction_id=tid)[2]
+            assert [(part, r.primary_key[1][1]) for r in back] == \
+                sorted(_of(view.rows, part), reverse=True)
+            assert _partition(client, part) == _of(model.rows, part)
+        if rnd.random() < 0.6:
+            client.commit_transaction(tid)
+            model = view
+        else:
+            client.abort_transaction(tid)
+        _check(client, model)
+    client.close()
+    client = open_client(tmp_path, memtable_bytes=8 << 10, background_workers=0)
+    _check(client, model)
+    client.close()

@@ -245,9 +245,9 @@ def _token(proto):
     return proto.token if proto.HasField("token") else None
 
 
-def no_transaction(proto) -> None:
-    if proto.HasField("transaction_id"):
-        raise errors.parameter_invalid("Local transactions are not supported by this server.")
+def transaction_id(proto):
+    """The request's ``transaction_id`` (None when absent; "" is kept: an invalid id)."""
+    return proto.transaction_id if proto.HasField("transaction_id") else None
 
 
 # ------------------------------------------------------------ responses

@@ -38,6 +38,9 @@ class TablestoreService:
             "UpdateRow": self.update_row, "DeleteRow": self.delete_row,
             "BatchGetRow": self.batch_get_row, "BatchWriteRow": self.batch_write_row,
             "GetRange": self.get_range, "ListSearchIndex": self.list_search_index,
+            "StartLocalTransaction": self.start_local_transaction,
+            "CommitTransaction": self.commit_transaction,
+            "AbortTransaction": self.abort_transaction,
         }
 
     @property
@@ -119,10 +122,10 @@ class TablestoreService:
     # ---------------------------------------------------------- single row
     def get_row(self, body):
         req = cv.parse(pb.GetRowRequest, body)
-        cv.no_transaction(req)
         opts = cv.read_options(req)
         consumed, row, next_token = self.client.get_row(
-            req.table_name, cv.primary_key(req.primary_key), **opts)
+            req.table_name, cv.primary_key(req.primary_key),
+            transaction_id=cv.transaction_id(req), **opts)
         resp = pb.GetRowResponse()
         cv.set_consumed(resp.consumed, consumed)
         resp.row = cv.encode_row(row)
@@ -132,23 +135,23 @@ class TablestoreService:
 
     def put_row(self, body):
         req = cv.parse(pb.PutRowRequest, body)
-        cv.no_transaction(req)
         consumed, row = self.client.put_row(req.table_name, cv.put_row(req.row),
-                                            cv.condition(req.condition), cv.return_type(req))
+                                            cv.condition(req.condition), cv.return_type(req),
+                                            cv.transaction_id(req))
         return self._write_response(pb.PutRowResponse(), consumed, row)
 
     def update_row(self, body):
         req = cv.parse(pb.UpdateRowRequest, body)
-        cv.no_transaction(req)
         consumed, row = self.client.update_row(req.table_name, cv.update_row(req.row_change),
-                                               cv.condition(req.condition), cv.return_type(req))
+                                               cv.condition(req.condition), cv.return_type(req),
+                                               cv.transaction_id(req))
         return self._write_response(pb.UpdateRowResponse(), consumed, row)
 
     def delete_row(self, body):
         req = cv.parse(pb.DeleteRowRequest, body)
-        cv.no_transaction(req)
         consumed, row = self.client.delete_row(req.table_name, cv.delete_row(req.primary_key),
-                                               cv.condition(req.condition), cv.return_type(req))
+                                               cv.condition(req.condition), cv.return_type(req),
+                                               cv.transaction_id(req))
         return self._write_response(pb.DeleteRowResponse(), consumed, row)
 
     @staticmethod
@@ -191,8 +194,8 @@ class TablestoreService:
 
     def batch_write_row(self, body):
         req = cv.parse(pb.BatchWriteRowRequest, body)
-        cv.no_transaction(req)
         request = md.BatchWriteRowRequest()
+        request.set_transaction_id(cv.transaction_id(req))
         order = []
         for table in req.tables:
             if table.table_name in request.items:
@@ -226,13 +229,12 @@ class TablestoreService:
     # --------------------------------------------------------------- range
     def get_range(self, body):
         req = cv.parse(pb.GetRangeRequest, body)
-        cv.no_transaction(req)
         consumed, next_pk, rows, next_token = self.client.get_range(
             req.table_name, cv.DIRECTIONS[req.direction],
             cv.primary_key(req.inclusive_start_primary_key),
             cv.primary_key(req.exclusive_end_primary_key),
             limit=req.limit if req.HasField("limit") else None,
-            **cv.read_options(req))
+            transaction_id=cv.transaction_id(req), **cv.read_options(req))
         resp = pb.GetRangeResponse()
         cv.set_consumed(resp.consumed, consumed)
         resp.rows = cv.encode_rows(rows)
@@ -241,6 +243,25 @@ class TablestoreService:
         if next_token:
             resp.next_token = next_token
         return resp
+
+
+    # ------------------------------------------------------- transactions
+    def start_local_transaction(self, body):
+        req = cv.parse(pb.StartLocalTransactionRequest, body)
+        resp = pb.StartLocalTransactionResponse()
+        resp.transaction_id = self.client.start_local_transaction(req.table_name,
+                                                                  cv.primary_key(req.key))
+        return resp
+
+    def commit_transaction(self, body):
+        req = cv.parse(pb.CommitTransactionRequest, body)
+        self.client.commit_transaction(req.transaction_id)
+        return pb.CommitTransactionResponse()
+
+    def abort_transaction(self, body):
+        req = cv.parse(pb.AbortTransactionRequest, body)
+        self.client.abort_transaction(req.transaction_id)
+        return pb.AbortTransactionResponse()
 
 
 def _results_in_request_order(result, table_name):

@@ -6,7 +6,7 @@ client's constructor: ``OTSClient(path)`` instead of ``OTSClient(endpoint, ...)`
 Module guide: metadata (data classes), errors (exceptions and the error table),
 pkcodec (order-preserving row keys), cells (cell layout), conditions (filters),
 columns (wide-row column windows), capacity (CU rules), validate (limits), reads
-(row assembly), client (OTSClient).
+(row assembly), transactions (local transactions), client (OTSClient).
 """
 from .client import OTSClient
 from .errors import OTSClientError, OTSError, OTSServiceError

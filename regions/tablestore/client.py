@@ -10,7 +10,11 @@ that row's striped lock, so conditional writes and INCREMENT are atomic per
 row; a row's entries always live in one region (split_boundary keeps a
 partition key in one region), so its multi-entry writes are atomic batches.
 Reads take no lock and see each row as one region-server scan sees it.
+Local transactions (transactions.py): a request with a ``transaction_id``
+runs on a copy of the client whose server is the transaction's view; writes
+outside a transaction check the partition lock under their row lock.
 """
+import copy
 import threading
 import time
 
@@ -26,6 +30,7 @@ from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowReq
                        RowDataItem, RowExistenceExpectation, TableMeta, TableOptions,
                        UpdateTableResponse, INF_MAX, INF_MIN)
 from .reads import PK_PROJECTIONS, assemble, visible, whole_read
+from .transactions import TIMEOUT_S, TransactionManager, partition_of
 from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_TABLES,
                        RANGE_BYTES, RANGE_ROWS, Schema, check_pk,
                        check_put_columns, check_read_params, check_table_meta,
@@ -85,6 +90,9 @@ class OTSClient:
         self._locks = [threading.Lock() for _ in range(_LOCK_STRIPES)]
         self._gens = cells.Generations()
         self._auto = cells.Generations(1000)  # microsecond-like, as the service's
+        self._txn = None  # the Transaction this client runs in (see _in_transaction)
+        self._transactions = TransactionManager(
+            server, self._locks, options.pop("transaction_timeout", TIMEOUT_S))
         for name in server.list_tables():
             attrs = server.table_attributes(name) or {}
             if _ATTR in attrs:
@@ -179,6 +187,7 @@ class OTSClient:
             name, _ = self._schema(table_name)
             self._server.delete_table(name)
             del self._schemas[name]
+            self._transactions.drop_table(name)
 
     def list_table(self):
         return tuple(sorted(self._schemas))
@@ -227,6 +236,11 @@ class OTSClient:
     def get_row(self, table_name, primary_key, columns_to_get=None, column_filter=None,
                 max_version=1, time_range=None, start_column=None, end_column=None, token=None,
                 transaction_id=None):
+        if transaction_id is not None:
+            with self._transactions.use(transaction_id) as txn:
+                return txn.client.get_row(table_name, primary_key, columns_to_get, column_filter,
+                                          max_version, time_range, start_column, end_column,
+                                          token)
         name, schema = self._schema(table_name)
         values = check_pk(schema, primary_key)
         names, max_version, rng = check_read_params(columns_to_get, max_version, time_range)
@@ -259,6 +273,12 @@ class OTSClient:
                   exclusive_end_primary_key, columns_to_get=None, limit=None, column_filter=None,
                   max_version=1, time_range=None, start_column=None, end_column=None, token=None,
                   transaction_id=None):
+        if transaction_id is not None:
+            with self._transactions.use(transaction_id) as txn:
+                return txn.client.get_range(
+                    table_name, direction, inclusive_start_primary_key,
+                    exclusive_end_primary_key, columns_to_get, limit, column_filter, max_version,
+                    time_range, start_column, end_column, token)
         name, schema = self._schema(table_name)
         if direction not in (Direction.FORWARD, Direction.BACKWARD):
             raise OTSClientError("direction should be one of [FORWARD, BACKWARD], not %s"
@@ -386,11 +406,11 @@ class OTSClient:
     # -- writing rows ----------------------------------------------------
     def put_row(self, table_name, row, condition=None, return_type=None, transaction_id=None):
         return self._run(self._prepare(table_name, BatchWriteRowType.PUT, row, condition,
-                                       return_type))
+                                       return_type), transaction_id)
 
     def update_row(self, table_name, row, condition, return_type=None, transaction_id=None):
         return self._run(self._prepare(table_name, BatchWriteRowType.UPDATE, row, condition,
-                                       return_type))
+                                       return_type), transaction_id)
 
     def delete_row(self, table_name, row=None, condition=None, return_type=None,
                    transaction_id=None, **kwargs):
@@ -400,7 +420,7 @@ class OTSClient:
         if isinstance(primary_key, Row):
             primary_key = primary_key.primary_key
         return self._run(self._prepare(table_name, BatchWriteRowType.DELETE, Row(primary_key),
-                                       condition, return_type))
+                                       condition, return_type), transaction_id)
 
     def _prepare(self, table_name, kind, row, condition, return_type):
         """Validate one row write completely; raises before anything is written."""
@@ -436,8 +456,11 @@ class OTSClient:
                                         else [(c[1], c[2]) for c in p.cells])
         return p
 
-    def _run(self, p):
+    def _run(self, p, transaction_id=None):
         """Execute a prepared write under its row lock: (consumed, return_row)."""
+        if transaction_id is not None:
+            with self._transactions.use(transaction_id) as txn:
+                return txn.client._run(p)
         name = p.table
         schema = self._schemas.get(name)
         if schema is None:
@@ -453,6 +476,7 @@ class OTSClient:
                       or (p.kind == BatchWriteRowType.UPDATE
                           and any(c[0] == "INCREMENT" for c in p.cells)))
         with self._lock(row_key):
+            self._transactions.check_write(name, row_key, self._txn, p.pk_bytes + p.attr_bytes)
             live = None
             if needs_read:
                 head, deltas = cells.split_entries(len(row_key), self._row_entries(name, row_key))
@@ -513,6 +537,9 @@ class OTSClient:
         if not isinstance(request, BatchWriteRowRequest):
             raise OTSClientError("The request should be a instance of BatchWriteRowRequest, not %s"
                                  % request.__class__.__name__)
+        if request.transaction_id is not None and self._txn is None:
+            with self._transactions.use(request.transaction_id) as txn:
+                return txn.client.batch_write_row(request)
         if not request.items:
             raise service_error("batch_write_empty")
         total = 0
@@ -555,6 +582,39 @@ class OTSClient:
                 results.append(BatchWriteRowResponseItem(True, None, None, consumed,
                                                          row.primary_key if row else None))
         return BatchWriteRowResponse(request, response)
+
+    # -- local transactions (state in transactions.py) ------------------------
+    def start_local_transaction(self, table_name, key):
+        """Lock the partition key value ``key`` ([(name, value)]) of the table;
+        returns the transaction id for the row operations' ``transaction_id``."""
+        name, schema = self._schema(table_name)
+        if not isinstance(key, (list, tuple)):
+            raise OTSClientError("Priamry key is not list, but is %s" % str(type(key)))
+        if len(key) != 1:
+            raise service_error("transaction_one_pk")
+        if schema.auto_incr is not None:
+            raise service_error("transaction_auto_incr")
+        values = check_pk(Schema(schema.names[:1], schema.types[:1], None), key)
+        partition = partition_of(_rows.encode_pk(schema.types[:1], values))
+        txn = self._transactions.start(name, partition)
+        txn.client = self._in_transaction(txn)
+        return txn.id
+
+    def commit_transaction(self, transaction_id):
+        """Apply the transaction's writes atomically (one WAL record); unlock."""
+        self._transactions.commit(transaction_id)
+
+    def abort_transaction(self, transaction_id):
+        """Drop the transaction's writes; unlock."""
+        self._transactions.abort(transaction_id)
+
+    def _in_transaction(self, txn):
+        """This client running on the transaction's view: a shallow copy sharing
+        schemas, row locks and generations, whose server is ``txn`` (reads see
+        the transaction's writes, writes are buffered in it)."""
+        view = copy.copy(self)
+        view._server, view._owns_server, view._txn = txn, False, txn
+        return view
 
 
 def _check_repeated(plans):

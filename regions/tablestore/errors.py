@@ -147,6 +147,25 @@ ERRORS = {
     "batch_repeated_condition": _P + ("Repeated rows do not support row condition check in "
                                       "BatchModify.",),
     "request_too_large": (413, "OTSRequestBodyTooLarge", "The size of POST data is too large."),
+    # local transactions (docs/tablestore.md, "Local transactions")
+    "row_operation_conflict": (409, "OTSRowOperationConflict",
+                               "Data is being modified by the other request."),
+    "transaction_id_invalid": _P + ("TransactionID is invalid.",),
+    "session_not_exist": (404, "OTSSessionNotExist",  # (ours: the status)
+                          "Session not exist or may be timeout."),
+    "session_busy": (409, "OTSSessionBusy",  # (ours: the status and message)
+                     "The last request in the transaction has not been completed."),
+    "data_out_of_range": (400, "OTSDataOutOfRange",  # (ours: the status)
+                          "Data out of scope of transaction. Transaction PartKey:{txn}. "
+                          "Data PartKey:{data}"),
+    "transaction_other_table": (400, "OTSDataOutOfRange",  # (ours)
+                                "Data out of scope of transaction. Transaction table:{txn_table}. "
+                                "Data table:{table}"),
+    "transaction_data_size": (400, "OTSOutOfTransactionDataSizeLimit",  # (ours: status, message)
+                              "The total data size of the transaction exceeds the limit: {limit}."),
+    "transaction_one_pk": _P + ("StartLocalTransaction support only one primary key.",),
+    "transaction_auto_incr": _P + ("Local transactions cannot be used on a table with an "
+                                   "auto-increment primary key column.",),  # (ours)
 }
 
 
