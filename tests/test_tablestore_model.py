@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from regions.tablestore import (INF_MAX, INF_MIN, ComparatorType, Condition, OTSServiceError,
+from regions.tablestore import (INF_MAX, INF_MIN, ColumnPaginationFilter, ComparatorType,
+                                Condition, OTSServiceError,
                                 Row, SingleColumnCondition, TableMeta, TableOptions)
 from regions.tablestore.capacity import UNIT
 from tablestore_fake import FakeServer, open_client
@@ -56,6 +57,22 @@ def _check(client, model):
     back = [(r.primary_key[0][1], r.primary_key[1][1]) for r in client.get_range(
         "m", "BACKWARD", hi, lo)[2]]
     assert back == sorted(model.rows, reverse=True)
+    # Column ranges of wide rows: [c1, n) of every row, paged; and one page of
+    # at most 2 columns from offset 1 (ColumnPaginationFilter) on GetRow.
+    got = {}
+    next_start = lo
+    while next_start:
+        _, next_start, rows, _ = client.get_range("m", "FORWARD", next_start, hi, limit=41,
+                                                  start_column="c1", end_column="n")
+        for r in rows:
+            got[(r.primary_key[0][1], r.primary_key[1][1])] = {n: v for n, v, _ in
+                                                              r.attribute_columns}
+    assert got == {k: {n: v for n, v in cols.items() if "c1" <= n < "n"}
+                   for k, cols in model.rows.items()}
+    for key in list(model.rows)[:20]:
+        row = client.get_row("m", _pk(key), column_filter=ColumnPaginationFilter(1, 2))[1]
+        assert row is not None and row.primary_key == _pk(key)
+        assert [n for n, _, _ in row.attribute_columns] == sorted(model.rows[key])[1:3]
 
 
 def test_random_row_operations_match_the_model_across_reopen(tmp_path):
