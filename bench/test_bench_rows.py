@@ -1,0 +1,283 @@
+"""The row API against sqlite3, side by side in one process (issue 11's goal).
+
+Same rows in both: an INTEGER primary key and 3 attributes (an INTEGER, a
+60-character STRING, a DOUBLE; ~100 bytes a row).  Same durability: ours with
+its default (each write handed to the OS, no fsync) against sqlite3 in WAL
+mode with ``synchronous=OFF`` and autocommit (each statement its own
+transaction, written to the WAL file, no fsync); the ``durable`` variants run
+ours with ``sync=True`` against ``synchronous=FULL``.  Each peer runs with its
+library defaults otherwise.
+
+Method: each test alternates ours and the peer for ``ROUNDS`` rounds (ours
+first in odd rounds, the peer first in even ones), each round timing the same
+operations on the same keys; the recorded figures are the medians of the
+rounds, in rows/s, and ``ratio`` = ours / peer.  pytest-benchmark times ours
+(``benchmark.pedantic``) so the usual table shows it too; ``extra_info``
+holds the paired figures (``--benchmark-json`` keeps them).
+
+    pytest bench/test_bench_rows.py --benchmark-only
+    BENCH_ROWS_N=50000 pytest bench/test_bench_rows.py --benchmark-only -k get_row
+"""
+import itertools
+import os
+import sqlite3
+import statistics
+import threading
+import time
+
+import pytest
+
+from regions.tablestore import (INF_MAX, INF_MIN, BatchGetRowRequest, BatchWriteRowRequest,
+                                OTSClient, PutRowItem, Row, TableInBatchGetRowItem,
+                                TableInBatchWriteRowItem, TableMeta)
+
+N = int(os.environ.get("BENCH_ROWS_N", "20000"))
+ROUNDS = int(os.environ.get("BENCH_ROWS_ROUNDS", "3"))
+THREADS = 4
+PAGE = 5000
+
+
+def _attrs(i):
+    return [("a", i), ("b", "x" * 60), ("c", 1.5)]
+
+
+# -- the two stores -----------------------------------------------------------
+class Ours:
+    name = "ours"
+
+    def __init__(self, path, durable=False):
+        import regions
+        options = regions.ServerOptions(sync=durable)
+        self.c = OTSClient(str(path), server_options=options)
+        self.c.create_table(TableMeta("b", [("id", "INTEGER")]))
+
+    def close(self):
+        self.c.close()
+
+    def put(self, i):
+        self.c.put_row("b", Row([("id", i)], _attrs(i)))
+
+    def get(self, i):
+        return self.c.get_row("b", [("id", i)])[1]
+
+    def update(self, i, value):
+        self.c.update_row("b", Row([("id", i)], {"put": [("a", value)]}), None)
+
+    def batch_write(self, ids):
+        req = BatchWriteRowRequest()
+        req.add(TableInBatchWriteRowItem("b", [PutRowItem(Row([("id", i)], _attrs(i)), None)
+                                               for i in ids]))
+        self.c.batch_write_row(req)
+
+    def batch_get(self, ids):
+        req = BatchGetRowRequest()
+        req.add(TableInBatchGetRowItem("b", [[("id", i)] for i in ids], max_version=1))
+        return self.c.batch_get_row(req)
+
+    def read_all(self):
+        start, got = [("id", INF_MIN)], 0
+        while start:
+            _, start, page, _ = self.c.get_range("b", "FORWARD", start, [("id", INF_MAX)])
+            got += len(page)
+        return got
+
+    def for_thread(self):
+        return self                       # one client serves every thread
+
+
+class Sqlite:
+    name = "sqlite3"
+
+    def __init__(self, path, durable=False):
+        self.path = str(path / "rows.db")
+        self.sync = "FULL" if durable else "OFF"
+        self.db = self._connect()
+        self.db.execute("CREATE TABLE b (id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c REAL)")
+
+    def _connect(self):
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=%s" % self.sync)
+        return db
+
+    def close(self):
+        self.db.close()
+
+    def put(self, i):
+        self.db.execute("INSERT OR REPLACE INTO b VALUES (?, ?, ?, ?)", (i, i, "x" * 60, 1.5))
+
+    def get(self, i):
+        return self.db.execute("SELECT a, b, c FROM b WHERE id = ?", (i,)).fetchone()
+
+    def update(self, i, value):
+        self.db.execute("UPDATE b SET a = ? WHERE id = ?", (value, i))
+
+    def batch_write(self, ids):
+        db = self.db
+        db.execute("BEGIN")
+        db.executemany("INSERT OR REPLACE INTO b VALUES (?, ?, ?, ?)",
+                       [(i, i, "x" * 60, 1.5) for i in ids])
+        db.execute("COMMIT")
+
+    def batch_get(self, ids):
+        marks = ",".join("?" * len(ids))
+        return self.db.execute("SELECT id, a, b, c FROM b WHERE id IN (%s)" % marks,
+                               list(ids)).fetchall()
+
+    def read_all(self):
+        last, got = None, 0
+        while True:
+            if last is None:
+                page = self.db.execute("SELECT * FROM b ORDER BY id LIMIT ?", (PAGE,)).fetchall()
+            else:
+                page = self.db.execute("SELECT * FROM b WHERE id > ? ORDER BY id LIMIT ?",
+                                       (last, PAGE)).fetchall()
+            got += len(page)
+            if len(page) < PAGE:
+                return got
+            last = page[-1][0]
+
+    def for_thread(self):
+        other = Sqlite.__new__(Sqlite)
+        other.path, other.sync = self.path, self.sync
+        other.db = other._connect()       # sqlite3: a connection per thread
+        return other
+
+
+# -- paired measurement ----------------------------------------------------------
+def _fill(store, n):
+    for start in range(0, n, 200):
+        store.batch_write(range(start, min(n, start + 200)))
+
+
+@pytest.fixture(params=[False, True], ids=["async", "durable"])
+def stores(request, tmp_path):
+    made = [Ours(tmp_path / "ours", request.param), Sqlite(_dir(tmp_path / "sqlite"),
+                                                           request.param)]
+    yield made
+    for s in made:
+        s.close()
+
+
+def _dir(path):
+    path.mkdir()
+    return path
+
+
+def _paired(benchmark, stores, make_run, rows):
+    """Alternate ours and the peer; record medians (rows/s) and the ratio.
+
+    ``make_run(store, round)`` returns the callable one round times."""
+    times = {s.name: [] for s in stores}
+    ours = stores[0]
+    for rnd in range(ROUNDS):
+        order = stores if rnd % 2 == 0 else stores[::-1]
+        for s in order:
+            run = make_run(s, rnd)
+            t0 = time.perf_counter()
+            run()
+            times[s.name].append(time.perf_counter() - t0)
+    benchmark.pedantic(make_run(ours, ROUNDS), rounds=1, iterations=1)
+    rates = {name: rows / statistics.median(ts) for name, ts in times.items()}
+    benchmark.extra_info.update({"ours_rows_per_s": round(rates["ours"]),
+                                 "sqlite3_rows_per_s": round(rates["sqlite3"]),
+                                 "ratio": round(rates["ours"] / rates["sqlite3"], 3),
+                                 "rounds": ROUNDS, "rows": rows})
+
+
+def test_put_row(benchmark, stores):
+    def make(store, rnd):
+        base = (rnd + 1) * N
+        return lambda: [store.put(i) for i in range(base, base + N)]
+    _paired(benchmark, stores, make, N)
+
+
+def test_get_row(benchmark, stores):
+    for s in stores:
+        _fill(s, N)
+    order = [(i * 7919) % N for i in range(N)]     # a fixed random-looking order
+
+    def make(store, rnd):
+        def run():
+            for i in order:
+                assert store.get(i) is not None
+        return run
+    _paired(benchmark, stores, make, N)
+
+
+def test_get_range_full_pages(benchmark, stores):
+    for s in stores:
+        _fill(s, N)
+
+    def make(store, rnd):
+        def run():
+            assert store.read_all() == N
+        return run
+    _paired(benchmark, stores, make, N)
+
+
+def test_batch_get_row_100(benchmark, stores):
+    for s in stores:
+        _fill(s, N)
+    batches = [[(j * 7919) % N for j in range(i, i + 100)] for i in range(0, N, 100)]
+
+    def make(store, rnd):
+        return lambda: [store.batch_get(b) for b in batches]
+    _paired(benchmark, stores, make, N)
+
+
+def test_update_row(benchmark, stores):
+    for s in stores:
+        _fill(s, N)
+
+    def make(store, rnd):       # a new value every round: no update is a no-op
+        return lambda: [store.update(i, i + rnd + 1) for i in range(N)]
+    _paired(benchmark, stores, make, N)
+
+
+def test_batch_write_row_200(benchmark, stores):
+    def make(store, rnd):
+        base = (rnd + 1) * N
+        return lambda: [store.batch_write(range(s, s + 200)) for s in range(base, base + N, 200)]
+    _paired(benchmark, stores, make, N)
+
+
+def test_get_row_4_threads(benchmark, stores):
+    for s in stores:
+        _fill(s, N)
+    views = {s.name: [s.for_thread() for _ in range(THREADS)] for s in stores}
+
+    def make(store, rnd):
+        def run():
+            def work(view, k):
+                for i in range(k, N, THREADS):
+                    view.get((i * 7919) % N)
+            ts = [threading.Thread(target=work, args=(v, k))
+                  for k, v in enumerate(views[store.name])]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        return run
+    _paired(benchmark, stores, make, N)
+
+
+def test_put_row_4_threads(benchmark, stores):
+    views = {s.name: [s.for_thread() for _ in range(THREADS)] for s in stores}
+    counter = itertools.count(1)
+
+    def make(store, rnd):
+        base = next(counter) * N
+
+        def run():
+            def work(view, k):
+                for i in range(base + k, base + N, THREADS):
+                    view.put(i)
+            ts = [threading.Thread(target=work, args=(v, k))
+                  for k, v in enumerate(views[store.name])]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        return run
+    _paired(benchmark, stores, make, N)
