@@ -56,23 +56,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 def make_server(data: str, host: str, port: int, instance: str, key_id: str, secret: str,
                 any_instance: bool = False, max_body: int | None = None,
-                timeout_s: float | None = None, pk_projection: str = "full"):
-    """Open the store in ``data`` and wrap it in a (not yet started) OTSServer."""
+                timeout_s: float | None = None, pk_projection: str = "full", server_options=None):
+    """Open the store in ``data`` and wrap it in a (not yet started) OTSServer;
+    ``server_options``: a regions.ServerOptions (tests make regions split early)."""
     # The SDK's modules warn on import when its native codec is absent; the
     # server does not use that codec, so keep the console clean.
     logging.getLogger("tablestore").addHandler(logging.NullHandler())
     from regions.otsserver.auth import Authenticator
+    from regions.otsserver.console import Console, is_loopback
     from regions.otsserver.http import DEFAULT_TIMEOUT_S, MAX_BODY_BYTES, OTSServer
     from regions.otsserver.protocol import TablestoreService
     from regions.tablestore import OTSClient
 
-    client = OTSClient(data, pk_projection=pk_projection)
+    client = OTSClient(data, pk_projection=pk_projection, server_options=server_options)
+    console = None
     try:
+        # The web console and /metrics answer GET on the same port; open on a
+        # loopback address, behind basic auth with the access key otherwise.
+        console = Console(client, instance, {key_id: secret}, open_access=is_loopback(host))
         return OTSServer(host, port, TablestoreService(client),
                          Authenticator(instance, {key_id: secret}, check_instance=not any_instance),
                          max_body=max_body or MAX_BODY_BYTES,
-                         timeout_s=timeout_s or DEFAULT_TIMEOUT_S)
+                         timeout_s=timeout_s or DEFAULT_TIMEOUT_S, console=console)
     except BaseException:
+        if console is not None:
+            console.close()
         client.close()
         raise
 
@@ -93,6 +101,8 @@ def main(argv=None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     server.start()
     print("regions-server: serving %s (data in %s)" % (server.endpoint, os.path.abspath(args.data)))
+    print("regions-server: console at %s/ , Prometheus metrics at %s/metrics"
+          % (server.endpoint, server.endpoint))
     print("export OTS_TEST_ENDPOINT=%s" % server.endpoint)
     print("export OTS_TEST_ACCESS_KEY_ID=%s" % args.access_key_id)
     print("export OTS_TEST_ACCESS_KEY_SECRET=%s" % args.access_key_secret)
