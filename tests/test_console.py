@@ -330,3 +330,13 @@ def test_split_and_hot_partition_key_show_on_the_table_page(server):
     html = get(server, "/tables/events")[2].decode()
     assert re.search(r'class="blocker" title="[^"]*">hot partition key</span>', html)
     assert "&quot;zhot&quot;" in html
+
+
+def test_no_console_answers_get_with_405(tmp_path):
+    from regions.otsserver.cli import make_server
+    srv = make_server(str(tmp_path / "d"), "127.0.0.1", 0, "i", "k", "s", console=False).start()
+    try:
+        assert srv.console is None
+        assert get(srv, "/")[0] == 405 and get(srv, "/metrics")[0] == 405
+    finally:
+        srv.stop()
