@@ -103,10 +103,11 @@ def hammer(endpoint, op, server_pid, clients=CLIENTS, replay=None):
 
 
 # ------------------------------------------------------------- the servers
-def _start_server(data):
+def _start_server(data, *extra):
     proc = subprocess.Popen([sys.executable, "-m", "regions.otsserver", "--data", str(data),
                              "--port", "0", "--instance", INSTANCE, "--access-key-id", KEY_ID,
-                             "--access-key-secret", SECRET], stdout=subprocess.PIPE, text=True)
+                             "--access-key-secret", SECRET, *extra],
+                            stdout=subprocess.PIPE, text=True)
     while True:
         line = proc.stdout.readline()
         if not line:

@@ -224,7 +224,7 @@ class DB:
         self._pointers = {}
         self.pending_outputs = set()
         self._stats = {"flushes": 0, "compactions": 0, "trivial_moves": 0, "bytes_flushed": 0, "bytes_compacted": 0,
-                       "bytes_read_compaction": 0}
+                       "bytes_read_compaction": 0, "wal_appends": 0, "wal_fsyncs": 0}
         self._lock_file = None
         self.versions = None
         self.block_cache = options.block_cache if options.block_cache is not None \
@@ -368,6 +368,7 @@ class DB:
                 raise
             self._mem.add(seq, kind, key, value)
             self._last_seq = seq
+            self._stats["wal_appends"] += 1
             end = lg.file.size
         if sync or (sync is None and self.options.sync):
             self._sync_log(lg, end)
@@ -397,6 +398,7 @@ class DB:
             for i, (kind, key, value) in enumerate(ops):
                 add(seq + i, kind, key, value)
             self._last_seq = seq + len(ops) - 1
+            self._stats["wal_appends"] += 1
             end = lg.file.size
         if sync or (sync is None and self.options.sync):
             self._sync_log(lg, end)
@@ -413,6 +415,7 @@ class DB:
                 self._write_error = e
                 raise
             lg.synced = target
+            self._stats["wal_fsyncs"] += 1
 
     def _l0_busy(self) -> bool:
         return len(self.versions.current.levels[0]) >= self.options.l0_slowdown_trigger
@@ -802,6 +805,8 @@ class DB:
             "bytes_compacted": s["bytes_compacted"],
             "write_amplification": (flushed + s["bytes_compacted"]) / flushed if flushed else 0.0,
             "last_sequence": self._last_seq,
+            "wal_appends": s["wal_appends"],     # WAL records written (one per write or batch)
+            "wal_fsyncs": s["wal_fsyncs"],       # WAL fsyncs (group commit: one may cover many)
             "block_cache": self.block_cache.stats() if hasattr(self.block_cache, "stats") else None,
         }
 

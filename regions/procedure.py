@@ -44,6 +44,7 @@ server.py)::
     make_region(table, region_id, start, end, db)
     replace_region(table, parent, daughters)   route to the daughters
     region_dir(region_id), remove_region_dir(region_id)
+    split_history                          optional: a regions.metrics.SplitHistory
 
 Kill points: set ``REGIONS_KILL_AT=<name>`` in a child process's environment
 and it SIGKILLs itself at that point (crash tests); ``set_kill_hook(f)`` calls
@@ -122,6 +123,8 @@ class SplitProcedure:
     def run(self):
         """Run every step; returns the two daughter Regions.  Before the point of
         no return any exception rolls the split back and is re-raised."""
+        history = getattr(self.host, "split_history", None)   # regions.metrics.SplitHistory
+        t0 = history.start() if history is not None else 0.0
         try:
             self._prepare()
             self._close_parent()
@@ -131,10 +134,15 @@ class SplitProcedure:
         except BaseException:
             if not self.past_ponr:
                 self._rollback()
+                if history is not None:
+                    history.rollback(t0)
                 raise
             self._roll_forward()   # past the point of no return: finish, then report
             raise
-        return self._roll_forward()
+        daughters = self._roll_forward()
+        if history is not None:
+            history.finish(self.table.name, self.parent.id, self.ids, self.split_key, t0)
+        return daughters
 
     def _roll_forward(self):
         daughters = self._open_daughters()

@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import threading
+import time
 
 import lsm
 from lsm.cache import BlockCache
@@ -36,6 +37,7 @@ from .errors import (HotPartitionError, ServerClosedError, SplitError, TableExis
                      UnknownRegionError, UnknownTableError)
 from .maintenance import Maintenance
 from .meta import Meta, RegionRecord, region_dir_name
+from .metrics import RateTracker, SplitHistory
 from .options import ServerOptions
 from .policy import jitter_rate
 from .region import Region
@@ -86,6 +88,10 @@ def _check_bound(key, name):
         _check_key(key, name)
 
 
+def _int_or_none(x):
+    return None if x is None else int(x)
+
+
 def _batch_of(ops):
     b = lsm.WriteBatch()
     for kind, key, value in ops:
@@ -106,6 +112,7 @@ class _SplitHost:
         self.fs = server._fs
         self.busy_wait_seconds = server.options.busy_wait_seconds
         self.regions_root = os.path.join(server.path, "regions")
+        self.split_history = server._split_history
 
     @property
     def closed(self):
@@ -183,6 +190,9 @@ class RegionServer:
         self._lock = threading.RLock()
         self._tables = {}
         self._closed = False
+        self._opened_at = time.time()
+        self._split_history = SplitHistory()
+        self._rates = RateTracker()
         self._fs.makedirs(os.path.join(path, "regions"))
         self._file_lock = self._fs.lock(os.path.join(path, "LOCK"))
         try:
@@ -421,6 +431,63 @@ class RegionServer:
             return r.db.stats()
         finally:
             r.exit()
+
+    def metrics(self) -> dict:
+        """The server's numbers as one dict (the console, ``/metrics`` and
+        library users read this): ``path``, ``uptime_seconds``, ``sync``
+        (durability mode), ``split_policy``, ``block_cache`` (hits, misses,
+        usage, capacity), ``splits`` (regions.metrics.SplitHistory.snapshot)
+        and ``tables``: name -> list of region dicts in key order with
+        ``region_id, start_key, end_key, state, size_bytes, key_count,
+        memtable_bytes, files_per_level, flushes, compactions, bytes_flushed,
+        bytes_compacted, wal_appends, wal_fsyncs, reads, writes,
+        reads_per_second, writes_per_second`` (None until sampled a second
+        apart), ``split_threshold`` (bytes; None: never splits) and
+        ``split_blocker`` (why it cannot split) with ``split_blocker_key``
+        (the split boundary of its one key group, or None)."""
+        self._check_open()
+        cache = self._block_cache.stats() if self._block_cache is not None else {}
+        tables, seen = {}, set()
+        for name, t in sorted(self._tables.items()):
+            regs = t.layout[1]
+            out = tables[name] = []
+            for r in regs:
+                st = self._stats(r)
+                rates = self._rates.observe(r.id, (r.reads, r.writes))
+                seen.add(r.id)
+                out.append({
+                    "region_id": r.id, "start_key": r.start, "end_key": r.end,
+                    "state": r.state, "size_bytes": int(st.get("table_bytes", 0)),
+                    "key_count": int(st.get("num_entries", 0)),
+                    "memtable_bytes": int(st.get("memtable_bytes", 0)),
+                    "files_per_level": list(st.get("files_per_level", ())),
+                    **{k: int(st.get(k, 0)) for k in ("flushes", "compactions", "bytes_flushed",
+                                                      "bytes_compacted", "wal_appends",
+                                                      "wal_fsyncs")},
+                    "reads": r.reads, "writes": r.writes,
+                    "reads_per_second": rates[0] if rates else None,
+                    "writes_per_second": rates[1] if rates else None,
+                    "split_threshold": _int_or_none(self._policy.threshold(len(regs),
+                                                                           r.jitter_rate)),
+                    "split_blocker": r.split_blocker,
+                    "split_blocker_key": self._blocker_key(t, r) if r.split_blocker else None})
+        self._rates.forget(seen)
+        return {"path": self.path, "uptime_seconds": time.time() - self._opened_at,
+                "sync": bool(self.options.sync), "split_policy": repr(self._policy),
+                "block_cache": {k: cache.get(k, 0) for k in ("hits", "misses", "usage", "capacity")},
+                "splits": self._split_history.snapshot(), "tables": tables}
+
+    @staticmethod
+    def _blocker_key(t, r):
+        """The key group a blocked region holds (its first key's split boundary)."""
+        boundary = t.hooks.split_boundary
+        if boundary is None or not r.enter(None):
+            return None
+        try:
+            first = next((k for k, _ in r.db.scan(r.start or None, r.end or None)), None)
+        finally:
+            r.exit()
+        return boundary(first) if first is not None else None
 
     # -- data -------------------------------------------------------------
     def _enter(self, table, key, write):

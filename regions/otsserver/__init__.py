@@ -9,9 +9,13 @@ Modules, bottom up:
 - ``convert``: protobuf messages <-> the data API's objects;
 - ``protocol``: one handler per API, calling ``regions.tablestore.OTSClient``;
 - ``httphead``: the HTTP/1.1 request-head parser;
-- ``http``: the HTTP/1.1 server (keep-alive, limits, errors);
+- ``http``: the HTTP/1.1 server (keep-alive, limits, errors; GET goes to the console);
+- ``console``: the web console (HTML pages and their JSON twins, basic auth
+  off loopback); ``metrics``: ``GET /metrics`` through ``prometheus_client``;
+- ``browser``: installs headless Chromium for the console's browser test;
 - ``cli``: the ``regions-server`` console script.
 
 ``convert``, ``protocol`` and ``cli`` import the SDK's generated protobuf modules
 (``pip install lsm-regions[server]``); ``plainbuffer``, ``auth``, ``httphead`` and ``http`` do not.
+``metrics`` imports ``prometheus_client`` (also in the ``server`` extra) when scraped.
 """

@@ -50,29 +50,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pk-projection", choices=("full", "requested"), default="full",
                    help="primary key of returned rows: full (the service's) or only the key "
                         "columns columns_to_get names (the 2017 guide's examples)")
+    p.add_argument("--no-console", action="store_true",
+                   help="answer GET with 405 instead of serving the web console and /metrics")
     p.add_argument("--verbose", "-v", action="store_true", help="log every request")
     return p
 
 
 def make_server(data: str, host: str, port: int, instance: str, key_id: str, secret: str,
                 any_instance: bool = False, max_body: int | None = None,
-                timeout_s: float | None = None, pk_projection: str = "full"):
-    """Open the store in ``data`` and wrap it in a (not yet started) OTSServer."""
+                timeout_s: float | None = None, pk_projection: str = "full", server_options=None,
+                console: bool = True):
+    """Open the store in ``data`` and wrap it in a (not yet started) OTSServer;
+    ``server_options``: a regions.ServerOptions (tests make regions split early)."""
     # The SDK's modules warn on import when its native codec is absent; the
     # server does not use that codec, so keep the console clean.
     logging.getLogger("tablestore").addHandler(logging.NullHandler())
     from regions.otsserver.auth import Authenticator
+    from regions.otsserver.console import Console, is_loopback
     from regions.otsserver.http import DEFAULT_TIMEOUT_S, MAX_BODY_BYTES, OTSServer
     from regions.otsserver.protocol import TablestoreService
     from regions.tablestore import OTSClient
 
-    client = OTSClient(data, pk_projection=pk_projection)
+    client = OTSClient(data, pk_projection=pk_projection, server_options=server_options)
+    web = None
     try:
+        # The web console and /metrics answer GET on the same port; open on a
+        # loopback address, behind basic auth with the access key otherwise.
+        if console:
+            web = Console(client, instance, {key_id: secret}, open_access=is_loopback(host))
         return OTSServer(host, port, TablestoreService(client),
                          Authenticator(instance, {key_id: secret}, check_instance=not any_instance),
                          max_body=max_body or MAX_BODY_BYTES,
-                         timeout_s=timeout_s or DEFAULT_TIMEOUT_S)
+                         timeout_s=timeout_s or DEFAULT_TIMEOUT_S, console=web)
     except BaseException:
+        if web is not None:
+            web.close()
         client.close()
         raise
 
@@ -84,7 +96,7 @@ def main(argv=None) -> int:
     try:
         server = make_server(args.data, args.host, args.port, args.instance, args.access_key_id,
                              args.access_key_secret, args.any_instance, args.max_body, args.timeout,
-                             args.pk_projection)
+                             args.pk_projection, console=not args.no_console)
     except OSError as e:
         print("regions-server: cannot start: %s" % e, file=sys.stderr)
         return 1
@@ -93,6 +105,9 @@ def main(argv=None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     server.start()
     print("regions-server: serving %s (data in %s)" % (server.endpoint, os.path.abspath(args.data)))
+    if server.console is not None:
+        print("regions-server: console at %s/ , Prometheus metrics at %s/metrics"
+              % (server.endpoint, server.endpoint))
     print("export OTS_TEST_ENDPOINT=%s" % server.endpoint)
     print("export OTS_TEST_ACCESS_KEY_ID=%s" % args.access_key_id)
     print("export OTS_TEST_ACCESS_KEY_SECRET=%s" % args.access_key_secret)

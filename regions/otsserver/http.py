@@ -9,11 +9,16 @@ I/O.  The request loop is our own (``_Connection``, heads parsed by
 cost about a third of the server's Python time per request; replies go out in
 one ``send`` with TCP_NODELAY set.  Figures: docs/otsserver.md, "Measured".
 
-Every reply, success or error, carries what the SDK checks: x-ots-contentmd5,
+Every wire reply, success or error, carries what the SDK checks: x-ots-contentmd5,
 x-ots-requestid, x-ots-date, x-ots-contenttype, and an ``authorization``
 signature whenever the request's key was verified.  Errors are a protobuf
 ``Error`` body with Tablestore's HTTP status; nothing is ever answered with
 an HTML page.
+
+``GET`` goes to the optional ``console`` (``console.handle(target, headers)``
+returns a ``regions.otsserver.console.Reply``): the web console and
+``/metrics``; without a console, and for every other method, the answer is
+405 as before.  The wire API is POST only.
 
 Contract of the ``service`` object: ``handle(api: str, body: bytes) -> bytes``
 returns the serialized response message or raises ``WireError``; it must be
@@ -106,11 +111,15 @@ class _Connection(socketserver.BaseRequestHandler):
             except BadHead as err:
                 return self._fail(err)
             buf = buf[end + 4:]
-            if head.method != "POST":
+            get = head.method == "GET" and self.server.console is not None
+            if head.method != "POST" and not get:
                 return self._send(405, _error_body(errors.method_not_allowed()), None, "", True)
             close = not head.keep_alive()
             try:
-                body, buf = self._read_body(head, buf)
+                if get and "content-length" not in head.headers:
+                    body = b""                  # the console's GETs carry no body
+                else:
+                    body, buf = self._read_body(head, buf)
             except WireError as err:            # the stream is lost: answer, then close
                 return self._send(err.http_status, _error_body(err), None, head.api, True)
             if self._serve(head, body, close):
@@ -163,6 +172,8 @@ class _Connection(socketserver.BaseRequestHandler):
                 return True
             server._active += 1
         try:
+            if head.method == "GET":
+                return self._answer_get(head, close)
             return self._answer(head, body, close)
         finally:  # after the reply went out: stop() may close the socket once this is 0
             with server._inflight:
@@ -188,6 +199,30 @@ class _Connection(socketserver.BaseRequestHandler):
         if self.debug:
             log.debug("%s %s %s -> %d (%d bytes)", self.client_address[0], head.method,
                       head.target, status, len(payload))
+        return close
+
+    def _answer_get(self, head: RequestHead, close: bool) -> bool:
+        """A GET: the web console or /metrics (regions.otsserver.console)."""
+        try:
+            reply = self.server.console.handle(head.target, head.headers)
+        except Exception:
+            log.exception("internal error serving GET %s", head.target)
+            reply = None
+        if reply is None:
+            status, ctype, body, extra = 500, "text/plain; charset=utf-8", b"Internal error\n", ()
+        else:
+            status, ctype, body, extra = reply
+        close = close or self.server._stopping
+        out = "HTTP/1.1 %d %s\r\nContent-Length: %d\r\nContent-Type: %s\r\n" \
+              "X-Content-Type-Options: nosniff\r\n" % (status, _REASONS.get(status, "Error"),
+                                                        len(body), ctype)
+        out += "".join("%s: %s\r\n" % kv for kv in extra)
+        if close:
+            out += "Connection: close\r\n"
+        try:
+            self.request.sendall(out.encode("latin-1") + b"\r\n" + body)
+        except OSError:
+            return True
         return close
 
     def _send(self, status: int, payload: bytes, verified, api: str, close: bool) -> bool:
@@ -226,13 +261,15 @@ class OTSServer(socketserver.ThreadingTCPServer):
     request_queue_size = 128
 
     def __init__(self, host: str, port: int, service, authenticator: Authenticator,
-                 max_body: int = MAX_BODY_BYTES, timeout_s: float = DEFAULT_TIMEOUT_S):
+                 max_body: int = MAX_BODY_BYTES, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 console=None):
         if max_body <= 0 or timeout_s <= 0:
             raise ValueError("max_body and timeout_s must be positive")
         self.service = service
         self.authenticator = authenticator
         self.max_body = max_body
         self.timeout_s = timeout_s
+        self.console = console      # answers GET (handle(target, headers) -> Reply), or None
         self._inflight = threading.Condition()
         self._active = 0
         self._stopping = False
@@ -280,6 +317,8 @@ class OTSServer(socketserver.ThreadingTCPServer):
                 conn.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        if self.console is not None:
+            self.console.close()
         close = getattr(self.service, "close", None)
         if close is not None:
             close()

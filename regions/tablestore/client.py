@@ -15,8 +15,11 @@ runs on a copy of the client whose server is the transaction's view; writes
 outside a transaction check the partition lock under their row lock.
 """
 import copy
+import functools
 import threading
 import time
+
+from regions.metrics import ApiMetrics
 
 from . import _rows, cells, pkcodec
 from .capacity import failed_condition_cu, read_cu, write_cu
@@ -79,6 +82,7 @@ class OTSClient:
             raise ValueError("pk_projection must be one of %s, not %r"
                              % (", ".join(PK_PROJECTIONS), pk_projection))
         self._pk_projection = pk_projection
+        self._api_metrics = ApiMetrics()
         server = options.pop("server", None)
         self._owns_server = server is None
         if server is None:
@@ -100,6 +104,25 @@ class OTSClient:
                 self._configure(name)
 
     # -- lifecycle -------------------------------------------------------
+    def metrics(self) -> dict:
+        """``{"api": regions.metrics.ApiMetrics.snapshot(), "server":
+        RegionServer.metrics(), "tables": {name: schema and options}}``: the
+        numbers the console and ``/metrics`` show.  API names are the wire's
+        (``GetRow``); an OTSClientError counts as OTSParameterInvalid, as
+        the endpoint answers it."""
+        tables = {}
+        for name, sc in sorted(self._schemas.items()):
+            read, write = self._server.table_attributes(name).get("reserved", [0, 0])
+            tables[name] = {
+                "primary_key": [[n, t] + (["AUTO_INCREMENT"] if i == sc.auto_incr else [])
+                                for i, (n, t) in enumerate(zip(sc.names, sc.types))],
+                "defined_columns": [list(d) for d in sc.defined],
+                "time_to_live": sc.ttl, "max_versions": sc.max_versions,
+                "max_time_deviation": sc.deviation, "allow_update": sc.allow_update,
+                "reserved_read_cu": read or 0, "reserved_write_cu": write or 0}
+        return {"api": self._api_metrics.snapshot(), "server": self._server.metrics(),
+                "tables": tables}
+
     def close(self):
         if self._owns_server and self._server is not None:
             self._server.close()
@@ -649,3 +672,37 @@ def _validate_split_points(split_points, pk_type):
     for i in range(1, len(split_points)):
         if split_points[i - 1] >= split_points[i]:
             raise OTSClientError("The split-point list isn't strictly increasing.")
+
+
+# -- request metrics (regions.metrics.ApiMetrics; OTSClient.metrics()) ------
+def _metered(api, method):
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        code = None
+        try:
+            return method(self, *args, **kwargs)
+        except OTSServiceError as e:
+            code = e.code
+            raise
+        except OTSClientError:
+            code = "OTSParameterInvalid"     # what the endpoint answers for it
+            raise
+        except Exception:
+            code = "OTSInternalServerError"
+            raise
+        finally:
+            self._api_metrics.record(api, time.perf_counter() - t0, code)
+    return call
+
+
+#: method -> the wire API name it counts under
+METERED_APIS = {
+    "create_table": "CreateTable", "delete_table": "DeleteTable", "list_table": "ListTable",
+    "describe_table": "DescribeTable", "update_table": "UpdateTable", "get_row": "GetRow",
+    "get_range": "GetRange", "batch_get_row": "BatchGetRow", "put_row": "PutRow",
+    "update_row": "UpdateRow", "delete_row": "DeleteRow", "batch_write_row": "BatchWriteRow",
+}
+for _name, _api in METERED_APIS.items():
+    setattr(OTSClient, _name, _metered(_api, getattr(OTSClient, _name)))
+del _name, _api

@@ -1,0 +1,176 @@
+"""What serving the web console and /metrics costs the wire API.
+
+Two ``regions-server`` subprocesses on copies of the same loaded store:
+
+- ``off``: started with ``--no-console`` (GET answers 405, no sampler thread);
+- ``scraped``: the console on.
+
+Against both, a scraper process starts 10 GETs per second (each in its own
+thread, on a new connection, as Prometheus and an operator's browser would),
+cycling through ``/metrics``, ``/``, ``/tables/bench`` and a row-browser page
+(``/tables/bench/rows?limit=20``); the ``off`` server answers them 405, so the
+scraper's own CPU weighs on both arms alike and the difference is the
+server's work of serving the console.
+
+Against each, the replay clients of test_bench_otsserver.py (captured signed
+SDK requests, resent over 4 keep-alive connections: the server's own
+capacity, the measure most sensitive to extra server work) run GetRow and
+PutRow, ``ROUNDS`` times back to back per measured run.  Runs alternate
+off / scraped; the figure is the median of ``repeats`` runs each.  Also recorded: the server CPU of one scrape cycle
+(measured alone, from /proc), from which the cost of 10 scrapes per second
+follows without the noise of throughput runs: 10 x CPU per GET / 1 s of one
+core.
+
+    python bench/test_bench_console.py 5      # the table in docs/performance.md
+    pytest bench/test_bench_console.py --benchmark-only -s
+"""
+import multiprocessing as mp
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from test_bench_otsserver import _cpu_seconds, _load, _start_server, hammer
+
+SCRAPES_PER_S = 10
+PATHS = ("/metrics", "/", "/tables/bench", "/tables/bench/rows?limit=20")
+OPS = ("GetRow", "PutRow")
+ROUNDS = 3               # replay runs (4 x 1500 requests each) per measured run
+
+
+def _stop(proc):
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(60)
+
+
+def _get(url, counter):
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            r.read()
+    except urllib.error.HTTPError as e:     # the --no-console server answers 405
+        e.read()
+    with counter.get_lock():
+        counter.value += 1
+
+
+def _scraper(endpoint, stop, counter):
+    """Start one GET every 1/SCRAPES_PER_S seconds, each in its own thread, so
+    a slow answer under load does not lower the rate."""
+    import threading
+    period = 1.0 / SCRAPES_PER_S
+    nxt, i, threads = time.monotonic(), 0, []
+    while not stop.is_set():
+        t = threading.Thread(target=_get, args=(endpoint + PATHS[i % len(PATHS)], counter))
+        t.start()
+        threads.append(t)
+        i += 1
+        nxt += period
+        time.sleep(max(0.0, nxt - time.monotonic()))
+    for t in threads:
+        t.join(30)
+
+
+class Setup:
+    def __init__(self, tmp):
+        base = "%s/base" % tmp
+        proc, endpoint = _start_server(base, "--no-console")
+        try:
+            _bodies, self.requests = _load(endpoint)
+        finally:
+            _stop(proc)
+        shutil.copytree(base, "%s/scraped" % tmp)
+        self.off = _start_server(base, "--no-console")
+        self.on = _start_server("%s/scraped" % tmp)
+
+    def run(self, mode, op, rounds=ROUNDS):
+        """``rounds`` back-to-back replay runs with the scraper going; the rate
+        is all requests over the sum of the runs' elapsed times.  The scraper
+        runs in both modes (against ``off`` its GETs get a cheap 405), so its
+        own CPU on this shared machine is charged to both alike."""
+        proc, endpoint = self.off if mode == "off" else self.on
+        ctx = mp.get_context("spawn")
+        stop, counter = ctx.Event(), ctx.Value("i", 0)
+        scraper = ctx.Process(target=_scraper, args=(endpoint, stop, counter))
+        scraper.start()
+        try:
+            t0 = time.perf_counter()
+            results = [hammer(endpoint, op, proc.pid, replay=self.requests[op])
+                       for _ in range(rounds)]
+            scrapes = counter.value / (time.perf_counter() - t0)
+        finally:
+            stop.set()
+            scraper.join(60)
+        n = sum(r["requests"] for r in results)
+        elapsed = sum(r["requests"] / r["requests_per_s"] for r in results)
+        return dict(requests_per_s=round(n / elapsed), requests=n,
+                    ok=sum(r["ok"] for r in results), scrapes_per_s=round(scrapes, 1),
+                    server_cpu_us_per_request=round(statistics.mean(
+                        r["server_cpu_us_per_request"] for r in results)))
+
+    def cpu_per_get(self, n=100):
+        """Server CPU (ms) per GET of the scrape cycle, measured with nothing else running."""
+        proc, endpoint = self.on
+        out = {}
+        for path in PATHS:
+            cpu0 = _cpu_seconds(proc.pid)
+            for _ in range(n):
+                with urllib.request.urlopen(endpoint + path, timeout=30) as r:
+                    r.read()
+            out[path] = round((_cpu_seconds(proc.pid) - cpu0) / n * 1e3, 2)
+        return out
+
+    def close(self):
+        for proc, _ in (self.off, self.on):
+            _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def setup():
+    with tempfile.TemporaryDirectory() as tmp:
+        s = Setup(tmp)
+        yield s
+        s.close()
+
+
+@pytest.mark.parametrize("mode", ["off", "scraped"])
+@pytest.mark.parametrize("op", OPS)
+def test_console_cost(benchmark, setup, op, mode):
+    result = {}
+    benchmark.pedantic(lambda: result.update(setup.run(mode, op)), rounds=1, iterations=1)
+    benchmark.extra_info.update(result)
+    print("\n%s %s: %s" % (op, mode, result))
+    assert result["ok"] == result["requests"]
+
+
+def compare(repeats=3):
+    with tempfile.TemporaryDirectory() as tmp:
+        s = Setup(tmp)
+        try:
+            cpu = s.cpu_per_get()
+            print("server CPU per GET (ms):", cpu)
+            mean_ms = sum(cpu.values()) / len(cpu)
+            print("=> %d GETs/s cost %.2f%% of one core" % (SCRAPES_PER_S,
+                                                           SCRAPES_PER_S * mean_ms / 10))
+            for op in OPS:
+                runs = {"off": [], "scraped": []}
+                for _ in range(repeats):
+                    for mode in runs:
+                        runs[mode].append(s.run(mode, op))
+                off = statistics.median(r["requests_per_s"] for r in runs["off"])
+                on = statistics.median(r["requests_per_s"] for r in runs["scraped"])
+                print("%s: off %d req/s %s, scraped %d req/s %s (scrapes/s %s): %+.1f%%" % (
+                    op, off, [r["requests_per_s"] for r in runs["off"]], on,
+                    [r["requests_per_s"] for r in runs["scraped"]],
+                    [r["scrapes_per_s"] for r in runs["scraped"]], (on - off) / off * 100))
+        finally:
+            s.close()
+
+
+if __name__ == "__main__":
+    compare(int(sys.argv[1]) if len(sys.argv) > 1 else 3)

@@ -1,0 +1,191 @@
+"""Counters the operator's view reads: per-API requests, errors and latency,
+per-region rates, and the split history.
+
+Every number the console, ``/metrics`` and library users see is counted
+here once (or in the lsm store / ``Region`` it reads) and handed out as
+plain dicts by ``RegionServer.metrics()`` and ``OTSClient.metrics()``.
+Nothing here knows about HTTP or Prometheus; the exposition is in
+``regions.otsserver.metrics``.
+
+- ``ApiMetrics``: per-API request counts, errors by code, a latency
+  histogram with fixed bucket bounds (``LATENCY_BUCKETS``, seconds), and a
+  ring of per-second counts from which ``rates()`` gives requests and errors
+  per second over the last minute.
+- ``RateTracker``: per-second rates of cumulative counters (a region's
+  reads and writes), from samples taken at most once a second whenever the
+  counters are read; a rate is None until two samples a second apart exist.
+- ``SplitHistory``: splits started / finished / rolled back, their durations
+  (a histogram), and the last ``HISTORY`` splits (parent, daughters, split
+  key, time, duration).
+
+Thread-safety: every class may be used from any thread (one lock each, held
+for a few dictionary updates).
+"""
+import collections
+import threading
+import time
+
+__all__ = ["ApiMetrics", "RateTracker", "SplitHistory", "LATENCY_BUCKETS", "SPLIT_BUCKETS",
+           "WINDOW_SECONDS"]
+
+#: Upper bounds (seconds) of the latency histogram; +Inf is implicit.
+LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                   0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+#: Upper bounds (seconds) of the split duration histogram.
+SPLIT_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+WINDOW_SECONDS = 60
+
+
+def _histogram(buckets):
+    return {"buckets": list(buckets), "counts": [0] * (len(buckets) + 1), "sum": 0.0, "count": 0}
+
+
+def _observe(h, value):
+    i = 0
+    bounds = h["buckets"]
+    while i < len(bounds) and value > bounds[i]:
+        i += 1
+    h["counts"][i] += 1        # per bucket, not cumulative; the last one is +Inf
+    h["sum"] += value
+    h["count"] += 1
+
+
+def _copy_histogram(h):
+    return {"buckets": list(h["buckets"]), "counts": list(h["counts"]), "sum": h["sum"],
+            "count": h["count"]}
+
+
+class ApiMetrics:
+    """Requests, errors by code and latency per API name."""
+
+    def __init__(self, clock=time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._requests = {}        # api -> count
+        self._errors = {}          # (api, code) -> count
+        self._latency = {}         # api -> histogram
+        # per-second ring: slot -> [second, requests, errors]
+        self._ring = [[-1, 0, 0] for _ in range(WINDOW_SECONDS)]
+        self._started = clock()
+
+    def record(self, api: str, seconds: float, error_code=None) -> None:
+        now = self._clock()
+        sec = int(now)
+        with self._lock:
+            self._requests[api] = self._requests.get(api, 0) + 1
+            h = self._latency.get(api)
+            if h is None:
+                h = self._latency[api] = _histogram(LATENCY_BUCKETS)
+            _observe(h, seconds)
+            slot = self._ring[sec % WINDOW_SECONDS]
+            if slot[0] != sec:
+                slot[0], slot[1], slot[2] = sec, 0, 0
+            slot[1] += 1
+            if error_code is not None:
+                key = (api, error_code)
+                self._errors[key] = self._errors.get(key, 0) + 1
+                slot[2] += 1
+
+    def rates(self):
+        """(requests/s, errors/s) over the last minute (or since start if shorter)."""
+        now = self._clock()
+        sec = int(now)
+        with self._lock:
+            req = err = 0
+            for s, r, e in self._ring:
+                if sec - WINDOW_SECONDS < s <= sec:
+                    req += r
+                    err += e
+        span = min(WINDOW_SECONDS, max(1.0, now - self._started))
+        return req / span, err / span
+
+    def snapshot(self) -> dict:
+        """``{"requests": {api: n}, "errors": {api: {code: n}}, "latency": {api:
+        histogram}, "requests_per_second": x, "errors_per_second": y}``; a
+        histogram is ``{"buckets": bounds, "counts": per bucket (+Inf last),
+        "sum": seconds, "count": n}``."""
+        rps, eps = self.rates()
+        with self._lock:
+            errors = {}
+            for (api, code), n in self._errors.items():
+                errors.setdefault(api, {})[code] = n
+            return {"requests": dict(self._requests), "errors": errors,
+                    "latency": {api: _copy_histogram(h) for api, h in self._latency.items()},
+                    "requests_per_second": rps, "errors_per_second": eps}
+
+
+class RateTracker:
+    """Per-second rates of cumulative counters, by key (module docstring)."""
+
+    def __init__(self, window: float = WINDOW_SECONDS, clock=time.monotonic):
+        self._window = window
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._samples = {}         # key -> deque of (t, values)
+
+    def observe(self, key, values):
+        """Record ``values`` (a tuple of counters) now; returns their rates per
+        second over the window (a tuple of floats), or None if no earlier
+        sample at least a second old exists yet."""
+        now = self._clock()
+        with self._lock:
+            q = self._samples.get(key)
+            if q is None:
+                q = self._samples[key] = collections.deque()
+            if not q or now - q[-1][0] >= 1.0:
+                q.append((now, values))
+            while len(q) > 2 and now - q[1][0] >= self._window:
+                q.popleft()
+            t0, v0 = q[0]
+        if now - t0 < 1.0:
+            return None
+        return tuple(max(0, a - b) / (now - t0) for a, b in zip(values, v0))
+
+    def forget(self, keep) -> None:
+        """Drop the samples of every key not in ``keep``."""
+        with self._lock:
+            for key in [k for k in self._samples if k not in keep]:
+                del self._samples[key]
+
+
+class SplitHistory:
+    """Split counters and the last ``size`` splits (module docstring)."""
+
+    HISTORY = 50
+
+    def __init__(self, size: int = HISTORY):
+        self._lock = threading.Lock()
+        self._recent = collections.deque(maxlen=size)
+        self.started = 0
+        self.finished = 0
+        self.rolled_back = 0
+        self._durations = _histogram(SPLIT_BUCKETS)
+
+    def start(self) -> float:
+        """A split began; returns its start time (pass it to ``finish``/``rollback``)."""
+        with self._lock:
+            self.started += 1
+        return time.monotonic()
+
+    def finish(self, table: str, parent: int, daughters, split_key: bytes, t0: float) -> None:
+        took = time.monotonic() - t0
+        with self._lock:
+            self.finished += 1
+            _observe(self._durations, took)
+            self._recent.append({"table": table, "parent": parent, "daughters": list(daughters),
+                                 "split_key": split_key, "time": time.time(),
+                                 "duration_seconds": took})
+
+    def rollback(self, t0: float) -> None:
+        with self._lock:
+            self.rolled_back += 1
+            _observe(self._durations, time.monotonic() - t0)
+
+    def snapshot(self) -> dict:
+        """``{"started", "finished", "rolled_back", "duration": histogram,
+        "recent": [split, ...] newest first}``."""
+        with self._lock:
+            return {"started": self.started, "finished": self.finished,
+                    "rolled_back": self.rolled_back,
+                    "duration": _copy_histogram(self._durations),
+                    "recent": [dict(s) for s in reversed(self._recent)]}

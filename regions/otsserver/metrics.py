@@ -1,0 +1,142 @@
+"""``GET /metrics``: the data API client's numbers in Prometheus' text format.
+
+A ``prometheus_client`` collector reads ``OTSClient.metrics()`` at every
+scrape (the one source the console and library users read too) and turns it
+into metric families; nothing is counted twice and nothing is written by
+hand in the exposition format.  Names follow Prometheus' conventions:
+
+==========================================  =========  ======================
+name                                        type       labels
+==========================================  =========  ======================
+regions_api_requests_total                  counter    api
+regions_api_errors_total                    counter    api, code
+regions_api_request_duration_seconds        histogram  api
+regions_region_reads_total / _writes_total  counter    table, region
+regions_region_stored_bytes                 gauge      table, region
+regions_region_memtable_bytes               gauge      table, region
+regions_region_store_files                  gauge      table, region, level
+regions_region_flushes_total                counter    table, region
+regions_region_flushed_bytes_total          counter    table, region
+regions_region_compactions_total            counter    table, region
+regions_region_compacted_bytes_total        counter    table, region
+regions_region_wal_appends_total            counter    table, region
+regions_region_wal_fsyncs_total             counter    table, region
+regions_table_regions                       gauge      table
+regions_splits_started_total / _finished_total / _rolled_back_total   counter
+regions_split_duration_seconds              histogram
+regions_block_cache_hits_total / _misses_total                        counter
+regions_block_cache_usage_bytes / _capacity_bytes                     gauge
+regions_uptime_seconds                      gauge
+==========================================  =========  ======================
+
+A region's counters start at zero when its store opens (server start, or a
+split creating it); the ``region`` label is the region id, never reused.
+
+``prometheus_client`` is an optional dependency (the ``server`` extra);
+this module imports it only when first used.
+"""
+from __future__ import annotations
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+_REGION_COUNTERS = (("reads", "reads", "Client reads served by the region"),
+                    ("writes", "writes", "Client writes served by the region"),
+                    ("flushes", "flushes", "Memtable flushes of the region's store"),
+                    ("flushed_bytes", "bytes_flushed", "Bytes written by flushes"),
+                    ("compactions", "compactions", "Compactions of the region's store"),
+                    ("compacted_bytes", "bytes_compacted", "Bytes written by compactions"),
+                    ("wal_appends", "wal_appends", "WAL records appended"),
+                    ("wal_fsyncs", "wal_fsyncs", "WAL fsyncs (group commits of sync writes)"))
+_REGION_GAUGES = (("stored_bytes", "size_bytes", "Bytes of the region's table files"),
+                  ("memtable_bytes", "memtable_bytes", "Bytes in the region's memtables"))
+
+
+def _buckets(h):
+    """A regions.metrics histogram -> prometheus_client's cumulative buckets."""
+    out, total = [], 0
+    for bound, n in zip(list(h["buckets"]) + [float("inf")], h["counts"]):
+        total += n
+        out.append(("+Inf" if bound == float("inf") else repr(float(bound)), total))
+    return out
+
+
+class ClientCollector:
+    """A prometheus_client collector over ``client.metrics()``."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def collect(self):
+        from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
+                                            HistogramMetricFamily)
+        m = self.client.metrics()
+        api, server = m["api"], m["server"]
+
+        requests = CounterMetricFamily("regions_api_requests", "Requests per API",
+                                       labels=["api"])
+        for name, n in sorted(api["requests"].items()):
+            requests.add_metric([name], n)
+        yield requests
+        errors = CounterMetricFamily("regions_api_errors", "Failed requests per API and error code",
+                                     labels=["api", "code"])
+        for name, codes in sorted(api["errors"].items()):
+            for code, n in sorted(codes.items()):
+                errors.add_metric([name, code], n)
+        yield errors
+        latency = HistogramMetricFamily("regions_api_request_duration_seconds",
+                                        "Time to serve a request in the data API", labels=["api"])
+        for name, h in sorted(api["latency"].items()):
+            latency.add_metric([name], _buckets(h), h["sum"])
+        yield latency
+
+        counters = {key: CounterMetricFamily("regions_region_" + name, doc,
+                                             labels=["table", "region"])
+                    for name, key, doc in _REGION_COUNTERS}
+        gauges = {key: GaugeMetricFamily("regions_region_" + name, doc, labels=["table", "region"])
+                  for name, key, doc in _REGION_GAUGES}
+        files = GaugeMetricFamily("regions_region_store_files", "Table files per LSM level",
+                                  labels=["table", "region", "level"])
+        count = GaugeMetricFamily("regions_table_regions", "Regions of the table",
+                                  labels=["table"])
+        for table, regs in server["tables"].items():
+            count.add_metric([table], len(regs))
+            for r in regs:
+                labels = [table, str(r["region_id"])]
+                for key, fam in counters.items():
+                    fam.add_metric(labels, r[key])
+                for key, fam in gauges.items():
+                    fam.add_metric(labels, r[key])
+                for level, n in enumerate(r["files_per_level"]):
+                    files.add_metric(labels + [str(level)], n)
+        yield from counters.values()
+        yield from gauges.values()
+        yield files
+        yield count
+
+        splits = server["splits"]
+        for name, doc in (("started", "Splits started"), ("finished", "Splits finished"),
+                          ("rolled_back", "Splits rolled back")):
+            yield CounterMetricFamily("regions_splits_" + name, doc, value=splits[name])
+        duration = HistogramMetricFamily("regions_split_duration_seconds",
+                                         "Duration of splits (finished or rolled back)")
+        duration.add_metric([], _buckets(splits["duration"]), splits["duration"]["sum"])
+        yield duration
+        cache = server["block_cache"]
+        yield CounterMetricFamily("regions_block_cache_hits", "Block cache hits",
+                                  value=cache["hits"])
+        yield CounterMetricFamily("regions_block_cache_misses", "Block cache misses",
+                                  value=cache["misses"])
+        yield GaugeMetricFamily("regions_block_cache_usage_bytes", "Bytes in the block cache",
+                                value=cache["usage"])
+        yield GaugeMetricFamily("regions_block_cache_capacity_bytes", "Block cache budget",
+                                value=cache["capacity"])
+        yield GaugeMetricFamily("regions_uptime_seconds", "Seconds since the server opened",
+                                value=server["uptime_seconds"])
+
+
+def exposition(client) -> bytes:
+    """The text of one scrape of ``client``."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ClientCollector(client))
+    return generate_latest(registry)

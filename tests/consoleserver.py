@@ -1,0 +1,87 @@
+"""A regions-server with the console for tests: small regions so that a few
+hundred rows split a table, rows written through the official SDK, GETs."""
+import base64
+import http.client
+import time
+import urllib.parse
+
+import tablestore as ts
+
+import regions
+from regions.otsserver.cli import make_server
+
+INSTANCE, KEY_ID, SECRET = "console", "console_key_id", "console_secret"
+#: Regions split above 24 KiB of table files; memtables flush at 8 KiB.
+SPLIT_OPTIONS = dict(memtable_bytes=8192, split_policy="constant", max_region_bytes=24 << 10,
+                     split_jitter=0.0, maintenance_interval=0.02)
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def start(tmp_path, host="127.0.0.1", **options):
+    opts = regions.ServerOptions(**{**SPLIT_OPTIONS, **options})
+    return make_server(str(tmp_path / "data"), host, 0, INSTANCE, KEY_ID, SECRET,
+                       server_options=opts).start()
+
+
+def sdk(srv):
+    host, port = srv.server_address[:2]
+    if host == "0.0.0.0":
+        host = "127.0.0.1"
+    return ts.OTSClient("http://%s:%d" % (host, port), KEY_ID, SECRET, INSTANCE)
+
+
+def get(srv, path, auth=None):
+    """(status, headers dict with lower-case names, body bytes) of one GET."""
+    host, port = srv.server_address[:2]
+    conn = http.client.HTTPConnection("127.0.0.1" if host == "0.0.0.0" else host, port, timeout=30)
+    headers = {}
+    if auth is not None:
+        headers["Authorization"] = "Basic " + base64.b64encode(
+            ("%s:%s" % auth).encode()).decode()
+    try:
+        conn.request("GET", path, headers=headers)
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def create_events(srv, name="events", split_at=("m",)):
+    """A table (pk STRING, n INTEGER) pre-split at partition keys ``split_at``
+    (the SDK 6.4.8 create_table has no split points: the server's own client
+    creates it, as the wire's CreateTable with partitions would)."""
+    import regions.tablestore as emb
+    meta = emb.TableMeta(name, [("pk", "STRING"), ("n", "INTEGER")])
+    srv.service.client.create_table(meta, emb.TableOptions(),
+                                    emb.ReservedThroughput(emb.CapacityUnit(0, 0)),
+                                    split_points=list(split_at))
+
+
+def put_rows(client, name, keys, value_bytes=200, hostile=False):
+    """Write rows ``(pk, n)`` in batches of 100 through BatchWriteRow."""
+    keys = list(keys)
+    for i in range(0, len(keys), 100):
+        req = ts.BatchWriteRowRequest()
+        items = []
+        for pk, n in keys[i:i + 100]:
+            attrs = [("v", (HOSTILE if hostile else "x") * (value_bytes // (len(HOSTILE) if hostile
+                                                                            else 1) or 1)),
+                     ("n2", n)]
+            items.append(ts.PutRowItem(ts.Row([("pk", pk), ("n", n)], attrs),
+                                       ts.Condition(ts.RowExistenceExpectation.IGNORE)))
+        req.add(ts.TableInBatchWriteRowItem(name, items))
+        client.batch_write_row(req)
+
+
+def wait_for(check, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def rows_url(table, **params):
+    return "/tables/%s/rows?%s" % (table, urllib.parse.urlencode(params))

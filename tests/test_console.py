@@ -1,0 +1,342 @@
+"""The web console, /metrics, and the metrics dicts behind them
+(regions/metrics.py, RegionServer.metrics(), OTSClient.metrics(),
+regions/otsserver/console.py and metrics.py)."""
+import http.client
+import json
+import re
+
+import lsm
+import pytest
+import tablestore as ts
+from prometheus_client.parser import text_string_to_metric_families
+
+import regions
+import regions.tablestore as emb
+from consoleserver import (HOSTILE, KEY_ID, SECRET, create_events, get, put_rows, rows_url,
+                           sdk, start, wait_for)
+from regions import procedure
+from regions.metrics import ApiMetrics, RateTracker
+from regions.otsserver.console import Console, is_loopback, static_file
+
+
+@pytest.fixture
+def server(tmp_path):
+    srv = start(tmp_path)
+    yield srv
+    srv.stop()
+
+
+def jget(srv, path, **kw):
+    status, headers, body = get(srv, path, **kw)
+    assert status == 200, body
+    assert headers["content-type"].startswith("application/json")
+    return json.loads(body)
+
+
+def scrape(srv):
+    status, headers, body = get(srv, "/metrics")
+    assert status == 200 and headers["content-type"].startswith("text/plain")
+    out = {}
+    for fam in text_string_to_metric_families(body.decode()):
+        for s in fam.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+# -- the numbers, embedded -----------------------------------------------------
+def test_client_metrics_count_requests_errors_and_latency(tmp_path):
+    with emb.OTSClient(str(tmp_path / "d")) as c:
+        c.create_table(emb.TableMeta("t", [("pk", "STRING")]), emb.TableOptions(),
+                       emb.ReservedThroughput(emb.CapacityUnit(0, 0)))
+        for i in range(7):
+            c.put_row("t", emb.Row([("pk", "k%d" % i)], [("v", i)]))
+        c.get_row("t", [("pk", "k1")])
+        with pytest.raises(emb.OTSServiceError):
+            c.get_row("missing", [("pk", "k1")])
+        with pytest.raises(emb.OTSClientError):
+            c.get_row("t", "not a key")
+        m = c.metrics()
+    api = m["api"]
+    assert api["requests"] == {"CreateTable": 1, "PutRow": 7, "GetRow": 3}
+    assert api["errors"] == {"GetRow": {"OTSObjectNotExist": 1, "OTSParameterInvalid": 1}}
+    h = api["latency"]["PutRow"]
+    assert h["count"] == 7 and sum(h["counts"]) == 7 and h["sum"] > 0
+    assert len(h["counts"]) == len(h["buckets"]) + 1
+    assert api["requests_per_second"] > 0 and api["errors_per_second"] > 0
+    (region,) = m["server"]["tables"]["t"]
+    assert region["writes"] == 7 and region["wal_appends"] >= 7
+    assert region["reads"] >= 1 and region["key_count"] >= 7
+    assert m["tables"]["t"]["primary_key"] == [["pk", "STRING"]]
+    assert m["tables"]["t"]["max_versions"] == 1
+
+
+def test_server_metrics_flushes_split_history_and_rollback(tmp_path):
+    opts = regions.ServerOptions(memtable_bytes=4096, background_workers=0)
+    with regions.RegionServer.open(str(tmp_path / "s"), opts) as s:
+        s.create_table("t")
+        for i in range(300):
+            s.put("t", b"k%04d" % i, b"v" * 50)
+        s.flush_all()
+        m = s.metrics()
+        (r,) = m["tables"]["t"]
+        assert r["flushes"] >= 1 and r["bytes_flushed"] > 0 and r["size_bytes"] > 0
+        assert r["wal_appends"] == 300 and r["writes"] == 300
+        assert sum(r["files_per_level"]) >= 1
+        assert m["splits"]["started"] == 0
+
+        def fail(name):
+            if name == "split.daughter_a_created":
+                raise RuntimeError("injected")
+        procedure.set_kill_hook(fail)
+        try:
+            with pytest.raises(RuntimeError):
+                s.split_region("t", r["region_id"], b"k0100")
+        finally:
+            procedure.set_kill_hook(None)
+        daughters = s.split_region("t", r["region_id"], b"k0150")
+        m = s.metrics()
+        sp = m["splits"]
+        assert (sp["started"], sp["finished"], sp["rolled_back"]) == (2, 1, 1)
+        assert sp["duration"]["count"] == 2
+        (last,) = sp["recent"]
+        assert last["parent"] == r["region_id"] and last["split_key"] == b"k0150"
+        assert last["daughters"] == [d.region_id for d in daughters]
+        assert last["duration_seconds"] > 0 and last["table"] == "t"
+        assert [x["region_id"] for x in m["tables"]["t"]] == last["daughters"]
+
+
+def test_rates_need_two_samples_a_second_apart_and_cover_the_window():
+    now = [1000.0]
+    rt = RateTracker(window=60, clock=lambda: now[0])
+    assert rt.observe(7, (0, 0)) is None
+    now[0] += 0.5
+    assert rt.observe(7, (5, 5)) is None
+    now[0] += 1.5
+    assert rt.observe(7, (10, 4)) == (5.0, 2.0)
+    for _ in range(100):                # old samples leave the window
+        now[0] += 1
+        rt.observe(7, (10, 4))
+    assert rt.observe(7, (10, 4)) == (0.0, 0.0)
+    rt.forget(set())
+    assert rt.observe(7, (10, 4)) is None
+
+
+def test_api_rates_cover_the_last_minute():
+    now = [5000.0]
+    am = ApiMetrics(clock=lambda: now[0])
+    now[0] += 100
+    for _ in range(120):
+        am.record("GetRow", 0.001)
+    am.record("GetRow", 0.001, "OTSObjectNotExist")
+    assert am.rates() == (121 / 60, 1 / 60)
+    now[0] += 61
+    assert am.rates() == (0.0, 0.0)
+    snap = am.snapshot()
+    assert snap["requests"] == {"GetRow": 121} and snap["latency"]["GetRow"]["counts"][3] == 121
+
+
+def test_lsm_counts_wal_appends_and_fsyncs(tmp_path):
+    with lsm.DB.open(str(tmp_path / "db")) as db:
+        db.put(b"a", b"1")
+        db.write(lsm.WriteBatch().put(b"b", b"2").put(b"c", b"3"))
+        db.put(b"d", b"4", sync=True)
+        st = db.stats()
+    assert st["wal_appends"] == 3 and st["wal_fsyncs"] == 1
+
+
+# -- pages ---------------------------------------------------------------------
+def test_overview_and_table_json(server):
+    create_events(server)
+    c = sdk(server)
+    put_rows(c, "events", [("a%03d" % i, i) for i in range(50)] + [("z", i) for i in range(20)])
+    o = jget(server, "/?format=json")
+    assert o["instance"] == "console" and o["durability"] == "async"
+    assert o["data_directory"].endswith("data") and o["uptime_seconds"] >= 0
+    (t,) = o["tables"]
+    assert t["name"] == "events" and t["regions"] == 2
+    assert t["primary_key"] == [["pk", "STRING"], ["n", "INTEGER"]]
+    assert t["memtable_bytes"] + t["stored_bytes"] > 0
+    assert o["requests_total"] >= 1 and o["requests_per_second"] > 0
+    d = jget(server, "/tables/events?format=json")
+    assert [(r["start"], r["end"]) for r in d["regions"]] == [
+        ({"type": "INF_MIN", "value": None}, {"type": "STRING", "value": "m"}),
+        ({"type": "STRING", "value": "m"}, {"type": "INF_MAX", "value": None})]
+    assert [r["writes"] for r in d["regions"]] == [50, 20]
+    assert d["time_to_live"] == -1 and d["max_versions"] == 1
+    assert "ConstantSizeSplitPolicy" in d["split_policy"]
+    assert all(r["split_threshold"] == 24 << 10 for r in d["regions"])
+    html = get(server, "/tables/events")[2].decode()
+    assert html.count('class="bar size"') == 2 and html.count('class="bar writes"') == 2
+    assert "&quot;m&quot;" in html and "INF_MIN" in html
+
+
+def test_row_browser_pages_through_every_row_in_both_directions(server):
+    create_events(server)
+    c = sdk(server)
+    keys = [("a%03d" % i, i) for i in range(23)] + [("q", i) for i in range(9)]
+    put_rows(c, "events", keys)
+    for direction, expected in (("FORWARD", sorted(keys)), ("BACKWARD", sorted(keys)[::-1])):
+        seen, query, pages = [], "limit=5&direction=" + direction, 0
+        while query:
+            d = jget(server, "/tables/events/rows?format=json&" + query)
+            seen += [tuple(v["value"] for _n, v in row["primary_key"]) for row in d["rows"]]
+            query = d["next_query"]
+            pages += 1
+        assert seen == expected and pages == 7
+    d = jget(server, rows_url("events", format="json", **{"start.pk": "a010", "end.pk": "a012",
+                                                          "columns": "n2"}))
+    # an empty end column is INF_MAX: ("a012", 12) is inside; INF_MIN typed leaves it out
+    assert [r["primary_key"][0][1]["value"] for r in d["rows"]] == ["a010", "a011", "a012"]
+    d = jget(server, rows_url("events", format="json", **{"start.pk": "a010", "end.pk": "a012",
+                                                          "end.n": "INF_MIN", "columns": "n2"}))
+    assert [r["primary_key"][0][1]["value"] for r in d["rows"]] == ["a010", "a011"]
+    assert d["end"] == [["pk", {"type": "STRING", "value": "a012"}],
+                        ["n", {"type": "INF_MIN", "value": None}]]
+    assert [[a[0] for a in r["attributes"]] for r in d["rows"]] == [["n2"], ["n2"]]
+    d = jget(server, rows_url("events", format="json", get=1, **{"pk.pk": "q", "pk.n": "3"}))
+    assert d["mode"] == "GetRow" and d["rows"][0]["attributes"][0][1] == \
+        {"type": "INTEGER", "value": 3}
+    d = jget(server, rows_url("events", format="json", get=1, **{"pk.pk": "q", "pk.n": "99"}))
+    assert d["rows"] == []
+
+
+def test_long_values_are_cut_with_their_length(server):
+    create_events(server)
+    put_rows(sdk(server), "events", [("a", 1)], value_bytes=5000)
+    d = jget(server, rows_url("events", format="json"))
+    v = dict((a[0], a[1]) for a in d["rows"][0]["attributes"])["v"]
+    assert v["cut"] and v["length"] == 5000 and len(v["value"]) == 200
+
+
+def test_bad_input_gets_a_clear_error(server):
+    create_events(server)
+    status, _, body = get(server, rows_url("events", **{"start.n": "<b>x"}))
+    assert status == 400 and b"is not a valid INTEGER value" in body and b"<b>x" not in body
+    status, _, body = get(server, rows_url("events", format="json", limit="0"))
+    assert status == 400 and "limit" in json.loads(body)["error"]
+    status, _, body = get(server, rows_url("events", format="json", direction="UP"))
+    assert status == 400
+    assert get(server, "/tables/nope")[0] == 404
+    assert get(server, "/tables/nope/rows")[0] == 404
+    assert get(server, "/nothing/here")[0] == 404
+    assert get(server, "/static/../console.py")[0] == 404
+    # the wire API still refuses other methods and still works on POST
+    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
+    conn.request("DELETE", "/ListTable")
+    assert conn.getresponse().status == 405
+    conn.close()
+    assert list(sdk(server).list_table()) == ["events"]
+
+
+def test_user_data_is_escaped_everywhere(server):
+    create_events(server, split_at=(HOSTILE,))
+    put_rows(sdk(server), "events", [(HOSTILE + str(i), i) for i in range(5)], hostile=True)
+    for path in ("/", "/tables/events", "/tables/events/rows?limit=2",
+                 rows_url("events", get=1, **{"pk.pk": HOSTILE + "1", "pk.n": "1"})):
+        status, headers, body = get(server, path)
+        assert status == 200 and headers["content-type"].startswith("text/html")
+        assert headers["x-content-type-options"] == "nosniff"
+        text = body.decode()
+        assert "<script" not in text.lower() and "<img" not in text.lower(), path
+        if path != "/":     # names cannot hold markup; keys and values are shown escaped
+            assert "&lt;script&gt;" in text, path
+
+
+def test_static_files_ship_in_the_package(server):
+    css = static_file("console.css")
+    assert b".bar" in css
+    status, headers, body = get(server, "/static/console.css")
+    assert status == 200 and headers["content-type"].startswith("text/css") and body == css
+
+
+# -- /metrics --------------------------------------------------------------------
+def test_metrics_endpoint_parses_with_prometheus_client(server):
+    create_events(server)
+    c = sdk(server)
+    put_rows(c, "events", [("a%03d" % i, i) for i in range(30)])
+    c.get_row("events", [("pk", "a001"), ("n", 1)], max_version=1)
+    with pytest.raises(ts.OTSServiceError):
+        c.get_row("nope", [("pk", "a"), ("n", 1)], max_version=1)
+    m = scrape(server)
+    assert m[("regions_api_requests_total", (("api", "BatchWriteRow"),))] == 1
+    assert m[("regions_api_requests_total", (("api", "GetRow"),))] == 2
+    assert m[("regions_api_errors_total", (("api", "GetRow"), ("code", "OTSObjectNotExist")))] == 1
+    assert m[("regions_api_request_duration_seconds_count", (("api", "GetRow"),))] == 2
+    assert m[("regions_api_request_duration_seconds_bucket",
+              (("api", "GetRow"), ("le", "+Inf")))] == 2
+    first = (("region", "1"), ("table", "events"))
+    assert m[("regions_region_writes_total", first)] == 30
+    assert m[("regions_region_reads_total", first)] >= 1
+    assert m[("regions_region_wal_appends_total", first)] >= 1
+    assert m[("regions_region_memtable_bytes", first)] > 0
+    assert ("regions_region_store_files", (("level", "0"),) + first) in m
+    assert m[("regions_table_regions", (("table", "events"),))] == 2
+    for name in ("regions_splits_started_total", "regions_splits_finished_total",
+                 "regions_splits_rolled_back_total", "regions_block_cache_hits_total",
+                 "regions_block_cache_misses_total", "regions_split_duration_seconds_count",
+                 "regions_uptime_seconds"):
+        assert (name, ()) in m, name
+
+
+# -- access ------------------------------------------------------------------------
+def test_loopback_is_open_and_other_addresses_need_the_access_key(tmp_path):
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3") and not is_loopback("")
+    srv = start(tmp_path, host="0.0.0.0")
+    try:
+        for path in ("/", "/metrics", "/tables/x", "/static/console.css"):
+            status, headers, _ = get(srv, path)
+            assert status == 401 and headers["www-authenticate"].startswith("Basic"), path
+        assert get(srv, "/", auth=(KEY_ID, "wrong"))[0] == 401
+        assert get(srv, "/", auth=("other", SECRET))[0] == 401
+        assert get(srv, "/", auth=(KEY_ID, SECRET))[0] == 200
+        assert get(srv, "/metrics", auth=(KEY_ID, SECRET))[0] == 200
+        assert list(sdk(srv).list_table()) == []      # the wire API is unaffected
+    finally:
+        srv.stop()
+
+
+def test_console_direct_refuses_malformed_credentials():
+    class NoClient:
+        def metrics(self):
+            raise AssertionError("not reached")
+    c = Console(NoClient(), "i", {"id": "s"}, open_access=False, sample_seconds=0)
+    for header in ("", "Basic", "Basic !!!", "Bearer abc", "Basic aWQ="):   # "id" without ':'
+        assert c.handle("/", {"authorization": header}).status == 401
+
+
+def test_split_and_hot_partition_key_show_on_the_table_page(server):
+    create_events(server)
+    c = sdk(server)
+    put_rows(c, "events", [("a%03d" % i, i) for i in range(300)])
+    put_rows(c, "events", [("zhot", i) for i in range(300)])
+
+    def state():
+        d = jget(server, "/tables/events?format=json")
+        blocked = [r for r in d["regions"] if r["hot_key"]]
+        return d if len(d["regions"]) >= 3 and d["recent_splits"] and blocked else None
+    d = wait_for(state, what="a split and a hot partition key")
+    s = d["recent_splits"][0]
+    assert s["split_key"]["type"] == "STRING" and s["split_key"]["value"].startswith("a")
+    assert len(s["daughters"]) == 2 and s["duration_seconds"] > 0
+    (hot,) = [r for r in d["regions"] if r["hot_key"]]
+    assert hot["hot_key"] == {"type": "STRING", "value": "zhot"}
+    assert hot["split_blocker"].startswith("region")
+    assert "hot partition key" in hot["split_blocker"]
+    starts = [r["start"] for r in d["regions"]]
+    assert starts[0]["type"] == "INF_MIN"
+    values = [x["value"] for x in starts[1:]]
+    assert values == sorted(values)
+    html = get(server, "/tables/events")[2].decode()
+    assert re.search(r'class="blocker" title="[^"]*">hot partition key</span>', html)
+    assert "&quot;zhot&quot;" in html
+
+
+def test_no_console_answers_get_with_405(tmp_path):
+    from regions.otsserver.cli import make_server
+    srv = make_server(str(tmp_path / "d"), "127.0.0.1", 0, "i", "k", "s", console=False).start()
+    try:
+        assert srv.console is None
+        assert get(srv, "/")[0] == 405 and get(srv, "/metrics")[0] == 405
+    finally:
+        srv.stop()
