@@ -73,7 +73,7 @@ def test_console_in_headless_chromium(tmp_path, browser):
                 all(r["writes_per_second"] is not None for r in d["regions"])
         wait_for(ready, timeout=60, what="a split, a hot key and sampled write rates")
         put_rows(c, "events", [("zhot", 1000 + i) for i in range(200)])   # a hot spot now
-        os.makedirs(IMAGES, exist_ok=True)
+        os.makedirs(images, exist_ok=True)
         base = "http://127.0.0.1:%d" % srv.server_address[1]
 
         browser.get(base + "/")
