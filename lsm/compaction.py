@@ -106,7 +106,6 @@ def range_compactions(version, options, lo, hi):
     inclusive, None = open) down to the deepest level holding any of them,
     and then rewrite any views left there.  Computed one step at a time by
     the caller (each step changes the version)."""
-    last = options.num_levels - 1
     deepest = max((lv for lv in range(options.num_levels) if version.overlapping(lv, lo, hi)), default=None)
     if deepest is None:
         return None

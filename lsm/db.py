@@ -22,7 +22,6 @@ import logging
 import os
 import threading
 import time
-import weakref
 
 from . import filenames
 from ._iter import CompactionStream, DBIterator, LevelIterator, MergingIterator, lower_bound
@@ -30,7 +29,7 @@ from ._record import frame_single
 from .batch import WriteBatch, check_key, check_value, decode_record, encode_record, encode_single
 from .cache import BlockCache, TableCache
 from .compaction import input_iterator, pick_compaction, range_compactions, write_tables
-from .dbformat import KIND_DELETE, KIND_VALUE, MAX_SEQ, lookup_key
+from .dbformat import KIND_DELETE, KIND_VALUE, lookup_key
 from .errors import ClosedError, CorruptionError, LSMError, ReadOnlyError, StorageError
 from .fs import FileMissingError, OSFileSystem
 from .memtable import MemTable
@@ -229,8 +228,7 @@ class DB:
         self.versions = None
         self.block_cache = options.block_cache if options.block_cache is not None \
             else BlockCache(options.block_cache_bytes)
-        self._hot_tables = {}                       # file number -> table (see _table)
-        self._tables = TableCache(self._open_table, options.max_open_files, close_on_evict=False)
+        self._tables = TableCache(self._open_table, options.max_open_files)   # file number -> table
 
     def _abort_open(self):
         try:
@@ -298,8 +296,8 @@ class DB:
             self._cv.notify_all()
 
     # ----------------------------------------------------------------- tables
-    def _open_table(self, key):
-        path, lo, hi, is_view = key
+    def _open_table(self, number, f: FileMeta):
+        path, lo, hi, is_view = self._table_key(f)
         t = Table.open(self.fs.open_read(path), self.options, cache=self.block_cache, name=path)
         return TableView(t, lo, hi) if is_view else t
 
@@ -309,19 +307,8 @@ class DB:
         return (os.path.normpath(os.path.join(self.path, f.path)), f.lo, f.hi, True)
 
     def _table(self, f: FileMeta):
-        """The open table (or view) of ``f``, through the table cache.
-
-        Point reads first look in ``_hot_tables`` (file number -> table, no
-        LRU bookkeeping); it is emptied whenever it outgrows
-        ``max_open_files`` and loses a file when the file is deleted, so it
-        never holds more tables than the table cache would.
-        """
-        t = self._tables.get(self._table_key(f))
-        hot = self._hot_tables
-        if len(hot) >= self.options.max_open_files:
-            hot.clear()
-        hot[f.number] = t
-        return t
+        """The open table (or view) of ``f``, through the table cache."""
+        return self._tables.get(f.number, f)
 
     def _table_iter(self, f: FileMeta):
         return self._table(f).iterator()
@@ -501,10 +488,10 @@ class DB:
         raise CorruptionError(f"table files keep vanishing under a read of {key!r}")
 
     def _get_from_version(self, v, key, seq):
-        hot = self._hot_tables
+        peek = self._tables.peek
         for lo, hi, f in v.l0:
             if lo <= key <= hi:
-                t = hot.get(f.number) or self._table(f)
+                t = peek(f.number) or self._table(f)
                 r = t.get(key, seq)
                 if r is not None:
                     return r
@@ -515,7 +502,7 @@ class DB:
                 if i < len(files):
                     f = files[i]
                     if f.smallest_user <= key:
-                        t = hot.get(f.number) or self._table(f)
+                        t = peek(f.number) or self._table(f)
                         r = t.get(key, seq)
                         if r is not None:
                             return r
@@ -769,8 +756,7 @@ class DB:
             kind, n = p
             if kind == "sst" and n not in keep:
                 path = os.path.join(self.path, name)
-                self._tables.evict((path, None, None, False))
-                self._hot_tables.pop(n, None)
+                self._tables.evict(n)
                 self.fs.remove_if_exists(path)
             elif kind == "log" and n < log_number and n != current_log:
                 self.fs.remove_if_exists(os.path.join(self.path, name))

@@ -17,7 +17,7 @@ import struct
 
 __all__ = [
     "KIND_DELETE", "KIND_VALUE", "MAX_SEQ", "TAG_SIZE",
-    "pack_tag", "make_internal_key", "lookup_key", "parse_internal_key",
+    "make_internal_key", "lookup_key", "parse_internal_key",
     "user_key", "internal_sort_key",
 ]
 
@@ -28,10 +28,6 @@ MAX_SEQ = (1 << 56) - 1
 TAG_SIZE = 8
 
 _TAG = struct.Struct("<Q")
-
-
-def pack_tag(seq: int, kind: int) -> int:
-    return (seq << 8) | kind
 
 
 def make_internal_key(user_key: bytes, seq: int, kind: int) -> bytes:

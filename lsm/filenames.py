@@ -10,7 +10,7 @@
 import os
 import re
 
-__all__ = ["CURRENT", "LOCK", "log_name", "table_name", "manifest_name", "temp_name", "parse"]
+__all__ = ["CURRENT", "LOCK", "log_name", "table_name", "manifest_name", "parse"]
 
 CURRENT = "CURRENT"
 LOCK = "LOCK"
@@ -28,10 +28,6 @@ def table_name(number: int) -> str:
 
 def manifest_name(number: int) -> str:
     return f"MANIFEST-{number:06d}"
-
-
-def temp_name(number: int) -> str:
-    return f"{number:06d}.dbtmp"
 
 
 def parse(name: str):

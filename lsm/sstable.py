@@ -199,9 +199,10 @@ class Table:
             raise CorruptionError(f"{self.name}: inconsistent properties")
         fh = metaindex.get(bloom.FILTER_BLOCK_NAME)
         self._filter = None if fh is None else self._read_meta(fh, parse=False)
-        # The point-read path in one C call (see _table.PointReader).
-        self.get = PointReader(self._filter, self._index, self._cache, self._owner, self._fill,
-                               bloom.may_contain).get
+        #: ``get(user_key, seq)``: ``(kind, value)`` of the newest entry of
+        #: ``user_key`` with sequence <= ``seq``, or None; a bloom miss reads
+        #: no block.  The point-read path in one C call (_table.PointReader).
+        self.get = PointReader(self._filter, self._index, self._cache, self._owner, self._fill).get
 
     # -- block access ------------------------------------------------------
     def _read_block(self, off, size, verify, end, parse=True):
@@ -235,21 +236,6 @@ class Table:
     def may_contain(self, user_key: bytes) -> bool:
         """False only when the bloom filter rules ``user_key`` out."""
         return self._filter is None or bloom.may_contain(self._filter, user_key)
-
-    def get(self, user_key: bytes, seq: int):
-        """``(kind, value)`` of the newest entry of ``user_key`` with sequence
-        <= ``seq``, or None.  A bloom miss reads no block."""
-        if self._filter is not None and not bloom.may_contain(self._filter, user_key):
-            return None
-        lk = lookup_key(user_key, seq)
-        h = self._index.find_handle(lk)
-        if h is None:
-            return None
-        cache = self._cache          # the cached path of _data_block, inlined: hot
-        blk = cache.get((self._owner, h[0])) if cache is not None else None
-        if blk is None:
-            blk = self._fill(h[0], h[1])
-        return blk.get(lk)
 
     def iterator(self):
         """A two-level iterator over every entry (InternalIterator)."""

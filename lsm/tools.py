@@ -17,7 +17,7 @@ from .errors import LSMError
 from .fs import OSFileSystem
 from .options import Options
 from .sstable import Table, TableView
-from .version import FileMeta, VersionEdit
+from .version import VersionEdit
 from .wal import LogReader
 
 __all__ = ["dump", "verify", "main"]

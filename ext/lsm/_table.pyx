@@ -380,24 +380,21 @@ cdef class PointReader:
     in-block search.  Only a block-cache miss calls back into Python
     (``fill(offset, size) -> Block``, which reads, checks and caches).
 
-    ``cache_map`` is the block cache's dict (an OrderedDict keyed by
-    ``(owner, offset)`` holding ``(block, charge)``); a hit is refreshed in
-    the LRU order by ``touch(key)``.
+    ``cache`` is the table's ``BlockCache`` (or None), keyed by
+    ``(owner, offset)``; its ``get`` refreshes the LRU order of a hit.
     """
     cdef object _filter
     cdef Block _index
     cdef object _cache_get
     cdef object _owner
     cdef object _fill
-    cdef object _may_contain
 
-    def __init__(self, filt, Block index, cache, owner, fill, may_contain):
+    def __init__(self, filt, Block index, cache, owner, fill):
         self._filter = filt
         self._index = index
         self._cache_get = cache.get if cache is not None else None
         self._owner = owner
         self._fill = fill
-        self._may_contain = may_contain
 
     def get(self, bytes user_key not None, uint64_t seq):
         """``(kind, value)`` of the newest entry of ``user_key`` with
