@@ -47,6 +47,7 @@ import zlib
 
 from . import bloom
 from ._table import PointReader, index_boundaries, BoundedIter, TableBuildCore, TwoLevelIter
+from .batch import check_bound
 from .block import (Block, BlockBuilder, TRAILER_SIZE, decode_stored_block, decode_varint,
                     encode_stored_block, encode_varint, mask_crc, unmask_crc)
 from .cache import new_owner_id
@@ -323,9 +324,8 @@ class TableView:
     """
 
     def __init__(self, table, lo, hi, *, own=False):
-        for arg, v in (("lo", lo), ("hi", hi)):
-            if v is not None and not isinstance(v, bytes):
-                raise TypeError(f"{arg} must be bytes or None, got {type(v).__name__}")
+        check_bound("lo", lo)
+        check_bound("hi", hi)
         if isinstance(table, TableView):
             lo = table.lo if lo is None or (table.lo is not None and table.lo > lo) else lo
             hi = table.hi if hi is None or (table.hi is not None and table.hi < hi) else hi

@@ -17,6 +17,7 @@ from lsm._iter cimport InternalIterator
 from lsm._block cimport Block, BlockBuilder, BlockIter, get_varint64
 from lsm._bloom cimport murmur3_x64_128, probe
 
+from lsm.batch import check_bound
 from lsm.errors import CorruptionError
 
 
@@ -269,10 +270,8 @@ cdef class BoundedIter(InternalIterator):
     cdef bint ok
 
     def __init__(self, InternalIterator inner not None, lo, hi):
-        if lo is not None and not isinstance(lo, bytes):
-            raise TypeError("lo must be bytes or None")
-        if hi is not None and not isinstance(hi, bytes):
-            raise TypeError("hi must be bytes or None")
+        check_bound("lo", lo)
+        check_bound("hi", hi)
         self.inner = inner
         self.lo = lo
         self.hi = hi
