@@ -113,8 +113,9 @@ class TableBuilder(TableBuildCore):
         self._index.add(last_key, self._write_block(contents, self._options.compression))
         self._num_data_blocks += 1
 
-    def estimated_size(self) -> int:
-        """Bytes written so far plus the data block being built."""
+    def size_estimate(self) -> int:
+        """Bytes written so far plus the data block being built (the name
+        ``BlockBuilder.size_estimate`` has too)."""
         return self._offset + self.pending_bytes
 
     def finish(self) -> dict:
@@ -166,7 +167,7 @@ class Table:
         self._cache = cache
         self._owner = new_owner_id()
         self._boundaries = None
-        self.file_size = size = f.size()
+        self.file_size = size = f.size
         if size < FOOTER_SIZE:
             raise CorruptionError(f"{self.name}: file too short for a table ({size} bytes)")
         footer = f.read(size - FOOTER_SIZE, FOOTER_SIZE)

@@ -5,7 +5,8 @@ import threading
 import pytest
 
 import lsm
-from lsm.fs import FaultInjectionFS, OSFileSystem
+from lsm.faultfs import FaultInjectionFS
+from lsm.fs import OSFileSystem
 from conftest import tiny_options
 
 

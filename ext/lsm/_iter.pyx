@@ -742,7 +742,7 @@ cdef class CompactionStream:
         cdef Py_ssize_t added = 0
         cdef InternalIterator it = self._it
         add = builder.add
-        size = builder.estimated_size
+        size = builder.size_estimate
         while it.valid():
             ik = it.key()
             tag = _tag_of(ik)
