@@ -30,6 +30,7 @@ from ._record import frame_single
 from .background import BackgroundWork
 from .batch import WriteBatch, check_bound, check_key, check_value, encode_record, encode_single, replay
 from .cache import BlockCache, TableCache
+from .check import check_db
 from .compaction import range_compactions
 from .dbformat import KIND_DELETE, KIND_VALUE, lookup_key
 from .errors import ClosedError, CorruptionError, ReadOnlyError
@@ -683,6 +684,12 @@ class DB(BackgroundWork):
         """Absolute paths of other stores' tables this store still refers to."""
         _numbers, views = self.versions.live_files()
         return {os.path.normpath(os.path.join(self.path, p)) for p in views}
+
+    def check(self) -> None:
+        """Raise ``CorruptionError`` unless the engine's invariants hold
+        (levels, files and sizes, numbers, sequences: see lsm/check.py).
+        Waits for background work to pause; meant for tests and tools."""
+        check_db(self)
 
     # ------------------------------------------------------------------- close
     def _check_open(self):
