@@ -28,7 +28,7 @@ import os
 import threading
 
 from . import filenames
-from ._iter import CompactionStream
+from ._compaction_stream import CompactionStream
 from .builder import build_tables
 from .compaction import input_iterator, pick_compaction
 from .errors import LSMError, StorageError

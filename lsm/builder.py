@@ -1,6 +1,6 @@
 """Building table files from a stream of entries (LevelDB's builder.cc).
 
-``build_tables`` drains a ``CompactionStream`` (lsm/_iter.pyx) into one or
+``build_tables`` drains a ``CompactionStream`` (ext/lsm/_compaction_stream.pyx) into one or
 more new ``NNNNNN.sst`` files of the store directory and returns their
 ``FileMeta`` (not yet installed in a version: the caller logs the edit).
 Flush (one memtable -> L0 tables) and compaction (inputs -> tables of the

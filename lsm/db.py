@@ -5,7 +5,7 @@ memtable -> when full, frozen and flushed to an L0 table in the background
 -> leveled compaction (lsm/background.py runs what lsm/compaction.py picks;
 lsm/builder.py writes the tables).  Read path: memtable, frozen memtable, L0
 tables newest first, then one table per deeper level; scans merge all of
-them (lsm/_iter.pyx).  docs/impl.md walks through both.
+them (ext/lsm/_iter.pyx, _db_iter.pyx).  docs/impl.md walks through both.
 
 Durability contract:
   * ``sync=False`` (default): a write returns once its WAL record has been
@@ -25,14 +25,16 @@ import threading
 import time
 
 from . import filenames
-from ._iter import DBIterator, LevelIterator, MergingIterator, lower_bound
+from ._db_iter import DBIterator
+from ._iter import LevelIterator, MergingIterator, lower_bound
+from ._memtable import get_version
 from ._record import frame_single
 from .background import BackgroundWork
 from .batch import WriteBatch, check_bound, check_key, check_value, encode_record, encode_single, replay
 from .cache import BlockCache, TableCache
 from .check import check_db
 from .compaction import range_compactions
-from .dbformat import KIND_DELETE, KIND_VALUE, lookup_key
+from .dbformat import KIND_DELETE, KIND_VALUE, lookup_key, parse_internal_key
 from .errors import ClosedError, CorruptionError, ReadOnlyError
 from .fs import FileMissingError, OSFileSystem
 from .memtable import MemTable
@@ -453,19 +455,14 @@ class DB(BackgroundWork):
             self._check_open()
         seq = self._last_seq if snapshot is None else self._snapshot_seq(snapshot)
         # The hot path, flattened: memtable, frozen memtable, then tables.
-        vs = self._mem.versions.get(key)
-        if vs is not None:
-            if type(vs) is tuple:
-                vs = (vs,)
-            for i in range(len(vs) - 1, -1, -1):
-                v = vs[i]
-                if v[0] <= seq:
-                    return v[2] if v[1] == KIND_VALUE else None
+        v = get_version(self._mem.versions, key, seq)
+        if v is not None:
+            return v[2] if v[1] == KIND_VALUE else None
         imm = self._imm
         if imm is not None:
-            r = imm.get(key, seq)
-            if r is not None:
-                return r[1] if r[0] == KIND_VALUE else None
+            v = get_version(imm.versions, key, seq)
+            if v is not None:
+                return v[2] if v[1] == KIND_VALUE else None
         for _attempt in range(3):
             v = self.versions.current
             try:
@@ -737,7 +734,7 @@ def _max_sequence(table) -> int:
     it.seek_to_first()
     best = 0
     while it.valid():
-        best = max(best, int.from_bytes(it.key()[-8:], "little") >> 8)
+        best = max(best, parse_internal_key(it.key())[1])
         it.next()
     return best
 

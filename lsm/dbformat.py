@@ -11,7 +11,8 @@ user key the newest entry comes first.  A lookup for ``(key, snapshot_seq)``
 seeks to ``lookup_key(key, snapshot_seq)``: the first entry at or after it
 with the same user key is the newest one the snapshot may see.
 
-The Cython twin of the comparison lives in ``ext/lsm/_keys.pxd``.
+The Cython owner of the same layout (packing, parsing, comparison) is
+``ext/lsm/_keys.pxd``; tests/test_dbformat.py checks the two agree.
 """
 import struct
 

@@ -46,6 +46,8 @@ import struct
 import zlib
 
 from . import bloom
+from ._block import decode_handle as _decode_handle
+from ._iter import compare_internal_keys
 from ._table import PointReader, index_boundaries, BoundedIter, TableBuildCore, TwoLevelIter
 from .batch import check_bound
 from .block import (Block, BlockBuilder, TRAILER_SIZE, decode_stored_block, decode_varint,
@@ -70,12 +72,11 @@ def encode_handle(offset: int, size: int) -> bytes:
 
 
 def decode_handle(data: bytes, where: str):
+    """``(offset, size, next_pos)`` of the handle at the start of ``data``."""
     try:
-        off, pos = decode_varint(data, 0)
-        size, pos = decode_varint(data, pos)
+        return _decode_handle(data, 0)
     except CorruptionError:
         raise CorruptionError(f"{where}: bad block handle") from None
-    return off, size, pos
 
 
 def encode_footer(metaindex_handle: bytes, index_handle: bytes) -> bytes:
@@ -309,10 +310,7 @@ class Table:
 
 
 def _ikey_less(a: bytes, b: bytes) -> bool:
-    ua, ub = a[:-8], b[:-8]
-    if ua != ub:
-        return ua < ub
-    return a[-8:][::-1] > b[-8:][::-1]    # tags compare descending
+    return compare_internal_keys(a, b) < 0
 
 
 class TableView:
