@@ -115,8 +115,9 @@ class WriteBatch:
     Arguments are checked when added, so a bad one raises at once and the
     batch stays as it was.  Not thread-safe; reusable after ``clear()``.
 
-    >>> b = WriteBatch(); b.put(b"k", b"v"); b.delete(b"old"); len(b)
-    2
+    >>> b = WriteBatch().put(b"k", b"v").delete(b"old")
+    >>> len(b), b.ops[1]
+    (2, (0, b'old', b''))
     """
     __slots__ = ("_ops", "_bytes")
 

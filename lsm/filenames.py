@@ -31,7 +31,11 @@ def manifest_name(number: int) -> str:
 
 
 def parse(name: str):
-    """``(kind, number)`` for a store file name, kind in log/sst/dbtmp/manifest; None otherwise."""
+    """``(kind, number)`` for a store file name, kind in log/sst/dbtmp/manifest; None otherwise.
+
+    >>> parse("/db/000012.sst"), parse("MANIFEST-000003"), parse("CURRENT")
+    (('sst', 12), ('manifest', 3), None)
+    """
     m = _PATTERN.match(os.path.basename(name))
     if not m:
         return None
