@@ -33,8 +33,9 @@ from .background import BackgroundWork
 from .batch import WriteBatch, check_bound, check_key, check_value, encode_record, encode_single, replay
 from .cache import BlockCache, TableCache
 from .check import check_db
+from .views import create_store_from_views
 from .compaction import range_compactions
-from .dbformat import KIND_DELETE, KIND_VALUE, lookup_key, parse_internal_key
+from .dbformat import KIND_DELETE, KIND_VALUE, lookup_key
 from .errors import ClosedError, CorruptionError, ReadOnlyError
 from .fs import FileMissingError, OSFileSystem
 from .memtable import MemTable
@@ -152,59 +153,8 @@ class DB(BackgroundWork):
         viewed data.  When None it is found by reading the views, which
         costs time proportional to their size.
         """
-        if last_sequence is not None and (not isinstance(last_sequence, int) or last_sequence < 0):
-            raise ValueError(f"last_sequence must be an int >= 0, got {last_sequence!r}")
         options = Options() if options is None else options
-        fs = options.fs or OSFileSystem()
-        path = os.path.abspath(os.fspath(path))
-        if fs.exists(path) and fs.listdir(path):
-            raise ValueError(f"create_from_views: {path} exists and is not empty")
-        tmp = path + ".creating"
-        fs.rmtree(tmp, missing_ok=True)
-        fs.makedirs(tmp)
-        try:
-            vs = VersionSet(fs, tmp, options.num_levels)
-            edit = VersionEdit()
-            views = list(views)
-            l0 = [v for v in views if v[0] == 0]
-            numbers = {}
-            # L0 order is by number: the newest (first) view gets the highest.
-            for i, v in enumerate(reversed(l0)):
-                numbers[id(v)] = 2 + i
-            nxt = 2 + len(l0)
-            max_seq = 0
-            for v in views:
-                level, tpath, lo, hi = v
-                if not (isinstance(level, int) and 0 <= level < options.num_levels):
-                    raise ValueError(f"create_from_views: bad level {level!r}")
-                check_bound("lo", lo)
-                check_bound("hi", hi)
-                tpath = os.path.abspath(tpath)
-                f = fs.open_read(tpath)
-                view = TableView(Table.open(f, options, name=tpath), lo, hi)
-                try:
-                    if view.smallest is None:
-                        continue
-                    n = numbers.get(id(v))
-                    if n is None:
-                        n, nxt = nxt, nxt + 1
-                    edit.add(level, FileMeta(n, view.file_size, view.num_entries, view.smallest,
-                                             view.largest, os.path.relpath(tpath, path), lo, hi))
-                    if last_sequence is None:
-                        max_seq = max(max_seq, _max_sequence(view))
-                finally:
-                    del view
-            vs.next_file = nxt
-            vs.last_seq = max_seq if last_sequence is None else last_sequence
-            vs.current = vs.current.apply(edit)
-            vs.current.check()
-            vs.create()
-            vs.close()
-            fs.rename(tmp, path)
-            fs.sync_dir(os.path.dirname(path))
-        except BaseException:
-            fs.rmtree(tmp, missing_ok=True)
-            raise
+        create_store_from_views(path, views, options, last_sequence)
         return cls.open(path, options)
 
     def _init(self, path, options):
@@ -726,17 +676,6 @@ class DB(BackgroundWork):
 
     def __repr__(self):
         return f"<lsm.DB {self.path!r}{' closed' if self._closed else ''}>"
-
-
-def _max_sequence(table) -> int:
-    """Largest sequence number among a table's entries (a full read)."""
-    it = table.iterator()
-    it.seek_to_first()
-    best = 0
-    while it.valid():
-        best = max(best, parse_internal_key(it.key())[1])
-        it.next()
-    return best
 
 
 def _scan(it: DBIterator, reverse: bool):
