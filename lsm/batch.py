@@ -15,7 +15,7 @@ import struct
 from .dbformat import KIND_DELETE, KIND_VALUE
 from .errors import CorruptionError
 
-__all__ = ["WriteBatch", "encode_record", "decode_record", "check_key", "check_value"]
+__all__ = ["WriteBatch", "encode_record", "decode_record", "replay", "check_key", "check_value", "check_bound"]
 
 _HEADER = struct.Struct("<QI")
 _LEN = struct.Struct("<I")
@@ -38,6 +38,12 @@ def check_value(value, limit: int) -> None:
         raise TypeError(f"value must be bytes, got {type(value).__name__}")
     if len(value) > limit:
         raise ValueError(f"value is {len(value)} bytes, over the limit of {limit} (Options.max_value_bytes)")
+
+
+def check_bound(name: str, bound) -> None:
+    """A range bound (start/end, lo/hi) must be bytes or None (None = open)."""
+    if bound is not None and type(bound) is not bytes:
+        raise TypeError(f"{name} must be bytes or None, got {type(bound).__name__}")
 
 
 def encode_record(seq: int, ops) -> bytes:
@@ -90,14 +96,28 @@ def decode_record(data: bytes):
     return seq, ops
 
 
+def replay(records):
+    """``(seq, kind, key, value)`` of every entry of ``records`` (WAL record
+    payloads, e.g. a ``LogReader``), in order: the one WAL replay loop.
+
+    >>> list(replay([encode_record(7, [(KIND_VALUE, b"a", b"1"), (KIND_DELETE, b"b", b"")])]))
+    [(7, 1, b'a', b'1'), (8, 0, b'b', b'')]
+    """
+    for rec in records:
+        seq, ops = decode_record(rec)
+        for i, (kind, key, value) in enumerate(ops):
+            yield seq + i, kind, key, value
+
+
 class WriteBatch:
     """Puts and deletes applied atomically by ``DB.write``, in order.
 
     Arguments are checked when added, so a bad one raises at once and the
     batch stays as it was.  Not thread-safe; reusable after ``clear()``.
 
-    >>> b = WriteBatch(); b.put(b"k", b"v"); b.delete(b"old"); len(b)
-    2
+    >>> b = WriteBatch().put(b"k", b"v").delete(b"old")
+    >>> len(b), b.ops[1]
+    (2, (0, b'old', b''))
     """
     __slots__ = ("_ops", "_bytes")
 

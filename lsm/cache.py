@@ -6,15 +6,12 @@ per-open-table id (``Table`` takes one from ``new_owner_id()``), so a file
 reopened, or two tables with the same name, never share stale blocks.
 Values are immutable parsed blocks, shared freely between threads.
 
-``TableCache`` keeps at most ``capacity`` tables open.  An evicted table is
-closed only once nobody still uses it: a caller that keeps a table past
-the next cache operation (an iterator, say) holds it with the context
-manager ``cache.using(path)``; ``get(path)`` is for use-and-forget lookups.
+``TableCache`` keeps at most ``capacity`` tables by key; an evicted table is
+forgotten, not closed, and closes when its last user drops it.
 """
 import itertools
 import threading
 from collections import OrderedDict
-from contextlib import contextmanager
 
 from .errors import ClosedError
 
@@ -117,21 +114,22 @@ class BlockCache:
 
 
 class TableCache:
-    """LRU of open tables by path, at most ``capacity`` open at once.
+    """LRU of open tables by key (the DB's: file number), at most ``capacity``.
 
-    ``open_fn(path) -> Table`` opens one; it runs outside the lock, so a slow
-    open never blocks hits on other tables (two threads missing the same path
-    at once may both open it; the loser's table is closed).  Tables in use
-    (``using()``) are closed only after their last user is done, so eviction
-    never closes a table under a reader.  Thread-safe.
+    ``open_fn(key, *args) -> table`` opens one on a miss; it runs outside the
+    lock, so a slow open never blocks hits on other tables (two threads
+    missing the same key at once may both open it; the loser's table is
+    closed).  Eviction only *forgets* a table: its file closes when the last
+    reference (an iterator, a read in flight) goes, so a long-lived iterator
+    needs no bracket and eviction never closes a table under a reader.
+
+    ``peek(key)`` is the point-read path: one lock-free dict lookup, no LRU
+    refresh and no counting (the DB falls back to ``get`` on a miss, which
+    refreshes).  It is the one map of open tables; there is no second cache.
+    Thread-safe.
     """
 
-    def __init__(self, open_fn, capacity: int, close_on_evict: bool = True):
-        # close_on_evict=False: an evicted table is only forgotten; its file
-        # closes when the last reference (an iterator, a reader in flight)
-        # goes.  The DB uses this so that long-lived iterators need no
-        # using() bracket.
-        self._close_on_evict = close_on_evict
+    def __init__(self, open_fn, capacity: int):
         if not callable(open_fn):
             raise TypeError("open_fn must be callable")
         if not isinstance(capacity, int) or capacity < 1:
@@ -139,103 +137,57 @@ class TableCache:
         self._open_fn = open_fn
         self.capacity = capacity
         self._lock = threading.Lock()
-        self._map = OrderedDict()          # path -> table
-        self._users = {}                   # id(table) -> count of using() holders
-        self._doomed = {}                  # id(table) -> table evicted while in use
+        self._map = OrderedDict()          # key -> table
+        #: ``peek(key)``: the open table or None, lock-free (see the class doc).
+        self.peek = self._map.get
         self._closed = False
         self.hits = 0
         self.misses = 0
 
-    def get(self, path: str):
-        """The open table for ``path``, opening it on a miss."""
-        return self._get(path, False)
-
-    def _hold(self, table, hold):
-        if hold:
-            self._users[id(table)] = self._users.get(id(table), 0) + 1
-        return table
-
-    def _get(self, path, hold):
-        # ``hold`` registers the caller as a user under the same lock as the
-        # lookup, so that no eviction can close the table in between.
-        if not hold:
-            # Lock-free hit (the point-read path): dict get and move_to_end
-            # are each atomic under the GIL, and with close_on_evict=False an
-            # evicted table stays usable.
-            t = self._map.get(path)
-            if t is not None and not self._close_on_evict and not self._closed:
-                try:
-                    self._map.move_to_end(path)
-                except KeyError:
-                    pass
-                self.hits += 1
-                return t
+    def get(self, key, *args):
+        """The open table for ``key``, opening it with ``open_fn(key, *args)`` on a miss."""
+        # Lock-free hit: dict get and move_to_end are each atomic under the
+        # GIL, and an evicted table stays usable.
+        t = self._map.get(key)
+        if t is not None and not self._closed:
+            try:
+                self._map.move_to_end(key)
+            except KeyError:
+                pass
+            self.hits += 1
+            return t
         with self._lock:
             self._check_open()
-            t = self._map.get(path)
+            t = self._map.get(key)
             if t is not None:
-                self._map.move_to_end(path)
+                self._map.move_to_end(key)
                 self.hits += 1
-                return self._hold(t, hold)
+                return t
             self.misses += 1
-        table = self._open_fn(path)
-        to_close = []
+        table = self._open_fn(key, *args)
+        loser = None
         with self._lock:
             closed = self._closed
             if closed:
-                to_close.append(table)
+                loser = table
             else:
-                t = self._map.get(path)
+                t = self._map.get(key)
                 if t is not None:           # another thread won the race
-                    to_close.append(table)
-                    table = t
+                    loser, table = table, t
                 else:
-                    self._map[path] = table
-                self._hold(table, hold)
+                    self._map[key] = table
                 while len(self._map) > self.capacity:
-                    _, old = self._map.popitem(last=False)
-                    to_close.extend(self._retire(old))
-        for t in to_close:
-            t.close()
+                    self._map.popitem(last=False)
+        if loser is not None:
+            loser.close()
         if closed:
             self._check_open()
         return table
 
-    @contextmanager
-    def using(self, path: str):
-        """``with cache.using(path) as table:`` keeps the table open inside
-        the block even if it is evicted meanwhile."""
-        table = self._get(path, True)
-        try:
-            yield table
-        finally:
-            close_it = False
-            with self._lock:
-                n = self._users[id(table)] - 1
-                if n:
-                    self._users[id(table)] = n
-                else:
-                    del self._users[id(table)]
-                    close_it = self._doomed.pop(id(table), None) is not None
-            if close_it:
-                table.close()
-
-    def _retire(self, table):
-        """Called under the lock: the tables to close now (none if in use)."""
-        if not self._close_on_evict:
-            return []
-        if self._users.get(id(table)):
-            self._doomed[id(table)] = table
-            return []
-        return [table]
-
-    def evict(self, path: str) -> None:
-        """Close and forget ``path``'s table (e.g. the file was deleted)."""
+    def evict(self, key) -> None:
+        """Forget ``key``'s table (e.g. its file was deleted)."""
         with self._lock:
-            t = self._map.pop(path, None)
-            to_close = self._retire(t) if t is not None else []
-        for t in to_close:
-            t.close()
+            self._map.pop(key, None)
 
     def __len__(self) -> int:
         return len(self._map)
@@ -245,11 +197,7 @@ class TableCache:
             raise ClosedError("table cache is closed")
 
     def close(self) -> None:
-        """Close every table not in use; tables in use close when released."""
+        """Forget every table; each closes when its last user drops it."""
         with self._lock:
             self._closed = True
-            tables = list(self._map.values())
             self._map.clear()
-            to_close = [t for tab in tables for t in self._retire(tab)]
-        for t in to_close:
-            t.close()

@@ -1,4 +1,4 @@
-"""Leveled compaction (LevelDB's scheme): what to compact, and writing outputs.
+"""Leveled compaction (LevelDB's scheme): what to compact (pure queries of a version).
 
 Shape of the tree: L0 holds flushed memtables (overlapping, newest first);
 L1.. are sorted runs of non-overlapping tables, L1 targets
@@ -16,30 +16,37 @@ overlap and writes the result to L+1:
 
 Write amplification: each byte is rewritten about ``level_multiplier`` times
 per level it descends through (LevelDB's ~10 per level); ``DB.stats()``
-reports the measured figure.  Outputs are cut at ``target_file_bytes``, never
-between two entries of one user key, so a key never spans two tables of a
-level.
+reports the measured figure.  Outputs (written by lsm/builder.py) are cut at
+``target_file_bytes``, never between two entries of one user key, so a key
+never spans two tables of a level.  Running a compaction: lsm/background.py.
 """
-import os
-
-from . import filenames
 from ._iter import LevelIterator, MergingIterator
-from .sstable import TableBuilder
-from .version import FileMeta
 
-__all__ = ["Compaction", "pick_compaction", "range_compactions", "write_tables"]
+__all__ = ["Compaction", "pick_compaction", "range_compactions", "input_iterator"]
 
 
 class Compaction:
     """Inputs of one compaction: ``inputs[0]`` from ``level``, ``inputs[1]``
-    from ``output_level`` (empty when a last-level view is rewritten)."""
-    __slots__ = ("level", "output_level", "inputs", "reason")
+    from ``output_level`` (empty when a last-level view is rewritten).
 
-    def __init__(self, level, output_level, inputs0, inputs1, reason):
+    ``pointer``: ``(level, user key)`` when the choice was round-robin
+    through a level; the caller that runs the compaction stores it in its
+    pointers (``advance_pointer``) so the next pick starts after it.
+    """
+    __slots__ = ("level", "output_level", "inputs", "reason", "pointer")
+
+    def __init__(self, level, output_level, inputs0, inputs1, reason, pointer=None):
         self.level = level
         self.output_level = output_level
         self.inputs = (list(inputs0), list(inputs1))
         self.reason = reason
+        self.pointer = pointer
+
+    def advance_pointer(self, pointers: dict) -> None:
+        """Record in ``pointers`` (level -> user key) that this compaction ran."""
+        if self.pointer is not None:
+            level, key = self.pointer
+            pointers[level] = key
 
     def all_inputs(self):
         return [(self.level, f) for f in self.inputs[0]] + [(self.output_level, f) for f in self.inputs[1]]
@@ -72,10 +79,11 @@ def _expand(version, level, files, output_level, reason):
 
 
 def pick_compaction(version, options, pointers: dict):
-    """The most urgent compaction of ``version``, or None.
+    """The most urgent compaction of ``version``, or None.  A pure query.
 
     ``pointers`` maps level -> the largest user key compacted last time
-    (round-robin through each level); it is updated.
+    (round-robin through each level); it is only read: the caller advances
+    it with ``Compaction.advance_pointer`` when it runs the compaction.
     """
     last = options.num_levels - 1
     best_level, best_score = None, 1.0
@@ -93,8 +101,9 @@ def pick_compaction(version, options, pointers: dict):
         files = version.levels[best_level]
         ptr = pointers.get(best_level)
         pick = next((f for f in files if ptr is None or f.largest_user > ptr), files[0])
-        pointers[best_level] = pick.largest_user
-        return _expand(version, best_level, [pick], best_level + 1, f"L{best_level} size")
+        c = _expand(version, best_level, [pick], best_level + 1, f"L{best_level} size")
+        c.pointer = (best_level, pick.largest_user)
+        return c
     for level, f in version.files():
         if f.is_view:
             return _expand(version, level, [f], min(level + 1, last), "rewrite view")
@@ -106,7 +115,6 @@ def range_compactions(version, options, lo, hi):
     inclusive, None = open) down to the deepest level holding any of them,
     and then rewrite any views left there.  Computed one step at a time by
     the caller (each step changes the version)."""
-    last = options.num_levels - 1
     deepest = max((lv for lv in range(options.num_levels) if version.overlapping(lv, lo, hi)), default=None)
     if deepest is None:
         return None
@@ -136,51 +144,3 @@ def input_iterator(c: Compaction, open_iter):
 
 def _level_iter(files, open_iter):
     return LevelIterator([f.largest for f in files], lambda i: open_iter(files[i]))
-
-
-def write_tables(db, stream, cut: bool, level: int):
-    """Drain ``stream`` (a CompactionStream) into new table files.
-
-    Returns a list of FileMeta.  When ``cut``, outputs are cut at
-    ``target_file_bytes`` between user keys.  On error every output written
-    so far is removed and the error re-raised, so nothing half-built stays.
-    """
-    options, fs = db.options, db.fs
-    target = options.target_file_bytes if cut else 0
-    if options.compression and level < options.compression_min_level:
-        options = options.copy(compression=False)
-    outputs, written = [], []
-    builder = f = None
-    try:
-        while stream.valid():
-            number = db.versions.new_file_number()
-            db.pending_outputs.add(number)
-            path = os.path.join(db.path, filenames.table_name(number))
-            written.append((number, path))
-            f = fs.open_append(path)
-            builder = TableBuilder(f, options)
-            stream.fill(builder, target)
-            if builder.num_entries:
-                props = builder.finish()
-                f.sync()
-                f.close()
-                outputs.append(FileMeta(number, props["size"], props["num_entries"],
-                                        props["smallest"], props["largest"]))
-            else:
-                builder.abandon()
-                f.close()
-                fs.remove_if_exists(path)
-                db.pending_outputs.discard(number)
-            builder = None
-        return outputs
-    except BaseException:
-        if builder is not None:
-            try:
-                builder.abandon()
-                f.close()
-            except Exception:
-                pass
-        for n, p in written:
-            fs.remove_if_exists(p)
-            db.pending_outputs.discard(n)
-        raise

@@ -3,8 +3,8 @@ table format (lsm/sstable.py, lsm/block.py): the one place that defines it.
 
 A CRC stored inside data that is itself checksummed is masked (rotated and
 offset) so that a CRC over a CRC stays strong.  The checksum itself is
-zlib.crc32 (see docs/formats/wal.md for why not crc32c); lsm._record holds
-the C twin of the mask for the put path.
+zlib.crc32 (see docs/formats/wal.md for why not crc32c); ext/lsm/_coding.pxd
+holds the C twin of the mask (tests/test_dbformat.py checks they agree).
 """
 
 __all__ = ["MASK_DELTA", "mask_crc", "unmask_crc"]

@@ -2,9 +2,10 @@
 
 Write path: WAL record (lsm/wal.py framing of an lsm/batch.py record) ->
 memtable -> when full, frozen and flushed to an L0 table in the background
--> leveled compaction (lsm/compaction.py).  Read path: memtable, frozen
-memtable, L0 tables newest first, then one table per deeper level; scans
-merge all of them (lsm/_iter.pyx).
+-> leveled compaction (lsm/background.py runs what lsm/compaction.py picks;
+lsm/builder.py writes the tables).  Read path: memtable, frozen memtable, L0
+tables newest first, then one table per deeper level; scans merge all of
+them (ext/lsm/_iter.pyx, _db_iter.pyx).  docs/impl.md walks through both.
 
 Durability contract:
   * ``sync=False`` (default): a write returns once its WAL record has been
@@ -22,16 +23,20 @@ import logging
 import os
 import threading
 import time
-import weakref
 
 from . import filenames
-from ._iter import CompactionStream, DBIterator, LevelIterator, MergingIterator, lower_bound
+from ._db_iter import DBIterator
+from ._iter import LevelIterator, MergingIterator, lower_bound
+from ._memtable import get_version
 from ._record import frame_single
-from .batch import WriteBatch, check_key, check_value, decode_record, encode_record, encode_single
+from .background import BackgroundWork
+from .batch import WriteBatch, check_bound, check_key, check_value, encode_record, encode_single, replay
 from .cache import BlockCache, TableCache
-from .compaction import input_iterator, pick_compaction, range_compactions, write_tables
-from .dbformat import KIND_DELETE, KIND_VALUE, MAX_SEQ, lookup_key
-from .errors import ClosedError, CorruptionError, LSMError, ReadOnlyError, StorageError
+from .check import check_db
+from .views import create_store_from_views
+from .compaction import range_compactions
+from .dbformat import KIND_DELETE, KIND_VALUE, lookup_key
+from .errors import ClosedError, CorruptionError, ReadOnlyError
 from .fs import FileMissingError, OSFileSystem
 from .memtable import MemTable
 from .options import Options
@@ -101,8 +106,12 @@ class _Log:
         self.synced = 0
 
 
-class DB:
-    """An open store.  Create with ``DB.open(path)``; see the module doc."""
+class DB(BackgroundWork):
+    """An open store.  Create with ``DB.open(path)``; see the module doc.
+
+    This file holds the DB's API and state; flush, compaction and file
+    cleanup are ``BackgroundWork`` (lsm/background.py).
+    """
 
     # ------------------------------------------------------------------ open
     @classmethod
@@ -144,60 +153,8 @@ class DB:
         viewed data.  When None it is found by reading the views, which
         costs time proportional to their size.
         """
-        if last_sequence is not None and (not isinstance(last_sequence, int) or last_sequence < 0):
-            raise ValueError(f"last_sequence must be an int >= 0, got {last_sequence!r}")
         options = Options() if options is None else options
-        fs = options.fs or OSFileSystem()
-        path = os.path.abspath(os.fspath(path))
-        if fs.exists(path) and fs.listdir(path):
-            raise ValueError(f"create_from_views: {path} exists and is not empty")
-        tmp = path + ".creating"
-        fs.rmtree(tmp, missing_ok=True)
-        fs.makedirs(tmp)
-        try:
-            vs = VersionSet(fs, tmp, options.num_levels)
-            edit = VersionEdit()
-            views = list(views)
-            l0 = [v for v in views if v[0] == 0]
-            numbers = {}
-            # L0 order is by number: the newest (first) view gets the highest.
-            for i, v in enumerate(reversed(l0)):
-                numbers[id(v)] = 2 + i
-            nxt = 2 + len(l0)
-            max_seq = 0
-            for v in views:
-                level, tpath, lo, hi = v
-                if not (isinstance(level, int) and 0 <= level < options.num_levels):
-                    raise ValueError(f"create_from_views: bad level {level!r}")
-                for name, b in (("lo", lo), ("hi", hi)):
-                    if b is not None and type(b) is not bytes:
-                        raise TypeError(f"create_from_views: {name} must be bytes or None")
-                tpath = os.path.abspath(tpath)
-                f = fs.open_read(tpath)
-                view = TableView(Table.open(f, options, name=tpath), lo, hi)
-                try:
-                    if view.smallest is None:
-                        continue
-                    n = numbers.get(id(v))
-                    if n is None:
-                        n, nxt = nxt, nxt + 1
-                    edit.add(level, FileMeta(n, view.file_size, view.num_entries, view.smallest,
-                                             view.largest, os.path.relpath(tpath, path), lo, hi))
-                    if last_sequence is None:
-                        max_seq = max(max_seq, _max_sequence(view))
-                finally:
-                    del view
-            vs.next_file = nxt
-            vs.last_seq = max_seq if last_sequence is None else last_sequence
-            vs.current = vs.current.apply(edit)
-            vs.current.check()
-            vs.create()
-            vs.close()
-            fs.rename(tmp, path)
-            fs.sync_dir(os.path.dirname(path))
-        except BaseException:
-            fs.rmtree(tmp, missing_ok=True)
-            raise
+        create_store_from_views(path, views, options, last_sequence)
         return cls.open(path, options)
 
     def _init(self, path, options):
@@ -229,8 +186,7 @@ class DB:
         self.versions = None
         self.block_cache = options.block_cache if options.block_cache is not None \
             else BlockCache(options.block_cache_bytes)
-        self._hot_tables = {}                       # file number -> table (see _table)
-        self._tables = TableCache(self._open_table, options.max_open_files, close_on_evict=False)
+        self._tables = TableCache(self._open_table, options.max_open_files)   # file number -> table
 
     def _abort_open(self):
         try:
@@ -261,11 +217,10 @@ class DB:
             self.versions.mark_file_number_used(n)
             lpath = os.path.join(path, filenames.log_name(n))
             reader = LogReader(fs.read_all(lpath), lpath)
-            for rec in reader:
-                seq, ops = decode_record(rec)
-                for i, (kind, key, value) in enumerate(ops):
-                    mem.add(seq + i, kind, key, value)
-                self._last_seq = max(self._last_seq, seq + len(ops) - 1)
+            for seq, kind, key, value in replay(reader):
+                mem.add(seq, kind, key, value)
+                if seq > self._last_seq:
+                    self._last_seq = seq
             if reader.dropped_tail_bytes:
                 log.warning("%s: dropped a torn tail of %d bytes (%s)", lpath,
                             reader.dropped_tail_bytes, reader.tail_reason)
@@ -290,16 +245,9 @@ class DB:
         self.fs.sync_dir(self.path)
         self._log = _Log(n, f)
 
-    def _start_background(self):
-        if self.options.background:
-            self._bg_thread = threading.Thread(target=self._bg_loop, name=f"lsm-bg:{self.path}", daemon=True)
-            self._bg_thread.start()
-        with self._mutex:
-            self._cv.notify_all()
-
     # ----------------------------------------------------------------- tables
-    def _open_table(self, key):
-        path, lo, hi, is_view = key
+    def _open_table(self, number, f: FileMeta):
+        path, lo, hi, is_view = self._table_key(f)
         t = Table.open(self.fs.open_read(path), self.options, cache=self.block_cache, name=path)
         return TableView(t, lo, hi) if is_view else t
 
@@ -309,19 +257,8 @@ class DB:
         return (os.path.normpath(os.path.join(self.path, f.path)), f.lo, f.hi, True)
 
     def _table(self, f: FileMeta):
-        """The open table (or view) of ``f``, through the table cache.
-
-        Point reads first look in ``_hot_tables`` (file number -> table, no
-        LRU bookkeeping); it is emptied whenever it outgrows
-        ``max_open_files`` and loses a file when the file is deleted, so it
-        never holds more tables than the table cache would.
-        """
-        t = self._tables.get(self._table_key(f))
-        hot = self._hot_tables
-        if len(hot) >= self.options.max_open_files:
-            hot.clear()
-        hot[f.number] = t
-        return t
+        """The open table (or view) of ``f``, through the table cache."""
+        return self._tables.get(f.number, f)
 
     def _table_iter(self, f: FileMeta):
         return self._table(f).iterator()
@@ -345,7 +282,7 @@ class DB:
         """With the write lock held: refuse if closed or failed, make room
         in the memtable; returns the WAL to append to."""
         if self._closed:
-            raise ClosedError("DB is closed")
+            self._check_open()
         if self._write_error is not None:
             raise ReadOnlyError(f"DB refuses writes after an earlier failure: {self._write_error}")
         if self._mem.approximate_bytes >= self.options.memtable_bytes or self._l0_busy():
@@ -448,12 +385,6 @@ class DB:
                 self._run_inline_work()
             return
 
-    def _run_inline_work(self):
-        """Without a background thread: flush and compact until nothing is due."""
-        while self._imm is not None or pick_compaction(self.versions.current, self.options,
-                                                       dict(self._pointers)) is not None:
-            self._background_step()
-
     def _switch_memtable(self):
         """Freeze the memtable and start a new WAL (write lock held)."""
         old = self._log
@@ -474,22 +405,17 @@ class DB:
         if type(key) is not bytes or not key:
             check_key(key, self.options.max_key_bytes)
         if self._closed:
-            raise ClosedError("DB is closed")
+            self._check_open()
         seq = self._last_seq if snapshot is None else self._snapshot_seq(snapshot)
         # The hot path, flattened: memtable, frozen memtable, then tables.
-        vs = self._mem.versions.get(key)
-        if vs is not None:
-            if type(vs) is tuple:
-                vs = (vs,)
-            for i in range(len(vs) - 1, -1, -1):
-                v = vs[i]
-                if v[0] <= seq:
-                    return v[2] if v[1] == KIND_VALUE else None
+        v = get_version(self._mem.versions, key, seq)
+        if v is not None:
+            return v[2] if v[1] == KIND_VALUE else None
         imm = self._imm
         if imm is not None:
-            r = imm.get(key, seq)
-            if r is not None:
-                return r[1] if r[0] == KIND_VALUE else None
+            v = get_version(imm.versions, key, seq)
+            if v is not None:
+                return v[2] if v[1] == KIND_VALUE else None
         for _attempt in range(3):
             v = self.versions.current
             try:
@@ -504,10 +430,10 @@ class DB:
         raise CorruptionError(f"table files keep vanishing under a read of {key!r}")
 
     def _get_from_version(self, v, key, seq):
-        hot = self._hot_tables
+        peek = self._tables.peek
         for lo, hi, f in v.l0:
             if lo <= key <= hi:
-                t = hot.get(f.number) or self._table(f)
+                t = peek(f.number) or self._table(f)
                 r = t.get(key, seq)
                 if r is not None:
                     return r
@@ -518,7 +444,7 @@ class DB:
                 if i < len(files):
                     f = files[i]
                     if f.smallest_user <= key:
-                        t = hot.get(f.number) or self._table(f)
+                        t = peek(f.number) or self._table(f)
                         r = t.get(key, seq)
                         if r is not None:
                             return r
@@ -534,7 +460,7 @@ class DB:
     def snapshot(self) -> Snapshot:
         """A consistent view; later writes do not change it.  Close it when done."""
         if self._closed:
-            raise ClosedError("DB is closed")
+            self._check_open()
         with self._mutex:
             seq = self._last_seq
             self._snapshots[seq] = self._snapshots.get(seq, 0) + 1
@@ -554,11 +480,10 @@ class DB:
 
     def iterator(self, start=None, end=None, snapshot=None) -> DBIterator:
         """A positionable iterator (seek/next/prev) over ``[start, end)``."""
-        for name, b in (("start", start), ("end", end)):
-            if b is not None and type(b) is not bytes:
-                raise TypeError(f"{name} must be bytes or None, got {type(b).__name__}")
+        check_bound("start", start)
+        check_bound("end", end)
         if self._closed:
-            raise ClosedError("DB is closed")
+            self._check_open()
         seq = self._last_seq if snapshot is None else self._snapshot_seq(snapshot)
         mem, imm = self._mem, self._imm
         v = self.versions.ref()
@@ -605,9 +530,8 @@ class DB:
     def compact_range(self, start: bytes = None, end: bytes = None) -> None:
         """Flush, then compact every table meeting ``[start, end]`` down to one
         level, rewriting views into own files.  Blocks until done."""
-        for name, b in (("start", start), ("end", end)):
-            if b is not None and type(b) is not bytes:
-                raise TypeError(f"{name} must be bytes or None, got {type(b).__name__}")
+        check_bound("start", start)
+        check_bound("end", end)
         self.flush()
         while True:
             with self._mutex:
@@ -622,165 +546,6 @@ class DB:
                 with self._mutex:
                     self._bg_busy = False
                     self._cv.notify_all()
-
-    def _wait_bg_quiet_locked(self):
-        while self._bg_busy:
-            self._cv.wait(0.1)
-        self._raise_bg_error()
-
-    def _raise_bg_error(self):
-        if self._bg_error is not None:
-            raise self._bg_error
-
-    def _wait_idle(self, cond):
-        while not cond():
-            self._raise_bg_error()
-            if self.options.background:
-                with self._mutex:
-                    if not cond():
-                        self._cv.wait(0.1)
-            else:
-                self._background_step()
-        self._raise_bg_error()
-
-    def _bg_loop(self):
-        while True:
-            with self._mutex:
-                while not self._closing and self._bg_error is None and not self._work_due():
-                    self._cv.wait(1.0)
-                if self._closing or self._bg_error is not None:
-                    return
-            try:
-                self._background_step()
-            except BaseException as e:   # noqa: BLE001 - reported to every writer
-                log.exception("lsm background work failed in %s", self.path)
-                with self._mutex:
-                    self._bg_error = e if isinstance(e, LSMError) else StorageError(str(e))
-                    self._cv.notify_all()
-                return
-
-    def _work_due(self):
-        return self._imm is not None or (not self._bg_busy and
-                                         pick_compaction(self.versions.current, self.options, dict(self._pointers)) is not None)
-
-    def _background_step(self):
-        """One unit of background work: flush first, else one compaction."""
-        with self._mutex:
-            if self._bg_busy:
-                self._cv.wait(0.1)
-                return
-            self._bg_busy = True
-        try:
-            if self._imm is not None:
-                self._flush_imm()
-            else:
-                c = pick_compaction(self.versions.current, self.options, self._pointers)
-                if c is not None:
-                    self._run_compaction(c, allow_move=True)
-        finally:
-            with self._mutex:
-                self._bg_busy = False
-                self._cv.notify_all()
-
-    def _write_memtable(self, mem):
-        """Write ``mem`` to L0 table(s); returns their FileMeta (not installed)."""
-        it = mem.iterator()
-        it.seek_to_first()
-        metas = write_tables(self, CompactionStream(it, self._smallest_snapshot(), False), cut=False, level=0)
-        for m in metas:
-            self._stats["flushes"] += 1
-            self._stats["bytes_flushed"] += m.size
-        return metas
-
-    def _flush_imm(self):
-        imm = self._imm
-        metas = self._write_memtable(imm)
-        edit = VersionEdit()
-        for m in metas:
-            edit.add(0, m)
-        edit.log_number = self._imm_log_number
-        self.versions.last_seq = self._last_seq
-        self.versions.log_and_apply(edit)
-        with self._mutex:
-            self._imm = None
-            for m in metas:
-                self.pending_outputs.discard(m.number)
-            self._cv.notify_all()
-        self._delete_obsolete_files()
-
-    def _trivial_move(self, c) -> bool:
-        """LevelDB's trivial move: tables of own files that overlap neither
-        each other nor the output level change level by a manifest edit,
-        without being rewritten (sequential loads then cost no compaction)."""
-        files = c.inputs[0]
-        if c.inputs[1] or c.level == c.output_level or any(f.is_view for f in files):
-            return False
-        files = sorted(files, key=lambda f: f.smallest_user)
-        if any(a.largest_user >= b.smallest_user for a, b in zip(files, files[1:])):
-            return False
-        edit = VersionEdit()
-        for f in files:
-            edit.delete(c.level, f.number)
-            edit.add(c.output_level, f)
-        self.versions.last_seq = self._last_seq
-        self.versions.log_and_apply(edit)
-        self._stats["trivial_moves"] += 1
-        return True
-
-    def _run_compaction(self, c, allow_move=False):
-        # Only background compactions move tables; a manual one (compact_range)
-        # rewrites, so the compaction filter and view rewriting see the data
-        # (LevelDB's rule too).
-        if allow_move and self._trivial_move(c):
-            return
-        v = self.versions.current
-        it = input_iterator(c, self._table_iter)
-        it.seek_to_first()
-        lo, hi = c.user_range()
-        deeper = any(v.overlapping(lv, lo, hi) for lv in range(c.output_level + 1, len(v.levels)))
-        factory = self.options.compaction_filter_factory
-        filter_fn = factory() if factory is not None else None
-        stream = CompactionStream(it, self._smallest_snapshot(), not deeper, filter_fn)
-        metas = write_tables(self, stream, cut=True, level=c.output_level)
-        edit = VersionEdit()
-        for level, f in c.all_inputs():
-            edit.delete(level, f.number)
-            self._stats["bytes_read_compaction"] += f.size
-        for m in metas:
-            edit.add(c.output_level, m)
-            self._stats["bytes_compacted"] += m.size
-        self.versions.last_seq = self._last_seq
-        self.versions.log_and_apply(edit)
-        with self._mutex:
-            for m in metas:
-                self.pending_outputs.discard(m.number)
-        self._stats["compactions"] += 1
-        log.debug("%s: %r -> %d tables", self.path, c, len(metas))
-        self._delete_obsolete_files()
-
-    def _delete_obsolete_files(self):
-        """Delete files no live version, iterator or pending output uses."""
-        numbers, _views = self.versions.live_files()
-        with self._mutex:
-            keep = numbers | self.pending_outputs
-        log_number = self.versions.log_number
-        current_log = self._log.number if self._log is not None else None
-        for name in self.fs.listdir(self.path):
-            p = filenames.parse(name)
-            if p is None:
-                continue
-            kind, n = p
-            if kind == "sst" and n not in keep:
-                path = os.path.join(self.path, name)
-                self._tables.evict((path, None, None, False))
-                self._hot_tables.pop(n, None)
-                self.fs.remove_if_exists(path)
-            elif kind == "log" and n < log_number and n != current_log:
-                self.fs.remove_if_exists(os.path.join(self.path, name))
-            elif kind == "manifest" and n != self.versions.manifest_number:
-                self.fs.remove_if_exists(os.path.join(self.path, name))
-            elif kind == "dbtmp":
-                self.fs.remove_if_exists(os.path.join(self.path, name))
 
     # ------------------------------------------------------------- introspection
     def stats(self) -> dict:
@@ -872,8 +637,15 @@ class DB:
         _numbers, views = self.versions.live_files()
         return {os.path.normpath(os.path.join(self.path, p)) for p in views}
 
+    def check(self) -> None:
+        """Raise ``CorruptionError`` unless the engine's invariants hold
+        (levels, files and sizes, numbers, sequences: see lsm/check.py).
+        Waits for background work to pause; meant for tests and tools."""
+        check_db(self)
+
     # ------------------------------------------------------------------- close
     def _check_open(self):
+        """Raise ``ClosedError`` after ``close()``: the one "DB is closed"."""
         if self._closed:
             raise ClosedError("DB is closed")
 
@@ -909,17 +681,6 @@ class DB:
 
     def __repr__(self):
         return f"<lsm.DB {self.path!r}{' closed' if self._closed else ''}>"
-
-
-def _max_sequence(table) -> int:
-    """Largest sequence number among a table's entries (a full read)."""
-    it = table.iterator()
-    it.seek_to_first()
-    best = 0
-    while it.valid():
-        best = max(best, int.from_bytes(it.key()[-8:], "little") >> 8)
-        it.next()
-    return best
 
 
 def _scan(it: DBIterator, reverse: bool):

@@ -11,13 +11,14 @@ user key the newest entry comes first.  A lookup for ``(key, snapshot_seq)``
 seeks to ``lookup_key(key, snapshot_seq)``: the first entry at or after it
 with the same user key is the newest one the snapshot may see.
 
-The Cython twin of the comparison lives in ``ext/lsm/_keys.pxd``.
+The Cython owner of the same layout (packing, parsing, comparison) is
+``ext/lsm/_keys.pxd``; tests/test_dbformat.py checks the two agree.
 """
 import struct
 
 __all__ = [
     "KIND_DELETE", "KIND_VALUE", "MAX_SEQ", "TAG_SIZE",
-    "pack_tag", "make_internal_key", "lookup_key", "parse_internal_key",
+    "make_internal_key", "lookup_key", "parse_internal_key",
     "user_key", "internal_sort_key",
 ]
 
@@ -30,10 +31,6 @@ TAG_SIZE = 8
 _TAG = struct.Struct("<Q")
 
 
-def pack_tag(seq: int, kind: int) -> int:
-    return (seq << 8) | kind
-
-
 def make_internal_key(user_key: bytes, seq: int, kind: int) -> bytes:
     return user_key + _TAG.pack((seq << 8) | kind)
 
@@ -44,7 +41,14 @@ def lookup_key(user_key: bytes, seq: int = MAX_SEQ) -> bytes:
 
 
 def parse_internal_key(ikey: bytes):
-    """Return ``(user_key, seq, kind)``."""
+    """Return ``(user_key, seq, kind)``.
+
+    >>> ikey = make_internal_key(b"k", 5, KIND_VALUE)
+    >>> ikey.hex()
+    '6b0105000000000000'
+    >>> parse_internal_key(ikey)
+    (b'k', 5, 1)
+    """
     if len(ikey) < TAG_SIZE:
         from .errors import CorruptionError
         raise CorruptionError(f"internal key too short: {len(ikey)} bytes")
@@ -57,6 +61,13 @@ def user_key(ikey: bytes) -> bytes:
 
 
 def internal_sort_key(ikey: bytes):
-    """A Python sort key giving internal-key order (for tests and tools)."""
+    """A Python sort key giving internal-key order (for tests and tools):
+    user key ascending, then newest first.
+
+    >>> keys = [make_internal_key(b"a", 1, KIND_VALUE), make_internal_key(b"a", 2, KIND_DELETE),
+    ...         make_internal_key(b"", 9, KIND_VALUE)]
+    >>> [parse_internal_key(k) for k in sorted(keys, key=internal_sort_key)]
+    [(b'', 9, 1), (b'a', 2, 0), (b'a', 1, 1)]
+    """
     uk, seq, kind = parse_internal_key(ikey)
     return (uk, -((seq << 8) | kind))

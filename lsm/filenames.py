@@ -10,7 +10,7 @@
 import os
 import re
 
-__all__ = ["CURRENT", "LOCK", "log_name", "table_name", "manifest_name", "temp_name", "parse"]
+__all__ = ["CURRENT", "LOCK", "log_name", "table_name", "manifest_name", "parse"]
 
 CURRENT = "CURRENT"
 LOCK = "LOCK"
@@ -30,12 +30,12 @@ def manifest_name(number: int) -> str:
     return f"MANIFEST-{number:06d}"
 
 
-def temp_name(number: int) -> str:
-    return f"{number:06d}.dbtmp"
-
-
 def parse(name: str):
-    """``(kind, number)`` for a store file name, kind in log/sst/dbtmp/manifest; None otherwise."""
+    """``(kind, number)`` for a store file name, kind in log/sst/dbtmp/manifest; None otherwise.
+
+    >>> parse("/db/000012.sst"), parse("MANIFEST-000003"), parse("CURRENT")
+    (('sst', 12), ('manifest', 3), None)
+    """
     m = _PATTERN.match(os.path.basename(name))
     if not m:
         return None

@@ -1,7 +1,9 @@
 """The memtable: recent writes in memory, sorted, with every version.
 
-Layout: a ``dict`` from user key to its versions (one ``(seq, kind, value)``
-tuple, or a list of them oldest first: see ``add``), plus a ``SortedList`` of the user keys for ordered reads.
+Layout: a ``dict`` from user key to its versions, plus a ``SortedList`` of
+the user keys for ordered reads.  How a key's versions are held (a bare
+tuple or a list) is known only to ext/lsm/_memtable.pyx (``add_version``,
+``get_version``, ``MemTableIterator``); ``DB.get`` calls ``get_version``.
 A point read is one dict lookup (no O(log n) search, unlike a skiplist) and a
 write of an existing key is a list append.  A new key is appended to
 ``pending`` and merged into the sorted list only when an iterator needs
@@ -20,7 +22,7 @@ import threading
 
 from sortedcontainers import SortedList
 
-from ._iter import MemTableIterator
+from ._memtable import MemTableIterator, add_version, get_version
 
 __all__ = ["MemTable"]
 
@@ -38,37 +40,16 @@ class MemTable:
         self.overhead = entry_overhead
 
     def add(self, seq: int, kind: int, key: bytes, value: bytes) -> None:
-        """Record one write.  Caller holds the DB's write lock.
-
-        A key's versions are one ``(seq, kind, value)`` tuple while it has
-        one version, a list of them (oldest first) after: tuples of ints and
-        bytes are untracked by the cyclic GC, lists are not, and full
-        collections over a million tracked lists cost a write-heavy load
-        ~15% (measured).  Replacing the dict value is atomic.
-        """
-        vs = self.versions.get(key)
-        if vs is None:
-            self.versions[key] = (seq, kind, value)
+        """Record one write.  Caller holds the DB's write lock."""
+        if add_version(self.versions, key, seq, kind, value):
             self._pending.append(key)     # list.append is atomic under the GIL
-        elif type(vs) is tuple:
-            self.versions[key] = [vs, (seq, kind, value)]
-        else:
-            vs.append((seq, kind, value))
         self.approximate_bytes += len(key) + len(value) + self.overhead
         self.entries += 1
 
     def get(self, key: bytes, seq: int):
         """``(kind, value)`` of the newest version with sequence <= seq, or None."""
-        vs = self.versions.get(key)
-        if vs is None:
-            return None
-        if type(vs) is tuple:
-            return (vs[1], vs[2]) if vs[0] <= seq else None
-        for i in range(len(vs) - 1, -1, -1):
-            v = vs[i]
-            if v[0] <= seq:
-                return v[1], v[2]
-        return None
+        v = get_version(self.versions, key, seq)
+        return None if v is None else (v[1], v[2])
 
     @property
     def keys(self) -> SortedList:
@@ -85,7 +66,7 @@ class MemTable:
             self._sorted.update(pending)
 
     def iterator(self) -> MemTableIterator:
-        """An ordered iterator of internal entries (see lsm/_iter.pyx)."""
+        """An ordered iterator of internal entries (see ext/lsm/_memtable.pyx)."""
         with self.lock:
             self._merge_pending()
         return MemTableIterator(self._sorted, self.versions, self.lock)

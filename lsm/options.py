@@ -1,5 +1,5 @@
 """Every tunable of the engine, in one place, each with its reason."""
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 __all__ = ["Options"]

@@ -46,7 +46,10 @@ import struct
 import zlib
 
 from . import bloom
+from ._block import decode_handle as _decode_handle
+from ._iter import compare_internal_keys
 from ._table import PointReader, index_boundaries, BoundedIter, TableBuildCore, TwoLevelIter
+from .batch import check_bound
 from .block import (Block, BlockBuilder, TRAILER_SIZE, decode_stored_block, decode_varint,
                     encode_stored_block, encode_varint, mask_crc, unmask_crc)
 from .cache import new_owner_id
@@ -69,12 +72,11 @@ def encode_handle(offset: int, size: int) -> bytes:
 
 
 def decode_handle(data: bytes, where: str):
+    """``(offset, size, next_pos)`` of the handle at the start of ``data``."""
     try:
-        off, pos = decode_varint(data, 0)
-        size, pos = decode_varint(data, pos)
+        return _decode_handle(data, 0)
     except CorruptionError:
         raise CorruptionError(f"{where}: bad block handle") from None
-    return off, size, pos
 
 
 def encode_footer(metaindex_handle: bytes, index_handle: bytes) -> bytes:
@@ -112,8 +114,9 @@ class TableBuilder(TableBuildCore):
         self._index.add(last_key, self._write_block(contents, self._options.compression))
         self._num_data_blocks += 1
 
-    def estimated_size(self) -> int:
-        """Bytes written so far plus the data block being built."""
+    def size_estimate(self) -> int:
+        """Bytes written so far plus the data block being built (the name
+        ``BlockBuilder.size_estimate`` has too)."""
         return self._offset + self.pending_bytes
 
     def finish(self) -> dict:
@@ -165,7 +168,7 @@ class Table:
         self._cache = cache
         self._owner = new_owner_id()
         self._boundaries = None
-        self.file_size = size = f.size()
+        self.file_size = size = f.size
         if size < FOOTER_SIZE:
             raise CorruptionError(f"{self.name}: file too short for a table ({size} bytes)")
         footer = f.read(size - FOOTER_SIZE, FOOTER_SIZE)
@@ -199,9 +202,10 @@ class Table:
             raise CorruptionError(f"{self.name}: inconsistent properties")
         fh = metaindex.get(bloom.FILTER_BLOCK_NAME)
         self._filter = None if fh is None else self._read_meta(fh, parse=False)
-        # The point-read path in one C call (see _table.PointReader).
-        self.get = PointReader(self._filter, self._index, self._cache, self._owner, self._fill,
-                               bloom.may_contain).get
+        #: ``get(user_key, seq)``: ``(kind, value)`` of the newest entry of
+        #: ``user_key`` with sequence <= ``seq``, or None; a bloom miss reads
+        #: no block.  The point-read path in one C call (_table.PointReader).
+        self.get = PointReader(self._filter, self._index, self._cache, self._owner, self._fill).get
 
     # -- block access ------------------------------------------------------
     def _read_block(self, off, size, verify, end, parse=True):
@@ -235,21 +239,6 @@ class Table:
     def may_contain(self, user_key: bytes) -> bool:
         """False only when the bloom filter rules ``user_key`` out."""
         return self._filter is None or bloom.may_contain(self._filter, user_key)
-
-    def get(self, user_key: bytes, seq: int):
-        """``(kind, value)`` of the newest entry of ``user_key`` with sequence
-        <= ``seq``, or None.  A bloom miss reads no block."""
-        if self._filter is not None and not bloom.may_contain(self._filter, user_key):
-            return None
-        lk = lookup_key(user_key, seq)
-        h = self._index.find_handle(lk)
-        if h is None:
-            return None
-        cache = self._cache          # the cached path of _data_block, inlined: hot
-        blk = cache.get((self._owner, h[0])) if cache is not None else None
-        if blk is None:
-            blk = self._fill(h[0], h[1])
-        return blk.get(lk)
 
     def iterator(self):
         """A two-level iterator over every entry (InternalIterator)."""
@@ -321,10 +310,7 @@ class Table:
 
 
 def _ikey_less(a: bytes, b: bytes) -> bool:
-    ua, ub = a[:-8], b[:-8]
-    if ua != ub:
-        return ua < ub
-    return a[-8:][::-1] > b[-8:][::-1]    # tags compare descending
+    return compare_internal_keys(a, b) < 0
 
 
 class TableView:
@@ -337,9 +323,8 @@ class TableView:
     """
 
     def __init__(self, table, lo, hi, *, own=False):
-        for arg, v in (("lo", lo), ("hi", hi)):
-            if v is not None and not isinstance(v, bytes):
-                raise TypeError(f"{arg} must be bytes or None, got {type(v).__name__}")
+        check_bound("lo", lo)
+        check_bound("hi", hi)
         if isinstance(table, TableView):
             lo = table.lo if lo is None or (table.lo is not None and table.lo > lo) else lo
             hi = table.hi if hi is None or (table.hi is not None and table.hi < hi) else hi

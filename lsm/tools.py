@@ -11,13 +11,13 @@ import os
 import sys
 
 from . import filenames
-from .batch import decode_record
+from .batch import replay
 from .dbformat import parse_internal_key
 from .errors import LSMError
 from .fs import OSFileSystem
 from .options import Options
 from .sstable import Table, TableView
-from .version import FileMeta, VersionEdit
+from .version import VersionEdit
 from .wal import LogReader
 
 __all__ = ["dump", "verify", "main"]
@@ -36,10 +36,8 @@ def dump(path: str, out=sys.stdout) -> None:
     kind = (filenames.parse(path) or ("?", 0))[0]
     if kind == "log":
         reader = LogReader(fs.read_all(path), path)
-        for rec in reader:
-            seq, ops = decode_record(rec)
-            for i, (k, key, value) in enumerate(ops):
-                print(f"seq={seq + i} {_KINDS.get(k, k)} {_short(key)} -> {_short(value)}", file=out)
+        for seq, k, key, value in replay(reader):
+            print(f"seq={seq} {_KINDS.get(k, k)} {_short(key)} -> {_short(value)}", file=out)
         if reader.dropped_tail_bytes:
             print(f"# torn tail: {reader.dropped_tail_bytes} bytes dropped ({reader.tail_reason})", file=out)
     elif kind == "manifest":
@@ -105,8 +103,8 @@ def verify(dbdir: str) -> list:
         p = filenames.parse(fname)
         if p and p[0] == "log":
             try:
-                for rec in LogReader(fs.read_all(os.path.join(dbdir, fname)), fname):
-                    decode_record(rec)
+                for _entry in replay(LogReader(fs.read_all(os.path.join(dbdir, fname)), fname)):
+                    pass
             except LSMError as e:
                 problems.append(f"{fname}: {e}")
     return problems

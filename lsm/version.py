@@ -22,7 +22,6 @@ atomically (write temp, fsync, rename, fsync dir), so a crash leaves either
 the old or the new manifest live.  JSON rather than LevelDB's tagged binary:
 edits are rare (one per flush or compaction) and a person can read them.
 """
-import bisect
 import json
 import os
 import threading
@@ -30,8 +29,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from . import filenames
-from .dbformat import parse_internal_key, user_key
-from ._iter import lower_bound
+from .dbformat import user_key
 from .errors import CorruptionError
 from .wal import LogReader, LogWriter
 

@@ -37,6 +37,7 @@ class MemReadFile:
         self.reads += 1
         return self.data[offset:offset + n]
 
+    @property
     def size(self):
         return len(self.data)
 

@@ -82,7 +82,7 @@ class FakeTable:
         self.closed = True
 
 
-def test_table_cache_bounds_open_tables_and_closes_the_lru():
+def test_table_cache_bounds_open_tables_and_forgets_the_lru():
     opened = []
 
     def open_fn(path):
@@ -92,30 +92,28 @@ def test_table_cache_bounds_open_tables_and_closes_the_lru():
     tc = TableCache(open_fn, 2)
     a = tc.get("a")
     assert tc.get("a") is a and len(opened) == 1
+    assert tc.peek("a") is a and tc.peek("b") is None
     b = tc.get("b")
     tc.get("a")                          # b is now least recently used
     tc.get("c")
-    assert b.closed and not a.closed and len(tc) == 2
-    tc.evict("a")
-    assert a.closed and len(tc) == 1
+    assert tc.peek("b") is None and tc.peek("a") is a and len(tc) == 2
+    assert not b.closed                  # forgotten, not closed: a reader may hold it
+    assert tc.get("b") is not b          # reopened; a is now evicted
+    assert tc.peek("a") is None and not a.closed
+    tc.evict("c")
+    assert tc.peek("c") is None and len(tc) == 1
     tc.evict("missing")                  # no-op
     tc.close()
-    assert all(t.closed for t in opened)
+    assert len(tc) == 0 and not any(t.closed for t in opened)
     with pytest.raises(ClosedError):
         tc.get("a")
 
 
-def test_table_cache_never_closes_a_table_in_use():
-    tc = TableCache(FakeTable, 1)
-    with tc.using("a") as a:
-        tc.get("b")                      # evicts a while it is in use
-        assert not a.closed
-        with tc.using("b") as b:
-            tc.evict("b")
-            assert not b.closed
-        assert b.closed
-    assert a.closed
-    tc.close()
+def test_table_cache_passes_extra_arguments_to_open_fn():
+    seen = []
+    tc = TableCache(lambda key, meta: seen.append((key, meta)) or FakeTable(key), 2)
+    t = tc.get(7, "meta of 7")
+    assert seen == [(7, "meta of 7")] and tc.get(7, "ignored on a hit") is t and len(seen) == 1
 
 
 def test_table_cache_rejects_bad_arguments():
@@ -125,7 +123,7 @@ def test_table_cache_rejects_bad_arguments():
         TableCache(FakeTable, 0)
 
 
-def test_table_cache_under_threads_opens_each_path_at_most_briefly_twice():
+def test_table_cache_under_threads_keeps_at_most_capacity():
     opened = []
     lock = threading.Lock()
 
@@ -139,25 +137,15 @@ def test_table_cache_under_threads_opens_each_path_at_most_briefly_twice():
 
     def work(n):
         for i in range(500):
-            with tc.using(f"p{(i * 7 + n) % 6}") as t:
-                assert not t.closed
+            t = tc.get(f"p{(i * 7 + n) % 6}")
+            assert not t.closed
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
-    open_now = [t for t in opened if not t.closed]
-    assert len(open_now) == len(tc) <= 4
+    assert len(tc) <= 4
+    # Only the losers of an open race are closed, never a cached table.
+    assert not any(tc.peek(f"p{i}") is not None and tc.peek(f"p{i}").closed for i in range(6))
     tc.close()
-    assert all(t.closed for t in opened)
-
-
-def test_table_cache_without_close_on_evict_only_forgets():
-    tc = TableCache(FakeTable, 1, close_on_evict=False)
-    a = tc.get("a")
-    tc.get("b")
-    assert not a.closed and len(tc) == 1
-    assert tc.get("a") is not a          # reopened: the evicted one was forgotten
-    tc.close()
-    assert not a.closed

@@ -1,7 +1,9 @@
 """The compiled Cython modules are the ones in use, not a silent fallback."""
 import importlib.machinery
 
+import lsm._db_iter
 import lsm._iter
+import lsm._memtable
 import lsm.db
 import lsm.memtable
 
@@ -12,8 +14,8 @@ def _is_extension(mod):
 
 def test_iterator_module_is_a_compiled_extension():
     assert _is_extension(lsm._iter)
-    assert lsm.db.DBIterator is lsm._iter.DBIterator
-    assert lsm.memtable.MemTableIterator is lsm._iter.MemTableIterator
+    assert lsm.db.DBIterator is lsm._db_iter.DBIterator
+    assert lsm.memtable.MemTableIterator is lsm._memtable.MemTableIterator
     # a cdef class, not a Python class: no __dict__ on instances
     assert not hasattr(lsm._iter.ListIterator([], []), "__dict__")
 
@@ -21,10 +23,14 @@ def test_iterator_module_is_a_compiled_extension():
 def test_every_engine_extension_is_compiled_and_wired_in():
     import lsm._block
     import lsm._bloom
+    import lsm._compaction_stream
+    import lsm._fileio
     import lsm._record
     import lsm._table
+    import lsm._twins
     import lsm.sstable
-    for mod in (lsm._block, lsm._bloom, lsm._record, lsm._table):
+    for mod in (lsm._block, lsm._bloom, lsm._record, lsm._table, lsm._db_iter, lsm._memtable,
+                lsm._compaction_stream, lsm._fileio, lsm._twins):
         assert _is_extension(mod), mod.__file__
     assert lsm.sstable.TwoLevelIter is lsm._table.TwoLevelIter
     assert lsm.sstable.PointReader is lsm._table.PointReader

@@ -5,7 +5,8 @@ import threading
 import pytest
 
 import lsm
-from lsm.fs import FaultInjectionFS, OSFileSystem
+from lsm.faultfs import FaultInjectionFS
+from lsm.fs import OSFileSystem
 from conftest import tiny_options
 
 
@@ -263,3 +264,26 @@ def test_sequential_tables_move_down_a_level_without_being_rewritten(dbpath):
         assert sum(st["files_per_level"][1:]) > 0
         assert [k for k, _ in db.scan()] == [b"%08d" % i for i in range(3000)]
         assert db.get(b"00001234") == b"v1234"
+
+
+def test_check_passes_on_a_sound_store_and_names_a_table_whose_size_differs(dbpath):
+    with lsm.DB.open(dbpath, tiny_options()) as db:
+        for i in range(400):
+            db.put(b"k%04d" % i, b"v" * 20)
+        db.flush()
+        db.check()
+        level, path, _lo, _hi = db.live_tables()[0]
+        with open(path, "ab") as f:
+            f.write(b"x")
+        with pytest.raises(lsm.CorruptionError, match="manifest says"):
+            db.check()
+        os.remove(path)
+        with pytest.raises(lsm.CorruptionError, match="missing"):
+            db.check()
+
+
+def test_check_refuses_a_closed_store(dbpath):
+    db = lsm.DB.open(dbpath, tiny_options())
+    db.close()
+    with pytest.raises(lsm.ClosedError):
+        db.check()

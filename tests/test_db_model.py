@@ -104,6 +104,7 @@ def test_random_operations_match_a_dict_model(tmp_path, seed, background):
                     it.prev()
                     before = [k for k in keys if k < t]
                     assert (it.key() if it.valid() else None) == (before[-1] if before else None)
+            db.check()
         assert list(db.scan()) == model_scan(model, None, None, False)
         count(db)
         assert work["flushes"] > 0 and work["compactions"] > 0
@@ -145,6 +146,8 @@ def test_views_of_a_store_behave_like_its_key_range(tmp_path):
         assert (left if k < mid else right).get(k) == model[k]
         assert (right if k < mid else left).get(k) is None
     assert left.external_files() and right.external_files()
+    left.check()
+    right.check()
     # a daughter with references splits again: a view of a view
     tables2 = right.live_tables()
     mid2 = right.middle_key()
@@ -157,6 +160,7 @@ def test_views_of_a_store_behave_like_its_key_range(tmp_path):
     rmodel[b"zzz"] = b"new"
     right.compact_range()
     assert right.external_files() == set()
+    right.check()
     assert right.stats()["views"] == 0
     assert list(right.scan()) == sorted(rmodel.items())
     left.compact_range()

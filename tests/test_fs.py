@@ -6,8 +6,8 @@ import threading
 import pytest
 
 from lsm.errors import ClosedError, CorruptionError, LSMError, StorageError
-from lsm.fs import (TEMP_SUFFIX, FaultInjectionFS, FileMissingError, OSFileSystem,
-                    SimulatedCrash)
+from lsm.faultfs import FaultInjectionFS, SimulatedCrash
+from lsm.fs import TEMP_SUFFIX, FileMissingError, OSFileSystem
 
 
 @pytest.fixture
@@ -139,7 +139,7 @@ def test_read_file_reads_exact_ranges(fs, tmp_path):
     with fs.open_append(p) as f:
         f.append(data)
     rf = fs.open_read(p)
-    assert rf.size() == len(data)
+    assert rf.size == len(data)
     assert rf.read(0, 4096) == data[:4096]
     assert rf.read(len(data) - 10, 10) == data[-10:]
     assert rf.read(100, 0) == b""
@@ -158,7 +158,7 @@ def test_read_file_of_an_empty_file(fs, tmp_path):
     p = str(tmp_path / "empty")
     fs.open_append(p).close()
     with fs.open_read(p) as rf:
-        assert rf.size() == 0
+        assert rf.size == 0
         assert rf.read(0, 0) == b""
         with pytest.raises(CorruptionError, match="short read"):
             rf.read(0, 1)

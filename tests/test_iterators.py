@@ -13,7 +13,8 @@ import time
 import pytest
 
 import lsm
-from lsm._iter import DBIterator, LevelIterator, ListIterator, MergingIterator
+from lsm._db_iter import DBIterator
+from lsm._iter import LevelIterator, ListIterator, MergingIterator
 from lsm.dbformat import KIND_DELETE, KIND_VALUE, internal_sort_key, make_internal_key, parse_internal_key
 from lsm.fs import OSFileSystem
 from lsm.memtable import MemTable

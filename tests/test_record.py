@@ -3,7 +3,6 @@ import random
 
 from lsm._record import frame_single
 from lsm.batch import decode_record, encode_single
-from lsm.fs import FaultInjectionFS, OSFileSystem
 from memfiles import MemAppendFile
 from lsm.wal import BLOCK_SIZE, HEADER_SIZE, LogReader, LogWriter
 

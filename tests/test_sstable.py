@@ -223,16 +223,16 @@ def test_builder_rejects_misordered_and_bad_entries_and_changes_nothing():
         tb.add(make_internal_key(b"c", 1, 1), b"")
 
 
-def test_estimated_size_tracks_the_output():
+def test_size_estimate_tracks_the_output():
     f = MemAppendFile()
     tb = TableBuilder(f, Options(compression=False, block_size=1024))
     last = 0
     for i in range(1000):
         tb.add(make_internal_key(b"k%05d" % i, i + 1, 1), b"v" * 50)
-        est = tb.estimated_size()
+        est = tb.size_estimate()
         assert est >= last and est >= f.size
         last = est
-    assert abs(tb.estimated_size() - f.size) <= 1100
+    assert abs(tb.size_estimate() - f.size) <= 1100
     assert tb.finish()["size"] >= last
 
 

@@ -10,7 +10,8 @@ import zlib
 import pytest
 
 from lsm.errors import ClosedError, CorruptionError, ReadOnlyError, StorageError
-from lsm.fs import FaultInjectionFS, OSFileSystem
+from lsm.faultfs import FaultInjectionFS
+from lsm.fs import OSFileSystem
 from lsm.wal import BLOCK_SIZE, LogReader, LogWriter, read_log
 from memfiles import MemAppendFile
 

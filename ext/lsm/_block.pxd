@@ -3,8 +3,6 @@
 from libc.stdint cimport uint32_t, uint64_t
 from lsm._iter cimport InternalIterator
 
-cdef int get_varint64(const unsigned char* p, Py_ssize_t limit, Py_ssize_t* pos,
-                      uint64_t* out) noexcept nogil
 
 cdef class BlockBuilder:
     cdef int restart_interval
@@ -46,3 +44,4 @@ cdef class BlockIter(InternalIterator):
     cdef int _seek_to_restart(self, uint32_t i)
     cdef int _seek_raw(self, const unsigned char* t, Py_ssize_t tn) except -1
     cdef int _corrupt(self, str what) except -1
+    cdef int value_handle(self, uint64_t* offset, uint64_t* size) except -1

@@ -28,44 +28,11 @@ from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memcmp
 
-from lsm._keys cimport cmp_ikey, decode_fixed64
+from lsm._coding cimport decode_fixed32 as _fixed32, get_block_handle, get_varint64, put_varint64 as _put_varint
+from lsm._keys cimport cmp_ikey, tag_at
 from lsm._iter cimport InternalIterator
 
 from lsm.errors import CorruptionError
-
-
-cdef inline uint32_t _fixed32(const unsigned char* p) noexcept nogil:
-    return (<uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) |
-            (<uint32_t>p[3] << 24))
-
-
-cdef int get_varint64(const unsigned char* p, Py_ssize_t limit, Py_ssize_t* pos,
-                      uint64_t* out) noexcept nogil:
-    """Decode a varint at p[pos[0]:limit]; 0 on success, -1 if malformed."""
-    cdef uint64_t result = 0
-    cdef int shift = 0
-    cdef Py_ssize_t i = pos[0]
-    cdef unsigned char b
-    while shift <= 63 and i < limit:
-        b = p[i]
-        i += 1
-        result |= (<uint64_t>(b & 0x7F)) << shift
-        if b < 0x80:
-            pos[0] = i
-            out[0] = result
-            return 0
-        shift += 7
-    return -1
-
-
-cdef inline Py_ssize_t _put_varint(unsigned char* dst, uint64_t v) noexcept nogil:
-    cdef Py_ssize_t n = 0
-    while v >= 0x80:
-        dst[n] = <unsigned char>(v | 0x80)
-        v >>= 7
-        n += 1
-    dst[n] = <unsigned char>v
-    return n + 1
 
 
 def encode_varint(uint64_t v):
@@ -73,6 +40,17 @@ def encode_varint(uint64_t v):
     cdef unsigned char tmp[10]
     cdef Py_ssize_t n = _put_varint(tmp, v)
     return PyBytes_FromStringAndSize(<char*>tmp, n)
+
+
+def decode_handle(bytes data, Py_ssize_t pos=0):
+    """Return ``(offset, size, next_pos)`` of the block handle at ``pos``;
+    CorruptionError("bad block handle") if malformed.  (The one decoder of
+    handles: ``BlockIter.value_handle`` for index entries, this for Python.)"""
+    cdef uint64_t off, size
+    if pos < 0 or pos > len(data) or get_block_handle(
+            <const unsigned char*>PyBytes_AS_STRING(data), len(data), &pos, &off, &size) != 0:
+        raise CorruptionError("bad block handle")
+    return off, size, pos
 
 
 def decode_varint(bytes data, Py_ssize_t pos=0):
@@ -274,13 +252,13 @@ cdef class Block:
         if it.cur >= it.limit or it.klen != tn or \
                 memcmp(it.kbuf, PyBytes_AS_STRING(lookup), tn - 8) != 0:
             return None
-        tag = decode_fixed64(it.kbuf + it.klen - 8)
+        tag = tag_at(it.kbuf, it.klen)
         return (<int>(tag & 0xFF), it.value())
 
     def find_handle(self, bytes ikey not None):
         """Index-block search: the handle ``(offset, size)`` of the first
         entry whose key is >= ``ikey``, or None past the last block."""
-        cdef Py_ssize_t tn = PyBytes_GET_SIZE(ikey), pos
+        cdef Py_ssize_t tn = PyBytes_GET_SIZE(ikey)
         cdef BlockIter it
         cdef uint64_t off, size
         if tn < 8:
@@ -289,15 +267,19 @@ cdef class Block:
         it._seek_raw(<const unsigned char*>PyBytes_AS_STRING(ikey), tn)
         if it.cur >= it.limit:
             return None
-        pos = it.voff
-        if get_varint64(it.ptr, it.voff + it.vlen, &pos, &off) != 0 or \
-                get_varint64(it.ptr, it.voff + it.vlen, &pos, &size) != 0:
-            raise CorruptionError("bad block handle in index block")
+        it.value_handle(&off, &size)
         return off, size
 
 
 cdef class BlockIter(InternalIterator):
     """Iterator over one block: seeks binary-search the restart array."""
+
+    cdef int value_handle(self, uint64_t* offset, uint64_t* size) except -1:
+        """Decode the current value as a block handle (an index entry)."""
+        cdef Py_ssize_t pos = self.voff
+        if get_block_handle(self.ptr, self.voff + self.vlen, &pos, offset, size) != 0:
+            raise CorruptionError("bad block handle in index block")
+        return 0
 
     def __dealloc__(self):
         free(self.kbuf)

@@ -24,7 +24,7 @@ from libc.stdint cimport uint64_t
 from libc.string cimport memset
 from libc.math cimport log, lround
 
-from lsm._keys cimport decode_fixed64
+from lsm._coding cimport decode_fixed64
 
 
 cdef uint64_t _C1 = 0x87c37b91114253d5ULL

@@ -1,5 +1,6 @@
 # The one internal-iterator interface (LevelDB's Iterator), shared by every
-# iterator kind: block, table, bounded view, memtable, merging.  Entries are
+# iterator kind: block, table, bounded view (_block.pyx, _table.pyx),
+# memtable (_memtable.pyx), list, level, merging (_iter.pyx).  Entries are
 # (internal key, value) in internal-key order (see lsm/dbformat.py).
 #
 # Contract: key()/value() only while valid(); seek(ikey) positions at the

@@ -1,14 +1,38 @@
-# Internal-key comparison for Cython code: the twin of lsm/dbformat.py.
-# internal_key := user_key tag:fixed64le, tag = seq << 8 | kind.
+# Internal keys for Cython code: the one C owner of their layout, the twin
+# of lsm/dbformat.py (the Python owner); tests/test_dbformat.py checks that the
+# two agree (through lsm._twins).
+#
+#   internal_key := user_key tag:fixed64le
+#   tag          := (sequence << 8) | kind,   kind 0 deletion | 1 value
+#
 # Order: user key ascending (memcmp, shorter first on a common prefix),
-# then tag descending.
-from libc.string cimport memcmp
+# then tag descending.  Every helper taking an internal key assumes it holds
+# the 8-byte tag (callers check lengths where bytes come from disk).
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
+from libc.string cimport memcmp, memcpy
 from libc.stdint cimport uint64_t
+from lsm._coding cimport decode_fixed64, encode_fixed64
 
-cdef inline uint64_t decode_fixed64(const unsigned char* p) noexcept nogil:
-    return (<uint64_t>p[0] | (<uint64_t>p[1] << 8) | (<uint64_t>p[2] << 16) |
-            (<uint64_t>p[3] << 24) | (<uint64_t>p[4] << 32) | (<uint64_t>p[5] << 40) |
-            (<uint64_t>p[6] << 48) | (<uint64_t>p[7] << 56))
+cdef enum:
+    KIND_DELETE = 0                  # never renumber: written to disk
+    KIND_VALUE = 1                   # never renumber: written to disk
+    TAG_SIZE = 8
+
+cdef extern from *:
+    """
+    #define LSM_MAX_SEQ ((uint64_t)0x00FFFFFFFFFFFFFFULL)
+    #define LSM_TAG_FIRST ((uint64_t)0xFFFFFFFFFFFFFFFFULL)
+    """
+    # Sequence numbers fit in 56 bits, so that a tag fits in 64.
+    const uint64_t MAX_SEQ "LSM_MAX_SEQ"
+    # A tag above every real one: user_key + TAG_FIRST sorts before every
+    # entry of user_key (a seek to its first entry).
+    const uint64_t TAG_FIRST "LSM_TAG_FIRST"
+
+
+cdef inline uint64_t pack_tag(uint64_t seq, int kind) noexcept nogil:
+    return (seq << 8) | <uint64_t>kind
+
 
 cdef inline int cmp_user(const unsigned char* a, Py_ssize_t an,
                          const unsigned char* b, Py_ssize_t bn) noexcept nogil:
@@ -17,6 +41,7 @@ cdef inline int cmp_user(const unsigned char* a, Py_ssize_t an,
     if r != 0:
         return r
     return (an > bn) - (an < bn)
+
 
 cdef inline int cmp_ikey(const unsigned char* a, Py_ssize_t an,
                          const unsigned char* b, Py_ssize_t bn) noexcept nogil:
@@ -27,3 +52,49 @@ cdef inline int cmp_ikey(const unsigned char* a, Py_ssize_t an,
     cdef uint64_t ta = decode_fixed64(a + an - 8)
     cdef uint64_t tb = decode_fixed64(b + bn - 8)
     return (ta < tb) - (ta > tb)
+
+
+cdef inline int cmp_ikeys(bytes a, bytes b) noexcept:
+    """cmp_ikey of two bytes objects."""
+    return cmp_ikey(<const unsigned char*>PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a),
+                    <const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+
+cdef inline int cmp_user_of(bytes ikey, bytes ukey) noexcept:
+    """Compare the user part of an internal key with a user key."""
+    return cmp_user(<const unsigned char*>PyBytes_AS_STRING(ikey), PyBytes_GET_SIZE(ikey) - 8,
+                    <const unsigned char*>PyBytes_AS_STRING(ukey), PyBytes_GET_SIZE(ukey))
+
+
+cdef inline uint64_t tag_at(const unsigned char* ikey, Py_ssize_t n) noexcept nogil:
+    """The tag of the internal key ikey[0:n]."""
+    return decode_fixed64(ikey + n - 8)
+
+
+cdef inline uint64_t tag_of(bytes ikey) noexcept:
+    return tag_at(<const unsigned char*>PyBytes_AS_STRING(ikey), PyBytes_GET_SIZE(ikey))
+
+
+cdef inline bytes user_of(bytes ikey):
+    """The user key of an internal key (a copy without the 8-byte tag)."""
+    return PyBytes_FromStringAndSize(PyBytes_AS_STRING(ikey), PyBytes_GET_SIZE(ikey) - 8)
+
+
+cdef inline bytes make_ikey(const char* user, Py_ssize_t n, uint64_t tag):
+    """user[0:n] + fixed64le(tag), built in one allocation."""
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, n + 8)
+    cdef char* p = PyBytes_AS_STRING(out)
+    memcpy(p, user, n)
+    encode_fixed64(<unsigned char*>p + n, tag)
+    return out
+
+
+cdef inline bytes ikey_of(bytes user, uint64_t tag):
+    """``user + fixed64le(tag)``."""
+    return make_ikey(PyBytes_AS_STRING(user), PyBytes_GET_SIZE(user), tag)
+
+
+cdef inline bytes lookup_ikey(bytes user, uint64_t seq):
+    """The internal key that sorts before every entry of ``user`` visible at
+    ``seq`` (lsm.dbformat.lookup_key)."""
+    return make_ikey(PyBytes_AS_STRING(user), PyBytes_GET_SIZE(user), pack_tag(seq, KIND_VALUE))

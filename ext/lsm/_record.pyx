@@ -12,30 +12,24 @@ the rest of the current log block as one FULL physical record:
 It is the C twin of two formats owned elsewhere: the log framing of
 lsm/wal.py (the CRC is zlib's crc32 over length+type+payload, masked as
 LevelDB does) and the batch record of lsm/batch.py; tests check all three
-agree byte for byte.
+agree byte for byte.  The framing constants are read from lsm/wal.py, the
+integer encodings and the CRC mask come from _coding.pxd, the kinds from
+_keys.pxd: nothing is redeclared here.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
 from libc.stdint cimport uint32_t, uint64_t
 from libc.string cimport memcpy
 
+from lsm._coding cimport encode_fixed32 as _put32, encode_fixed64 as _put64, mask_crc
+from lsm._keys cimport KIND_VALUE
+
+from lsm import wal
+
 cdef extern from "zlib.h":
     unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int len) nogil
 
-cdef enum:
-    HEADER = 7
-    FULL = 1
-    KIND_VALUE = 1
-    BLOCK = 32768
-
-
-cdef inline void _put32(unsigned char* p, uint32_t v) noexcept nogil:
-    p[0] = v & 0xff; p[1] = (v >> 8) & 0xff; p[2] = (v >> 16) & 0xff; p[3] = (v >> 24) & 0xff
-
-
-cdef inline void _put64(unsigned char* p, uint64_t v) noexcept nogil:
-    cdef int i
-    for i in range(8):
-        p[i] = (v >> (8 * i)) & 0xff
+cdef Py_ssize_t HEADER = wal.HEADER_SIZE
+cdef unsigned char FULL = wal.FULL
 
 
 def frame_single(uint64_t seq, int kind, bytes key, bytes value, Py_ssize_t block_left):
@@ -62,30 +56,5 @@ def frame_single(uint64_t seq, int kind, bytes key, bytes value, Py_ssize_t bloc
     p[6] = FULL
     cdef uint32_t c = crc32(0, p + 4, 3)
     c = crc32(c, q, <unsigned int>n)
-    c = (((c >> 15) | (c << 17)) + 0xa282ead8) & 0xffffffff
-    _put32(p, c)
+    _put32(p, mask_crc(c))
     return out
-
-
-cdef extern from "unistd.h" nogil:
-    ssize_t c_write "write" (int fd, const void* buf, size_t count)
-
-cdef extern from "errno.h":
-    int errno
-
-
-def write_holding_gil(int fd, bytes data):
-    """``os.write(fd, data)`` without releasing the GIL.
-
-    For small appends (a WAL record: a memcpy into the page cache, ~1 us).
-    ``os.write`` releases and re-takes the GIL around every call, and a
-    thread that gives the GIL up waits one switch interval (5 ms) to get it
-    back while another thread computes: a reader scanning in a loop would
-    throttle writers to ~200 puts/s.  Returns the bytes written; raises
-    OSError like os.write.
-    """
-    cdef ssize_t n = c_write(fd, PyBytes_AS_STRING(data), <size_t>PyBytes_GET_SIZE(data))
-    if n < 0:
-        import os
-        raise OSError(errno, os.strerror(errno))
-    return n

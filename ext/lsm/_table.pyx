@@ -12,11 +12,12 @@ from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memcmp
 
-from lsm._keys cimport cmp_ikey, cmp_user
+from lsm._keys cimport TAG_FIRST, cmp_ikey, cmp_user, ikey_of, lookup_ikey
 from lsm._iter cimport InternalIterator
-from lsm._block cimport Block, BlockBuilder, BlockIter, get_varint64
+from lsm._block cimport Block, BlockBuilder, BlockIter
 from lsm._bloom cimport murmur3_x64_128, probe
 
+from lsm.batch import check_bound
 from lsm.errors import CorruptionError
 
 
@@ -132,14 +133,6 @@ cdef class TableBuildCore:
         return PyBytes_FromStringAndSize(<char*>self.digests, self.ndigest_bytes)
 
 
-cdef inline int _handle_of(BlockIter it, uint64_t* off, uint64_t* size) except -1:
-    cdef Py_ssize_t pos = it.voff
-    cdef Py_ssize_t end = it.voff + it.vlen
-    if get_varint64(it.ptr, end, &pos, off) != 0 or get_varint64(it.ptr, end, &pos, size) != 0:
-        raise CorruptionError("bad block handle in index block")
-    return 0
-
-
 cdef class TwoLevelIter(InternalIterator):
     """Index block -> data blocks.  ``loader(offset, size)`` returns the
     parsed ``Block`` (through the block cache); it may raise CorruptionError,
@@ -164,7 +157,7 @@ cdef class TwoLevelIter(InternalIterator):
             self.data = None
             self.have_data = False
             return 0
-        _handle_of(self.index, &off, &size)
+        self.index.value_handle(&off, &size)
         if self.have_data and off == self.data_off:
             return 0
         self.data = None
@@ -255,7 +248,6 @@ cdef class TwoLevelIter(InternalIterator):
         return PyBytes_FromStringAndSize(<char*>self.data.ptr + self.data.voff, self.data.vlen)
 
 
-cdef bytes _FF8 = b"\xff" * 8
 
 
 cdef class BoundedIter(InternalIterator):
@@ -269,10 +261,8 @@ cdef class BoundedIter(InternalIterator):
     cdef bint ok
 
     def __init__(self, InternalIterator inner not None, lo, hi):
-        if lo is not None and not isinstance(lo, bytes):
-            raise TypeError("lo must be bytes or None")
-        if hi is not None and not isinstance(hi, bytes):
-            raise TypeError("hi must be bytes or None")
+        check_bound("lo", lo)
+        check_bound("hi", hi)
         self.inner = inner
         self.lo = lo
         self.hi = hi
@@ -316,7 +306,7 @@ cdef class BoundedIter(InternalIterator):
         if self.lo is None:
             self.inner.seek_to_first()
         else:
-            self.inner.seek(self.lo + _FF8)
+            self.inner.seek(ikey_of(self.lo, TAG_FIRST))
         self._check(False, True)
 
     cpdef seek_to_last(self):
@@ -324,7 +314,7 @@ cdef class BoundedIter(InternalIterator):
             self.inner.seek_to_last()
         else:
             # The last entry before the first entry of user key hi.
-            self.inner.seek(self.hi + _FF8)
+            self.inner.seek(ikey_of(self.hi, TAG_FIRST))
             if self.inner.valid():
                 self.inner.prev()
             else:
@@ -372,7 +362,6 @@ cdef class BoundedIter(InternalIterator):
         return self.inner.value()
 
 
-cdef object _pack_lookup = __import__("struct").Struct("<Q").pack
 
 
 cdef class PointReader:
@@ -380,24 +369,21 @@ cdef class PointReader:
     in-block search.  Only a block-cache miss calls back into Python
     (``fill(offset, size) -> Block``, which reads, checks and caches).
 
-    ``cache_map`` is the block cache's dict (an OrderedDict keyed by
-    ``(owner, offset)`` holding ``(block, charge)``); a hit is refreshed in
-    the LRU order by ``touch(key)``.
+    ``cache`` is the table's ``BlockCache`` (or None), keyed by
+    ``(owner, offset)``; its ``get`` refreshes the LRU order of a hit.
     """
     cdef object _filter
     cdef Block _index
     cdef object _cache_get
     cdef object _owner
     cdef object _fill
-    cdef object _may_contain
 
-    def __init__(self, filt, Block index, cache, owner, fill, may_contain):
+    def __init__(self, filt, Block index, cache, owner, fill):
         self._filter = filt
         self._index = index
         self._cache_get = cache.get if cache is not None else None
         self._owner = owner
         self._fill = fill
-        self._may_contain = may_contain
 
     def get(self, bytes user_key not None, uint64_t seq):
         """``(kind, value)`` of the newest entry of ``user_key`` with
@@ -407,7 +393,7 @@ cdef class PointReader:
                 <const unsigned char*>PyBytes_AS_STRING(self._filter), PyBytes_GET_SIZE(self._filter),
                 <const unsigned char*>PyBytes_AS_STRING(user_key), PyBytes_GET_SIZE(user_key)):
             return None
-        cdef bytes lk = user_key + _pack_lookup((seq << 8) | 1)
+        cdef bytes lk = lookup_ikey(user_key, seq)
         h = self._index.find_handle(lk)
         if h is None:
             return None
@@ -424,7 +410,6 @@ def index_boundaries(Block index, Py_ssize_t trailer_size, Py_ssize_t stride=1):
     from an index block (every ``stride``-th block and the last), decoded in C (a split-point search reads every
     table's index; tens of thousands of entries for a 200 MB region)."""
     cdef BlockIter it = index.iterator()
-    cdef Py_ssize_t pos
     cdef uint64_t off, size
     cdef list out = []
     cdef Py_ssize_t i = 0
@@ -434,10 +419,7 @@ def index_boundaries(Block index, Py_ssize_t trailer_size, Py_ssize_t stride=1):
         if stride > 1 and i % stride != 0 and it.nxt < it.limit:
             it._parse_next()     # only every stride-th entry, and the last
             continue
-        pos = it.voff
-        if get_varint64(it.ptr, it.voff + it.vlen, &pos, &off) != 0 or \
-                get_varint64(it.ptr, it.voff + it.vlen, &pos, &size) != 0:
-            raise CorruptionError("bad block handle in index block")
+        it.value_handle(&off, &size)
         if it.klen < 8:
             raise CorruptionError("index key shorter than 8 bytes")
         out.append((PyBytes_FromStringAndSize(<char*>it.kbuf, it.klen - 8), off + size + trailer_size))

@@ -1,0 +1,231 @@
+"""Background work of the DB: flush, compaction, and deleting obsolete files.
+
+``BackgroundWork`` is the part of ``lsm.DB`` (lsm/db.py) that changes the
+tree; the DB's API and its state live in db.py.  One unit of work
+(``_background_step``) is either a flush of the frozen memtable (``_imm``)
+to L0 tables, or one compaction chosen by ``pick_compaction``
+(lsm/compaction.py, a pure query; the round-robin pointer of a level is
+advanced here, when the compaction is run).  A compaction whose inputs
+overlap nothing below becomes a trivial move (a manifest edit); otherwise
+its inputs are merged (``input_iterator``), filtered by a
+``CompactionStream`` and written by ``build_tables`` (lsm/builder.py).
+Every step logs one ``VersionEdit`` and then deletes the files no live
+version, iterator or pending output uses.
+
+Who runs it: with ``Options.background`` the thread of ``_bg_loop``;
+without, the writer itself (``_run_inline_work``) until nothing is due.
+``_bg_busy`` (under ``_mutex``) makes steps mutually exclusive; an error in
+the thread is kept in ``_bg_error`` and raised to every later writer.
+
+DB state this class reads and writes (defined in ``DB._init``): ``_mutex``,
+``_cv``, ``_imm``, ``_imm_log_number``, ``_bg_busy``, ``_bg_error``,
+``_bg_thread``, ``_closing``, ``_pointers``, ``pending_outputs``,
+``_stats``, ``_last_seq``, ``_log``, ``_tables``, ``versions``, ``fs``,
+``path``, ``options``.
+"""
+import logging
+import os
+import threading
+
+from . import filenames
+from ._compaction_stream import CompactionStream
+from .builder import build_tables
+from .compaction import input_iterator, pick_compaction
+from .errors import LSMError, StorageError
+from .version import VersionEdit
+
+__all__ = ["BackgroundWork"]
+
+log = logging.getLogger("lsm")
+
+
+class BackgroundWork:
+    """Flush, compaction and cleanup: mixed into ``lsm.DB`` (see the module doc)."""
+
+    def _build_tables(self, stream, cut, level):
+        return build_tables(stream, self.options, self.fs, self.path, self.versions.new_file_number,
+                            self.pending_outputs, self._mutex, cut, level)
+
+    def _start_background(self):
+        if self.options.background:
+            self._bg_thread = threading.Thread(target=self._bg_loop, name=f"lsm-bg:{self.path}", daemon=True)
+            self._bg_thread.start()
+        with self._mutex:
+            self._cv.notify_all()
+
+
+    def _wait_bg_quiet_locked(self):
+        while self._bg_busy:
+            self._cv.wait(0.1)
+        self._raise_bg_error()
+
+
+    def _raise_bg_error(self):
+        if self._bg_error is not None:
+            raise self._bg_error
+
+
+    def _wait_idle(self, cond):
+        while not cond():
+            self._raise_bg_error()
+            if self.options.background:
+                with self._mutex:
+                    if not cond():
+                        self._cv.wait(0.1)
+            else:
+                self._background_step()
+        self._raise_bg_error()
+
+
+    def _bg_loop(self):
+        while True:
+            with self._mutex:
+                while not self._closing and self._bg_error is None and not self._work_due():
+                    self._cv.wait(1.0)
+                if self._closing or self._bg_error is not None:
+                    return
+            try:
+                self._background_step()
+            except BaseException as e:   # noqa: BLE001 - reported to every writer
+                log.exception("lsm background work failed in %s", self.path)
+                with self._mutex:
+                    self._bg_error = e if isinstance(e, LSMError) else StorageError(str(e))
+                    self._cv.notify_all()
+                return
+
+
+    def _work_due(self):
+        return self._imm is not None or (not self._bg_busy and
+                                         pick_compaction(self.versions.current, self.options, self._pointers) is not None)
+
+
+    def _background_step(self):
+        """One unit of background work: flush first, else one compaction."""
+        with self._mutex:
+            if self._bg_busy:
+                self._cv.wait(0.1)
+                return
+            self._bg_busy = True
+        try:
+            if self._imm is not None:
+                self._flush_imm()
+            else:
+                c = pick_compaction(self.versions.current, self.options, self._pointers)
+                if c is not None:
+                    c.advance_pointer(self._pointers)
+                    self._run_compaction(c, allow_move=True)
+        finally:
+            with self._mutex:
+                self._bg_busy = False
+                self._cv.notify_all()
+
+
+    def _write_memtable(self, mem):
+        """Write ``mem`` to L0 table(s); returns their FileMeta (not installed)."""
+        it = mem.iterator()
+        it.seek_to_first()
+        metas = self._build_tables(CompactionStream(it, self._smallest_snapshot(), False), cut=False, level=0)
+        for m in metas:
+            self._stats["flushes"] += 1
+            self._stats["bytes_flushed"] += m.size
+        return metas
+
+
+    def _flush_imm(self):
+        imm = self._imm
+        metas = self._write_memtable(imm)
+        edit = VersionEdit()
+        for m in metas:
+            edit.add(0, m)
+        edit.log_number = self._imm_log_number
+        self.versions.last_seq = self._last_seq
+        self.versions.log_and_apply(edit)
+        with self._mutex:
+            self._imm = None
+            for m in metas:
+                self.pending_outputs.discard(m.number)
+            self._cv.notify_all()
+        self._delete_obsolete_files()
+
+
+    def _trivial_move(self, c) -> bool:
+        """LevelDB's trivial move: tables of own files that overlap neither
+        each other nor the output level change level by a manifest edit,
+        without being rewritten (sequential loads then cost no compaction)."""
+        files = c.inputs[0]
+        if c.inputs[1] or c.level == c.output_level or any(f.is_view for f in files):
+            return False
+        files = sorted(files, key=lambda f: f.smallest_user)
+        if any(a.largest_user >= b.smallest_user for a, b in zip(files, files[1:])):
+            return False
+        edit = VersionEdit()
+        for f in files:
+            edit.delete(c.level, f.number)
+            edit.add(c.output_level, f)
+        self.versions.last_seq = self._last_seq
+        self.versions.log_and_apply(edit)
+        self._stats["trivial_moves"] += 1
+        return True
+
+
+    def _run_compaction(self, c, allow_move=False):
+        # Only background compactions move tables; a manual one (compact_range)
+        # rewrites, so the compaction filter and view rewriting see the data
+        # (LevelDB's rule too).
+        if allow_move and self._trivial_move(c):
+            return
+        v = self.versions.current
+        it = input_iterator(c, self._table_iter)
+        it.seek_to_first()
+        lo, hi = c.user_range()
+        deeper = any(v.overlapping(lv, lo, hi) for lv in range(c.output_level + 1, len(v.levels)))
+        factory = self.options.compaction_filter_factory
+        filter_fn = factory() if factory is not None else None
+        stream = CompactionStream(it, self._smallest_snapshot(), not deeper, filter_fn)
+        metas = self._build_tables(stream, cut=True, level=c.output_level)
+        edit = VersionEdit()
+        for level, f in c.all_inputs():
+            edit.delete(level, f.number)
+            self._stats["bytes_read_compaction"] += f.size
+        for m in metas:
+            edit.add(c.output_level, m)
+            self._stats["bytes_compacted"] += m.size
+        self.versions.last_seq = self._last_seq
+        self.versions.log_and_apply(edit)
+        with self._mutex:
+            for m in metas:
+                self.pending_outputs.discard(m.number)
+        self._stats["compactions"] += 1
+        log.debug("%s: %r -> %d tables", self.path, c, len(metas))
+        self._delete_obsolete_files()
+
+
+    def _delete_obsolete_files(self):
+        """Delete files no live version, iterator or pending output uses."""
+        numbers, _views = self.versions.live_files()
+        with self._mutex:
+            keep = numbers | self.pending_outputs
+        log_number = self.versions.log_number
+        current_log = self._log.number if self._log is not None else None
+        for name in self.fs.listdir(self.path):
+            p = filenames.parse(name)
+            if p is None:
+                continue
+            kind, n = p
+            if kind == "sst" and n not in keep:
+                path = os.path.join(self.path, name)
+                self._tables.evict(n)
+                self.fs.remove_if_exists(path)
+            elif kind == "log" and n < log_number and n != current_log:
+                self.fs.remove_if_exists(os.path.join(self.path, name))
+            elif kind == "manifest" and n != self.versions.manifest_number:
+                self.fs.remove_if_exists(os.path.join(self.path, name))
+            elif kind == "dbtmp":
+                self.fs.remove_if_exists(os.path.join(self.path, name))
+
+
+    def _run_inline_work(self):
+        """Without a background thread: flush and compact until nothing is due."""
+        while self._imm is not None or pick_compaction(self.versions.current, self.options,
+                                                       self._pointers) is not None:
+            self._background_step()
