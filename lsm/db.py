@@ -40,7 +40,8 @@ from .errors import ClosedError, CorruptionError, ReadOnlyError
 from .fs import FileMissingError, OSFileSystem
 from .memtable import MemTable
 from .options import Options
-from .sstable import Table, TableView
+from .sstable import Table
+from .views import TableView
 from .version import FileMeta, VersionEdit, VersionSet
 from .wal import LogReader, LogWriter
 

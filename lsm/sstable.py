@@ -38,7 +38,7 @@ and always checksum-verified on open; data blocks are verified on every read
 from the file when options.verify_checksums.  Any mismatch raises
 CorruptionError naming the file: a flipped bit never becomes a wrong value.
 
-Thread-safety: ``Table`` and ``TableView`` are immutable after open and may
+Thread-safety: ``Table`` (and ``views.TableView``) are immutable after open and may
 be used by many threads at once (``ReadFile.read`` must be thread-safe);
 their iterators belong to one thread.  ``TableBuilder`` is single-threaded.
 """
@@ -48,15 +48,14 @@ import zlib
 from . import bloom
 from ._block import decode_handle as _decode_handle
 from ._iter import compare_internal_keys
-from ._table import PointReader, index_boundaries, BoundedIter, TableBuildCore, TwoLevelIter
-from .batch import check_bound
+from ._table import PointReader, index_boundaries, TableBuildCore, TwoLevelIter
 from .block import (Block, BlockBuilder, TRAILER_SIZE, decode_stored_block, decode_varint,
                     encode_stored_block, encode_varint, mask_crc, unmask_crc)
 from .cache import new_owner_id
 from .dbformat import MAX_SEQ, lookup_key, user_key
 from .errors import CorruptionError
 
-__all__ = ["TableBuilder", "Table", "TableView", "TABLE_MAGIC", "FORMAT_VERSION", "FOOTER_SIZE"]
+__all__ = ["TableBuilder", "Table", "TABLE_MAGIC", "FORMAT_VERSION", "FOOTER_SIZE"]
 
 TABLE_MAGIC = 0x9A6E1D57B0C473E2   # never change: identifies our table files
 FORMAT_VERSION = 1                 # never renumber; bump for a new layout
@@ -311,94 +310,3 @@ class Table:
 
 def _ikey_less(a: bytes, b: bytes) -> bool:
     return compare_internal_keys(a, b) < 0
-
-
-class TableView:
-    """The user-key range ``[lo, hi)`` of a table (None = unbounded): HBase's
-    Reference, i.e. a daughter's half of its parent's store file.
-
-    Offers the Table interface, clamped to the range.  ``table`` may itself
-    be a view: the ranges intersect and the view reads the base table.
-    ``close()`` closes the base table only when ``own=True``.
-    """
-
-    def __init__(self, table, lo, hi, *, own=False):
-        check_bound("lo", lo)
-        check_bound("hi", hi)
-        if isinstance(table, TableView):
-            lo = table.lo if lo is None or (table.lo is not None and table.lo > lo) else lo
-            hi = table.hi if hi is None or (table.hi is not None and table.hi < hi) else hi
-            table = table.table
-        self.table, self.lo, self.hi, self._own = table, lo, hi, own
-        self.name = table.name
-        self._empty = lo is not None and hi is not None and lo >= hi
-        self._off_lo = 0 if lo is None else table.approximate_offset(lo)
-        self._off_hi = table.data_size if hi is None else table.approximate_offset(hi)
-        if hi is not None and self._off_hi < table.data_size:
-            # The block holding hi is partly inside the range: count it.
-            self._off_hi = min(table.data_size, self._block_end_at(self._off_hi))
-        self.file_size = 0 if self._empty else max(0, self._off_hi - self._off_lo)
-        self.data_size = self.file_size
-        self.num_entries = 0 if not table.data_size else \
-            round(table.num_entries * self.file_size / table.data_size)
-        self._ends = None
-
-    def _block_end_at(self, off):
-        for _, end in self.table.block_boundaries():
-            if end > off:
-                return end
-        return self.table.data_size
-
-    def _in_range(self, uk: bytes) -> bool:
-        return not self._empty and (self.lo is None or uk >= self.lo) and \
-            (self.hi is None or uk < self.hi)
-
-    def _end_keys(self):
-        if self._ends is None:
-            it = self.iterator()
-            it.seek_to_first()
-            first = it.key() if it.valid() else None
-            it.seek_to_last()
-            self._ends = (first, it.key() if it.valid() else None)
-        return self._ends
-
-    @property
-    def smallest(self):
-        """First internal key inside the range (None when empty)."""
-        return self._end_keys()[0]
-
-    @property
-    def largest(self):
-        """Last internal key inside the range (None when empty)."""
-        return self._end_keys()[1]
-
-    def may_contain(self, user_key: bytes) -> bool:
-        return self._in_range(user_key) and self.table.may_contain(user_key)
-
-    def get(self, user_key: bytes, seq: int):
-        if not self._in_range(user_key):
-            return None
-        return self.table.get(user_key, seq)
-
-    def iterator(self):
-        if self._empty:
-            return BoundedIter(self.table.iterator(), b"", b"")
-        return BoundedIter(self.table.iterator(), self.lo, self.hi)
-
-    def approximate_offset(self, user_key: bytes) -> int:
-        """Offset within the view's bytes: 0 .. file_size, monotonic."""
-        off = self.table.approximate_offset(user_key)
-        return min(max(off, self._off_lo), self._off_lo + self.file_size) - self._off_lo
-
-    def block_boundaries(self, max_points: int = 0):
-        """The table's boundaries whose key is in range, offsets relative to
-        the view (cumulative, ending at most at ``file_size``)."""
-        return [(k, min(max(c - self._off_lo, 0), self.file_size))
-                for k, c in self.table.block_boundaries(max_points) if self._in_range(k)]
-
-    def verify(self) -> None:
-        self.table.verify()
-
-    def close(self) -> None:
-        if self._own:
-            self.table.close()

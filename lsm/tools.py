@@ -16,7 +16,8 @@ from .dbformat import parse_internal_key
 from .errors import LSMError
 from .fs import OSFileSystem
 from .options import Options
-from .sstable import Table, TableView
+from .sstable import Table
+from .views import TableView
 from .version import VersionEdit
 from .wal import LogReader
 

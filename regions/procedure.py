@@ -56,6 +56,7 @@ import signal
 
 from . import meta as _meta, region as _region
 from .meta import RegionRecord
+from lsm.views import narrow_views
 
 __all__ = ["SplitProcedure", "recover", "collect_parents", "kill_point", "set_kill_hook",
            "KILL_ENV", "KILL_POINTS"]
@@ -82,24 +83,6 @@ def kill_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if _hook is not None:
         _hook(name)
-
-
-def _narrow(views, lo: bytes, hi: bytes):
-    """Intersect ``(level, path, vlo, vhi)`` views with ``[lo, hi)`` (b"" /
-    None = unbounded); drop views left empty."""
-    out = []
-    for level, path, vlo, vhi in views:
-        nlo = max(vlo or b"", lo) or None
-        if not hi:
-            nhi = vhi
-        elif vhi is None:
-            nhi = hi
-        else:
-            nhi = min(vhi, hi)
-        if nlo is not None and nhi is not None and nlo >= nhi:
-            continue
-        out.append((level, path, nlo, nhi))
-    return out
 
 
 class SplitProcedure:
@@ -188,7 +171,8 @@ class SplitProcedure:
         for i, name in enumerate(("split.daughter_a_created", "split.daughter_b_created")):
             lo, hi = bounds[i]
             self.dbs[i] = self.host.create_store(self.table, self.ids[i],
-                                                 _narrow(self.views, lo, hi), self.last_sequence)
+                                                 narrow_views(self.views, lo or None, hi or None),
+                                                 self.last_sequence)
             kill_point(name)
 
     def _update_meta(self):

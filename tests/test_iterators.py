@@ -19,7 +19,8 @@ from lsm.dbformat import KIND_DELETE, KIND_VALUE, internal_sort_key, make_intern
 from lsm.fs import OSFileSystem
 from lsm.memtable import MemTable
 from lsm.options import Options
-from lsm.sstable import Table, TableBuilder, TableView
+from lsm.sstable import Table, TableBuilder
+from lsm.views import TableView
 
 from conftest import tiny_options
 from iterator_conformance import check_iterator, check_seeks_and_walks

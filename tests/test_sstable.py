@@ -11,7 +11,8 @@ from lsm.dbformat import (KIND_DELETE, KIND_VALUE, MAX_SEQ, internal_sort_key, m
                           parse_internal_key)
 from lsm.errors import CorruptionError
 from lsm.options import Options
-from lsm.sstable import FOOTER_SIZE, TABLE_MAGIC, Table, TableBuilder, TableView
+from lsm.sstable import FOOTER_SIZE, TABLE_MAGIC, Table, TableBuilder
+from lsm.views import TableView
 
 from iterator_conformance import check_iterator
 from memfiles import MemAppendFile, MemReadFile
