@@ -205,7 +205,8 @@ class Table:
         #: ``get(user_key, seq)``: ``(kind, value)`` of the newest entry of
         #: ``user_key`` with sequence <= ``seq``, or None; a bloom miss reads
         #: no block.  The point-read path in one C call (_table.PointReader).
-        self.get = PointReader(self._filter, self._index, self._cache, self._owner, self._fill).get
+        self.point = PointReader(self._filter, self._index, self._cache, self._owner, self._fill)
+        self.get = self.point.get
 
     # -- block access ------------------------------------------------------
     def _read_block(self, off, size, verify, end, parse=True):
@@ -330,6 +331,8 @@ class TableView:
             hi = table.hi if hi is None or (table.hi is not None and table.hi < hi) else hi
             table = table.table
         self.table, self.lo, self.hi, self._own = table, lo, hi, own
+        #: The point read (lsm._read), clamped to the range.
+        self.point = table.point.bounded(lo, hi)
         self.name = table.name
         self._empty = lo is not None and hi is not None and lo >= hi
         self._off_lo = 0 if lo is None else table.approximate_offset(lo)
