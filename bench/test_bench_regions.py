@@ -28,18 +28,7 @@ def _options():
 def _prepare(path, size):
     """A server with table "t" of one region holding ``size`` bytes of values."""
     with regions.RegionServer.open(path, _options()) as s:
-        s.create_table("t")
-        rng = random.Random(1)
-        n = size // VALUE
-        batch = lsm.WriteBatch()
-        for i in range(n):
-            batch.put(b"row%09d" % (i * 7919 % n), rng.randbytes(VALUE))
-            if len(batch) == 1000:
-                s.write("t", batch)
-                batch = lsm.WriteBatch()
-        if len(batch):
-            s.write("t", batch)
-        s.flush_all()
+        _load(s, size, VALUE, seed=1)
         s.compact("t")      # a settled region: leveled tables, no L0 backlog
     return path
 
@@ -146,8 +135,14 @@ def _load_fresh(path, size, value_bytes=100):
     (1000-key batches), flushed: its store is typically still compacting."""
     s = regions.RegionServer.open(path, regions.ServerOptions(
         background_workers=0, split_policy=regions.DisabledSplitPolicy(), memtable_bytes=4 * MiB))
+    return s, _load(s, size, value_bytes, seed=2)
+
+
+def _load(s, size, value_bytes, seed):
+    """Create table "t" and write ``size`` bytes of values in 1000-key
+    batches, keys in a scattered order; flush.  Returns the key count."""
     s.create_table("t")
-    rng = random.Random(2)
+    rng = random.Random(seed)
     n = size // value_bytes
     batch = lsm.WriteBatch()
     for i in range(n):
@@ -158,7 +153,7 @@ def _load_fresh(path, size, value_bytes=100):
     if len(batch):
         s.write("t", batch)
     s.flush_all()
-    return s, n
+    return n
 
 
 @pytest.mark.parametrize("size_mb", [1, 40])
