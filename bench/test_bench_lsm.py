@@ -10,13 +10,23 @@ pool of 65,536 random values, one put per call unless batched (1000 per
 WriteBatch).  Reads, seeks and scans run on the fillrandom store after
 compact_range(), close and reopen; the first read pass warms the caches and
 is not measured.  Each engine runs with its library defaults, WAL on, no
-fsync per write.  Every benchmark records ``ops_per_s`` in ``extra_info``;
-compare ours and plyvel's as ratios from the same session.
+fsync per write.
+
+Ours and plyvel run interleaved in one process (a plyvel round, then ours,
+ROUNDS times, default 3): pytest-benchmark's statistics are ours, and
+``extra_info`` records both medians (``ops_per_s``, ``peer_ops_per_s``) and
+``ratio`` = ours / plyvel; the summary printed at the end lists the ratios.
+
+Also: point-read cost at 1e5 and 1e6 keys (1e7 with BENCH_FLAT_1E7=1, which
+takes minutes and ~2 GB of disk) and readrandom from 2 threads.
 """
 import os
 import random
 import shutil
+import statistics
 import tempfile
+import threading
+import time
 
 import pytest
 
@@ -26,6 +36,7 @@ N = int(os.environ.get("BENCH_N", "1000000"))
 READS = min(N, 200_000)
 SCANS = 2_000
 BATCH = 1000
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 
 _rng = random.Random(301)
 VALUES = [_rng.randbytes(100) for _ in range(65536)]
@@ -71,6 +82,9 @@ class Ours:
             n += 1
         return n
 
+    def new_reader(self):
+        return self.db.get
+
     def close(self):
         self.db.close()
 
@@ -110,86 +124,120 @@ class LevelDB:
             n += 1
         return n
 
+    def new_reader(self):
+        return self.db.get
+
     def close(self):
         self.db.close()
 
 
-ENGINES = [Ours, LevelDB]
+RESULTS = {}
 
 
-@pytest.fixture(params=ENGINES, ids=lambda e: e.name)
-def engine(request):
-    if request.param is LevelDB:
-        pytest.importorskip("plyvel", reason="the peer needs the bench extra: pip install -e '.[bench]'")
-    return request.param
+@pytest.fixture(scope="module", autouse=True)
+def _summary():
+    yield
+    if RESULTS:
+        print("\n\nours / plyvel (medians of %d interleaved rounds, N = %d)" % (ROUNDS, N))
+        for name, (ours, peer) in RESULTS.items():
+            print(f"  {name:28s} ours {ours:12,.0f}/s  plyvel {peer:12,.0f}/s  ratio {ours / peer:5.2f}x")
 
 
-def _run_fill(benchmark, engine, fill):
-    dirs = []
+def _interleaved(benchmark, name, ours_round, peer_round, ops):
+    """Run ``peer_round()`` then ``ours_round()``, ROUNDS times; each returns
+    its own seconds (setup excluded).  Benchmark stats are ours; the medians
+    and the ratio go to extra_info and RESULTS."""
+    times = {"ours": [], "peer": []}
 
     def setup():
+        times["peer"].append(peer_round())
+        return (), {}
+
+    def run():
+        times["ours"].append(ours_round())
+
+    benchmark.pedantic(run, setup=setup, rounds=ROUNDS, iterations=1)
+    ours = ops / statistics.median(times["ours"])
+    peer = ops / statistics.median(times["peer"])
+    benchmark.extra_info.update(ops_per_s=ours, peer_ops_per_s=peer, ratio=ours / peer,
+                                ours_s=times["ours"], peer_s=times["peer"])
+    RESULTS[name] = (ours, peer)
+
+
+def _peer():
+    plyvel = pytest.importorskip("plyvel", reason="the peer needs the bench extra: pip install -e '.[bench]'")
+    return LevelDB
+
+
+def _fill_round(engine, fill):
+    def one():
         d = tempfile.mkdtemp(prefix=f"bench-{engine.name}-")
-        dirs.append(d)
-        return (engine(d),), {}
-
-    def run(store):
-        fill(store)
-        store.close()
-
-    try:
-        benchmark.pedantic(run, setup=setup, rounds=1, iterations=1)
-    finally:
-        for d in dirs:
+        try:
+            store = engine(d)
+            t = time.perf_counter()
+            fill(store)
+            store.close()
+            return time.perf_counter() - t
+        finally:
             shutil.rmtree(d, ignore_errors=True)
-    benchmark.extra_info["ops_per_s"] = N / benchmark.stats.stats.mean
+    return one
 
 
-def test_fillseq(benchmark, engine):
+def _put_all(keys):
     def fill(store):
         put, values = store.put, VALUES
-        for i, k in enumerate(SEQ_KEYS):
+        for i, k in enumerate(keys):
             put(k, values[i & 0xFFFF])
-    _run_fill(benchmark, engine, fill)
+    return fill
 
 
-def test_fillrandom(benchmark, engine):
-    def fill(store):
-        put, values = store.put, VALUES
-        for i, k in enumerate(RAND_KEYS):
-            put(k, values[i & 0xFFFF])
-    _run_fill(benchmark, engine, fill)
+@pytest.mark.parametrize("workload", ["fillseq", "fillrandom", "fillbatch"])
+def test_fill(benchmark, workload):
+    peer = _peer()
+    fill = {"fillseq": _put_all(SEQ_KEYS), "fillrandom": _put_all(RAND_KEYS),
+            "fillbatch": lambda store: store.fill_batches(SEQ_KEYS)}[workload]
+    _interleaved(benchmark, workload, _fill_round(Ours, fill), _fill_round(peer, fill), N)
 
 
-def test_fillbatch(benchmark, engine):
-    _run_fill(benchmark, engine, lambda store: store.fill_batches(SEQ_KEYS))
+def _make_filled(engine, keys):
+    d = tempfile.mkdtemp(prefix=f"bench-read-{engine.name}-")
+    store = engine(d)
+    put = store.put
+    for i, k in enumerate(keys):
+        put(k, VALUES[i & 0xFFFF])
+    store.compact()
+    store.close()
+    store = engine(d)
+    get = store.getter()
+    for k in keys[:READS]:          # warm-up pass, not measured
+        get(k)
+    for k in READ_KEYS:
+        get(k)
+    return store, d
 
 
 @pytest.fixture(scope="module")
 def filled():
     """Per engine: the fillrandom store, compacted, closed and reopened."""
     made = {}
-    yield lambda eng: made.get(eng.name) or made.setdefault(eng.name, _make_filled(eng))
+    peer = _peer()
+    for eng in (Ours, peer):
+        made[eng.name] = _make_filled(eng, RAND_KEYS)
+    yield {name: store for name, (store, _d) in made.items()}
     for store, d in made.values():
         store.close()
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _make_filled(engine):
-    d = tempfile.mkdtemp(prefix=f"bench-read-{engine.name}-")
-    store = engine(d)
-    put = store.put
-    for i, k in enumerate(RAND_KEYS):
-        put(k, VALUES[i & 0xFFFF])
-    store.compact()
-    store.close()
-    store = engine(d)
-    get = store.getter()
-    for k in READ_KEYS:          # warm-up pass, not measured
-        get(k)
-    return store, d
+def _timed(fn):
+    def one():
+        t = time.perf_counter()
+        fn()
+        return time.perf_counter() - t
+    return one
 
 
-def _reads(benchmark, store, keys, expect_found):
+def _reads(store, keys, expect_found):
     get = store.getter()
 
     def run():
@@ -197,35 +245,100 @@ def _reads(benchmark, store, keys, expect_found):
         for k in keys:
             if get(k) is not None:
                 found += 1
-        return found
-
-    found = benchmark.pedantic(run, rounds=3, iterations=1)
-    assert found == (len(keys) if expect_found else 0)
-    benchmark.extra_info["ops_per_s"] = len(keys) / benchmark.stats.stats.median
+        assert found == (len(keys) if expect_found else 0)
+    return _timed(run)
 
 
-def test_readrandom(benchmark, engine, filled):
-    _reads(benchmark, filled(engine)[0], READ_KEYS, True)
+def test_readrandom(benchmark, filled):
+    _interleaved(benchmark, "readrandom", _reads(filled["lsm"], READ_KEYS, True),
+                 _reads(filled["plyvel"], READ_KEYS, True), len(READ_KEYS))
 
 
-def test_readmissing(benchmark, engine, filled):
-    _reads(benchmark, filled(engine)[0], MISSING_KEYS, False)
+def test_readmissing(benchmark, filled):
+    _interleaved(benchmark, "readmissing", _reads(filled["lsm"], MISSING_KEYS, False),
+                 _reads(filled["plyvel"], MISSING_KEYS, False), len(MISSING_KEYS))
 
 
-def test_seekrandom_scan100(benchmark, engine, filled):
-    store = filled(engine)[0]
+def _threaded_reads(store, keys, threads=2):
+    parts = [keys[i::threads] for i in range(threads)]
 
+    def one():
+        barrier = threading.Barrier(threads + 1)
+        found = [0] * threads
+
+        def work(i):
+            get = store.new_reader()
+            barrier.wait()
+            n = 0
+            for k in parts[i]:
+                if get(k) is not None:
+                    n += 1
+            found[i] = n
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+        for t in ts:
+            t.start()
+        barrier.wait()
+        t0 = time.perf_counter()
+        for t in ts:
+            t.join()
+        elapsed = time.perf_counter() - t0
+        assert sum(found) == len(keys)
+        return elapsed
+    return one
+
+
+def test_readrandom_2threads(benchmark, filled):
+    _interleaved(benchmark, "readrandom, 2 threads", _threaded_reads(filled["lsm"], READ_KEYS),
+                 _threaded_reads(filled["plyvel"], READ_KEYS), len(READ_KEYS))
+
+
+def _seeks(store):
     def run():
         for k in SEEK_KEYS:
             store.scan_from(k, 100)
-
-    benchmark.pedantic(run, rounds=3, iterations=1)
-    benchmark.extra_info["ops_per_s"] = SCANS / benchmark.stats.stats.median
-    benchmark.extra_info["keys_per_s"] = 100 * SCANS / benchmark.stats.stats.median
+    return _timed(run)
 
 
-def test_fullscan(benchmark, engine, filled):
-    store = filled(engine)[0]
-    n = benchmark.pedantic(store.full_scan, rounds=3, iterations=1)
-    assert n == N
-    benchmark.extra_info["ops_per_s"] = N / benchmark.stats.stats.median
+def test_seekrandom_scan100(benchmark, filled):
+    _interleaved(benchmark, "seekrandom + 100-key scan", _seeks(filled["lsm"]), _seeks(filled["plyvel"]), SCANS)
+
+
+def _full(store):
+    def run():
+        assert store.full_scan() == N
+    return _timed(run)
+
+
+def test_fullscan(benchmark, filled):
+    _interleaved(benchmark, "full scan (keys)", _full(filled["lsm"]), _full(filled["plyvel"]), N)
+
+
+FLAT_SIZES = [100_000, 1_000_000] + ([10_000_000] if os.environ.get("BENCH_FLAT_1E7") else [])
+
+
+@pytest.mark.parametrize("size", FLAT_SIZES, ids=lambda n: f"{n:.0e}")
+def test_point_read_flat(benchmark, filled, size):
+    """readrandom over stores of 1e5, 1e6 (and 1e7) random keys: the cost per
+    get should stay flat as the store grows (compare the sizes' ops_per_s)."""
+    peer = _peer()
+    rng = random.Random(size)
+    made = []
+    try:
+        if size == N:
+            stores = filled
+            keys = READ_KEYS
+        else:
+            allkeys = [rng.randbytes(16) for _ in range(size)]
+            keys = random.Random(9).sample(allkeys, min(size, READS))
+            stores = {}
+            for eng in (Ours, peer):
+                store, d = _make_filled(eng, allkeys)
+                made.append((store, d))
+                stores[eng.name] = store
+            del allkeys
+        _interleaved(benchmark, f"readrandom at {size:.0e} keys", _reads(stores["lsm"], keys, True),
+                     _reads(stores["plyvel"], keys, True), len(keys))
+    finally:
+        for store, d in made:
+            store.close()
+            shutil.rmtree(d, ignore_errors=True)

@@ -28,18 +28,7 @@ def _options():
 def _prepare(path, size):
     """A server with table "t" of one region holding ``size`` bytes of values."""
     with regions.RegionServer.open(path, _options()) as s:
-        s.create_table("t")
-        rng = random.Random(1)
-        n = size // VALUE
-        batch = lsm.WriteBatch()
-        for i in range(n):
-            batch.put(b"row%09d" % (i * 7919 % n), rng.randbytes(VALUE))
-            if len(batch) == 1000:
-                s.write("t", batch)
-                batch = lsm.WriteBatch()
-        if len(batch):
-            s.write("t", batch)
-        s.flush_all()
+        _load(s, size, VALUE, seed=1)
         s.compact("t")      # a settled region: leveled tables, no L0 backlog
     return path
 
@@ -139,3 +128,55 @@ def test_write_throughput_raw_lsm_baseline(benchmark, tmp_path):
     benchmark.pedantic(write, setup=setup, rounds=5, iterations=1)
     assert state["db"].get(keys[0]) == value
     state["db"].close()
+
+
+def _load_fresh(path, size, value_bytes=100):
+    """A server whose one region has just taken ``size`` bytes of writes
+    (1000-key batches), flushed: its store is typically still compacting."""
+    s = regions.RegionServer.open(path, regions.ServerOptions(
+        background_workers=0, split_policy=regions.DisabledSplitPolicy(), memtable_bytes=4 * MiB))
+    return s, _load(s, size, value_bytes, seed=2)
+
+
+def _load(s, size, value_bytes, seed):
+    """Create table "t" and write ``size`` bytes of values in 1000-key
+    batches, keys in a scattered order; flush.  Returns the key count."""
+    s.create_table("t")
+    rng = random.Random(seed)
+    n = size // value_bytes
+    batch = lsm.WriteBatch()
+    for i in range(n):
+        batch.put(b"row%09d" % (i * 7919 % n), rng.randbytes(value_bytes))
+        if len(batch) == 1000:
+            s.write("t", batch)
+            batch = lsm.WriteBatch()
+    if len(batch):
+        s.write("t", batch)
+    s.flush_all()
+    return n
+
+
+@pytest.mark.parametrize("size_mb", [1, 40])
+def test_split_time_right_after_a_load(benchmark, tmp_path, size_mb):
+    """The split of a region that has just been loaded (100-byte values) and
+    flushed: closing the parent aborts its compaction in flight (lsm's
+    ``_compaction_check``) instead of waiting for it, so 40 MB should split
+    about as fast as 1 MB.  The load is setup; only the split is timed."""
+    state = {"n": 0}
+
+    def setup():
+        if "server" in state:
+            state["server"].close()
+        state["n"] += 1
+        s, n = _load_fresh(str(tmp_path / f"s{state['n']}"), size_mb * MiB)
+        state["server"] = s
+        return (s, s.regions("t")[0].region_id, b"row%09d" % (n // 2)), {}
+
+    def split(s, rid, key):
+        return s.split_region("t", rid, key)
+
+    daughters = benchmark.pedantic(split, setup=setup, rounds=3, iterations=1)
+    s = state["server"]
+    assert len(daughters) == 2 and len(s.regions("t")) == 2
+    benchmark.extra_info["region_bytes"] = size_mb * MiB
+    s.close()

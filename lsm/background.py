@@ -28,7 +28,7 @@ import os
 import threading
 
 from . import filenames
-from ._compaction_stream import CompactionStream
+from ._compaction_stream import CompactionAborted, CompactionStream
 from .builder import build_tables
 from .compaction import input_iterator, pick_compaction
 from .errors import LSMError, StorageError
@@ -181,8 +181,14 @@ class BackgroundWork:
         deeper = any(v.overlapping(lv, lo, hi) for lv in range(c.output_level + 1, len(v.levels)))
         factory = self.options.compaction_filter_factory
         filter_fn = factory() if factory is not None else None
-        stream = CompactionStream(it, self._smallest_snapshot(), not deeper, filter_fn)
-        metas = self._build_tables(stream, cut=True, level=c.output_level)
+        stream = CompactionStream(it, self._smallest_snapshot(), not deeper, filter_fn, self._compaction_check)
+        try:
+            metas = self._build_tables(stream, cut=True, level=c.output_level)
+        except CompactionAborted:
+            # The store is closing: its outputs are already removed
+            # (build_tables), the inputs stay; a later open compacts again.
+            log.debug("%s: %r aborted: the store is closing", self.path, c)
+            return
         edit = VersionEdit()
         for level, f in c.all_inputs():
             edit.delete(level, f.number)
@@ -199,6 +205,16 @@ class BackgroundWork:
         log.debug("%s: %r -> %d tables", self.path, c, len(metas))
         self._delete_obsolete_files()
 
+
+    def _compaction_check(self):
+        """Called by a running compaction every few thousand entries: flush a
+        frozen memtable meanwhile (LevelDB's DoCompactionWork does; writers
+        and ``flush()`` then do not wait for the whole compaction), and
+        abort when the store is closing (HBase's closing region), so that
+        closing a store, e.g. the parent of a split, does not wait for it."""
+        if self._imm is not None and not self._closing:
+            self._flush_imm()
+        return self._closing
 
     def _delete_obsolete_files(self):
         """Delete files no live version, iterator or pending output uses."""

@@ -26,8 +26,8 @@ import time
 
 from . import filenames
 from ._db_iter import DBIterator
-from ._iter import LevelIterator, MergingIterator, lower_bound
-from ._memtable import get_version
+from ._iter import LevelIterator, MergingIterator
+from ._read import PointPath
 from ._record import frame_single
 from .background import BackgroundWork
 from .batch import WriteBatch, check_bound, check_key, check_value, encode_record, encode_single, replay
@@ -35,9 +35,9 @@ from .cache import BlockCache, TableCache
 from .check import check_db
 from .views import create_store_from_views
 from .compaction import range_compactions
-from .dbformat import KIND_DELETE, KIND_VALUE, lookup_key
-from .errors import ClosedError, CorruptionError, ReadOnlyError
-from .fs import FileMissingError, OSFileSystem
+from .dbformat import KIND_DELETE, KIND_VALUE
+from .errors import ClosedError, ReadOnlyError
+from .fs import OSFileSystem
 from .memtable import MemTable
 from .options import Options
 from .sstable import Table
@@ -188,6 +188,8 @@ class DB(BackgroundWork):
         self.block_cache = options.block_cache if options.block_cache is not None \
             else BlockCache(options.block_cache_bytes)
         self._tables = TableCache(self._open_table, options.max_open_files)   # file number -> table
+        self._point = PointPath(self, self._tables.peek.__self__)
+        self.get = self._point.get      # the point read, one C call (lsm/_read.pyx); DB.get documents it
 
     def _abort_open(self):
         try:
@@ -402,54 +404,13 @@ class DB(BackgroundWork):
 
     # ------------------------------------------------------------------- reads
     def get(self, key: bytes, snapshot: Snapshot = None):
-        """The value of ``key``, or None."""
-        if type(key) is not bytes or not key:
-            check_key(key, self.options.max_key_bytes)
-        if self._closed:
-            self._check_open()
-        seq = self._last_seq if snapshot is None else self._snapshot_seq(snapshot)
-        # The hot path, flattened: memtable, frozen memtable, then tables.
-        v = get_version(self._mem.versions, key, seq)
-        if v is not None:
-            return v[2] if v[1] == KIND_VALUE else None
-        imm = self._imm
-        if imm is not None:
-            v = get_version(imm.versions, key, seq)
-            if v is not None:
-                return v[2] if v[1] == KIND_VALUE else None
-        for _attempt in range(3):
-            v = self.versions.current
-            try:
-                r = self._get_from_version(v, key, seq)
-            except FileMissingError:
-                # A compaction deleted the file after we read the version:
-                # the data is in the new version.
-                if v is self.versions.current:
-                    raise
-                continue
-            return None if r is None or r[0] != KIND_VALUE else r[1]
-        raise CorruptionError(f"table files keep vanishing under a read of {key!r}")
+        """The value of ``key``, or None.
 
-    def _get_from_version(self, v, key, seq):
-        peek = self._tables.peek
-        for lo, hi, f in v.l0:
-            if lo <= key <= hi:
-                t = peek(f.number) or self._table(f)
-                r = t.get(key, seq)
-                if r is not None:
-                    return r
-        if v.search:
-            lk = lookup_key(key, seq)
-            for files, largest in v.search:
-                i = lower_bound(largest, lk)
-                if i < len(files):
-                    f = files[i]
-                    if f.smallest_user <= key:
-                        t = peek(f.number) or self._table(f)
-                        r = t.get(key, seq)
-                        if r is not None:
-                            return r
-        return None
+        The memtable, the frozen memtable, then the current version's tables
+        (L0 newest first, one table per deeper level): one C call,
+        ``lsm._read.PointPath.get``, which each DB also binds as its ``get``.
+        """
+        return self._point.get(key, snapshot)
 
     def _snapshot_seq(self, snapshot):
         if not isinstance(snapshot, Snapshot):
@@ -505,9 +466,25 @@ class DB(BackgroundWork):
         return DBIterator(it, seq, start, end, pin)
 
     def scan(self, start: bytes = None, end: bytes = None, reverse: bool = False, snapshot: Snapshot = None):
-        """Iterate ``(key, value)`` over ``[start, end)`` in key order (or reversed)."""
+        """Iterate ``(key, value)`` over ``[start, end)`` in key order (or reversed).
+
+        Lazy: each step reads one entry ahead (``DBIterator.__next__``)."""
+        return self.iterator(start, end, snapshot).begin(reverse)
+
+    def scan_chunk(self, start: bytes = None, end: bytes = None, limit: int = 1000, reverse: bool = False,
+                   snapshot: Snapshot = None) -> list:
+        """The first ``limit`` ``(key, value)`` of ``[start, end)`` in key order
+        (or the last ones, reversed) as one list, read in one C loop
+        (``DBIterator.next_batch``): how the region server reads a range in
+        chunks."""
+        if type(limit) is not int or limit < 0:
+            raise ValueError(f"limit must be an int >= 0, got {limit!r}")
         it = self.iterator(start, end, snapshot)
-        return _scan(it, reverse)
+        if reverse:
+            it.seek_to_last()
+        else:
+            it.seek_to_first()
+        return it.next_batch(limit, reverse)
 
     # ------------------------------------------------------- flush / compaction
     def flush(self, wait: bool = True) -> None:
@@ -536,6 +513,8 @@ class DB(BackgroundWork):
         self.flush()
         while True:
             with self._mutex:
+                if self._closing:           # close() aborts the compaction: stop here
+                    raise ClosedError("DB is closed")
                 self._wait_bg_quiet_locked()
                 c = range_compactions(self.versions.current, self.options, start, end)
                 if c is None:
@@ -683,13 +662,3 @@ class DB(BackgroundWork):
     def __repr__(self):
         return f"<lsm.DB {self.path!r}{' closed' if self._closed else ''}>"
 
-
-def _scan(it: DBIterator, reverse: bool):
-    if reverse:
-        it.seek_to_last()
-    else:
-        it.seek_to_first()
-    batch = it.next_batch(64, reverse)
-    while batch:
-        yield from batch
-        batch = it.next_batch(256, reverse)

@@ -204,7 +204,8 @@ class Table:
         #: ``get(user_key, seq)``: ``(kind, value)`` of the newest entry of
         #: ``user_key`` with sequence <= ``seq``, or None; a bloom miss reads
         #: no block.  The point-read path in one C call (_table.PointReader).
-        self.get = PointReader(self._filter, self._index, self._cache, self._owner, self._fill).get
+        self.point = PointReader(self._filter, self._index, self._cache, self._owner, self._fill)
+        self.get = self.point.get
 
     # -- block access ------------------------------------------------------
     def _read_block(self, off, size, verify, end, parse=True):

@@ -133,6 +133,8 @@ class TableView:
             hi = table.hi if hi is None or (table.hi is not None and table.hi < hi) else hi
             table = table.table
         self.table, self.lo, self.hi, self._own = table, lo, hi, own
+        #: The point read (lsm._read), clamped to the range.
+        self.point = table.point.bounded(lo, hi)
         self.name = table.name
         self._empty = lo is not None and hi is not None and lo >= hi
         self._off_lo = 0 if lo is None else table.approximate_offset(lo)

@@ -19,7 +19,6 @@ Lock order: ``table.split_lock`` before ``server._lock``; a region's gate is
 never held while taking either.
 """
 import bisect
-import itertools
 import json
 import logging
 import os
@@ -586,7 +585,7 @@ class RegionServer:
             r = self._enter(table, lo, False)
             try:
                 sub_hi = hi if not r.end or (hi is not None and hi < r.end) else r.end
-                items = list(itertools.islice(r.db.scan(lo or None, sub_hi), chunk))
+                items = r.db.scan_chunk(lo or None, sub_hi, chunk)
             finally:
                 r.exit()
             yield from items
@@ -604,7 +603,7 @@ class RegionServer:
             r = self._enter_slow(table, hi, False, before=True)
             try:
                 sub_lo = max(lo, r.start) or None
-                items = list(itertools.islice(r.db.scan(sub_lo, hi, reverse=True), chunk))
+                items = r.db.scan_chunk(sub_lo, hi, chunk, reverse=True)
             finally:
                 r.exit()
             yield from items

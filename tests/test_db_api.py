@@ -111,6 +111,109 @@ def test_scan_bounds_and_reverse(dbpath):
         assert list(db.scan(b"5", b"4")) == []
 
 
+def test_scan_chunk_is_the_first_entries_of_scan_in_one_list(dbpath):
+    with lsm.DB.open(dbpath, tiny_options()) as db:
+        keys = [b"%03d" % i for i in range(300)]
+        for k in keys:
+            db.put(k, k * 2)
+        db.flush()
+        db.delete(b"105")
+        db.put(b"106", b"new")                      # newer than the table's version
+        snap = db.snapshot()
+        db.put(b"107", b"after the snapshot")
+        expect = [(k, b"new" if k == b"106" else k * 2) for k in keys if k != b"105"]
+        got = db.scan_chunk(b"100", b"120", 5, snapshot=snap)
+        assert got == [e for e in expect if b"100" <= e[0] < b"120"][:5]
+        assert db.scan_chunk(b"100", b"120", 5, reverse=True, snapshot=snap) == \
+            [e for e in expect if b"100" <= e[0] < b"120"][::-1][:5]
+        assert db.scan_chunk(limit=1000, snapshot=snap) == expect
+        assert db.scan_chunk(b"290", limit=0) == []
+        assert db.scan_chunk(b"5", b"4") == []
+        assert db.scan_chunk(b"107", b"108") == [(b"107", b"after the snapshot")]
+        with pytest.raises(ValueError):
+            db.scan_chunk(limit=-1)
+        snap.close()
+
+
+def test_scan_is_an_iterator_that_resumes_where_it_stopped(dbpath):
+    with lsm.DB.open(dbpath, tiny_options()) as db:
+        for i in range(50):
+            db.put(b"%03d" % i, b"v")
+        db.flush()
+        it = db.scan(b"010")
+        assert next(it) == (b"010", b"v")
+        assert [kv[0] for _, kv in zip(range(3), it)] == [b"011", b"012", b"013"]
+        assert next(it) == (b"014", b"v")
+        assert [k for k, _ in db.scan(b"010", b"013", reverse=True)] == [b"012", b"011", b"010"]
+
+
+def test_point_read_of_a_key_longer_than_the_stack_buffer(dbpath):
+    """Keys over 512 bytes take the point read's object path (PointReader._slow)."""
+    with lsm.DB.open(dbpath, tiny_options(block_size=4096)) as db:
+        keys = [bytes([65 + i]) * 700 for i in range(20)]
+        for k in keys:
+            db.put(k, k[:3])
+        db.compact_range()
+        assert db.stats()["files_per_level"][0] == 0
+        assert [db.get(k) for k in keys] == [k[:3] for k in keys]
+        assert db.get(b"B" * 699) is None and db.get(b"B" * 701) is None
+
+
+def test_a_closing_store_aborts_its_compaction_and_keeps_every_key(dbpath):
+    """close() sets _closing; a running compaction stops at its next check,
+    removes its outputs and leaves its inputs: nothing is lost or leaked."""
+    state = {"calls": 0}
+
+    def factory():
+        def keep(key, value):
+            state["calls"] += 1
+            if state["calls"] == 1500:
+                db._closing = True          # what close() does first
+            return False
+        return keep
+
+    db = lsm.DB.open(dbpath, tiny_options(compaction_filter_factory=factory, target_file_bytes=1 << 20))
+    keys = [b"%05d" % i for i in range(4000)]
+    for k in keys:
+        db.put(k, k)
+    db.flush()
+    with pytest.raises(lsm.ClosedError):
+        db.compact_range()
+    assert state["calls"] >= 1500
+    db._closing = False
+    db.check()
+    live = {os.path.basename(p) for _lv, p, _lo, _hi in db.live_tables()}
+    assert {n for n in os.listdir(dbpath) if n.endswith(".sst")} == live      # no output left behind
+    assert all(db.get(k) == k for k in keys)
+    db.close()
+    with lsm.DB.open(dbpath, tiny_options()) as db:
+        assert [k for k, _ in db.scan()] == keys
+
+
+def test_compaction_stream_check_is_called_and_can_abort():
+    from lsm._compaction_stream import CompactionAborted, CompactionStream
+    from lsm._iter import ListIterator
+    from lsm.dbformat import KIND_VALUE, make_internal_key as internal_key
+
+    ks = [internal_key(b"%05d" % i, i + 1, KIND_VALUE) for i in range(5000)]
+    calls = []
+    it = ListIterator(ks, [b"v"] * len(ks))
+    it.seek_to_first()
+    added = []
+
+    class Sink:
+        def add(self, k, v):
+            added.append(k)
+
+        def size_estimate(self):
+            return 0
+
+    stream = CompactionStream(it, 10 ** 9, False, None, lambda: calls.append(1) or len(calls) >= 3)
+    with pytest.raises(CompactionAborted):
+        stream.fill(Sink())
+    assert len(calls) == 3 and 2048 <= len(added) < 3072
+
+
 def test_stats_sizes_and_middle_key(dbpath):
     with lsm.DB.open(dbpath, tiny_options()) as db:
         for i in range(2000):

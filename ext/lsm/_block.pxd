@@ -28,6 +28,8 @@ cdef class Block:
     cdef int _restart_key(self, uint32_t i, const unsigned char** k,
                           Py_ssize_t* kn) noexcept nogil
     cpdef BlockIter iterator(self)
+    cdef int find(self, const unsigned char* t, Py_ssize_t tn, unsigned char* kbuf, Py_ssize_t kcap,
+                  Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen) noexcept nogil
 
 
 cdef class BlockIter(InternalIterator):

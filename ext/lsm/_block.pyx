@@ -62,6 +62,24 @@ def decode_varint(bytes data, Py_ssize_t pos=0):
     return v, pos
 
 
+cdef inline int _entry_header(const unsigned char* d, Py_ssize_t limit, Py_ssize_t* p, Py_ssize_t prev_klen,
+                              uint64_t* shared, uint64_t* unshared, uint64_t* vlen) noexcept nogil:
+    """Decode the entry header at ``p`` (moved past it): 0 ok, 1 a bad
+    varint, 2 lengths out of bounds (``prev_klen``: the previous key's)."""
+    cdef Py_ssize_t q = p[0]
+    if q + 3 <= limit and d[q] < 0x80 and d[q + 1] < 0x80 and d[q + 2] < 0x80:
+        shared[0] = d[q]
+        unshared[0] = d[q + 1]
+        vlen[0] = d[q + 2]
+        p[0] = q + 3
+    elif (get_varint64(d, limit, p, shared) != 0 or get_varint64(d, limit, p, unshared) != 0
+            or get_varint64(d, limit, p, vlen) != 0):
+        return 1
+    if shared[0] > <uint64_t>prev_klen or unshared[0] + vlen[0] > <uint64_t>(limit - p[0]):
+        return 2
+    return 0
+
+
 cdef class BlockBuilder:
     """Builds one block from entries added in order.
 
@@ -216,6 +234,49 @@ cdef class Block:
         kn[0] = <Py_ssize_t>unshared
         return 0
 
+    cdef int find(self, const unsigned char* t, Py_ssize_t tn, unsigned char* kbuf, Py_ssize_t kcap,
+                  Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen) noexcept nogil:
+        """The first entry >= the internal key t, decoded into the caller's
+        ``kbuf`` (``kcap`` bytes; no allocation, no GIL): the point-read
+        twin of ``BlockIter._seek_raw``.  Returns 1 found (key in
+        ``kbuf[:klen]``, value at ``data[voff:voff + vlen]``), 0 past the
+        last entry, -1 corrupt, -2 a key longer than ``kcap`` (the caller
+        then takes the BlockIter path)."""
+        cdef uint32_t left = 0, right, mid
+        cdef const unsigned char* k
+        cdef const unsigned char* d = self.ptr
+        cdef Py_ssize_t kn, p, limit = self.limit, nk = 0
+        cdef uint64_t shared, unshared, vl
+        if limit == 0:
+            return 0
+        right = self.num_restarts - 1
+        while left < right:
+            mid = (left + right + 1) // 2
+            if self._restart_key(mid, &k, &kn) != 0:
+                return -1
+            if cmp_ikey(k, kn, t, tn) < 0:
+                left = mid
+            else:
+                right = mid - 1
+        p = _fixed32(d + limit + 4 * left)
+        while p < limit:
+            if _entry_header(d, limit, &p, nk, &shared, &unshared, &vl) != 0:
+                return -1
+            if <Py_ssize_t>(shared + unshared) > kcap:
+                return -2
+            memcpy(kbuf + shared, d + p, unshared)
+            nk = <Py_ssize_t>(shared + unshared)
+            if nk < 8:
+                return -1
+            p += <Py_ssize_t>unshared
+            if cmp_ikey(kbuf, nk, t, tn) >= 0:
+                klen[0] = nk
+                voff[0] = p
+                vlen[0] = <Py_ssize_t>vl
+                return 1
+            p += <Py_ssize_t>vl
+        return 0
+
     cpdef BlockIter iterator(self):
         cdef BlockIter it = BlockIter.__new__(BlockIter)
         it.block = self
@@ -299,21 +360,17 @@ cdef class BlockIter(InternalIterator):
         cdef Py_ssize_t p = self.nxt, limit = self.limit, nk
         cdef const unsigned char* d = self.ptr
         cdef uint64_t shared, unshared, vlen
+        cdef int r
         cdef unsigned char* nb
         cdef Block blk
         if p >= limit:
             self.cur = limit
             self.nxt = limit
             return 0
-        if p + 3 <= limit and d[p] < 0x80 and d[p + 1] < 0x80 and d[p + 2] < 0x80:
-            shared = d[p]
-            unshared = d[p + 1]
-            vlen = d[p + 2]
-            p += 3
-        elif (get_varint64(d, limit, &p, &shared) != 0 or get_varint64(d, limit, &p, &unshared) != 0
-                or get_varint64(d, limit, &p, &vlen) != 0):
+        r = _entry_header(d, limit, &p, self.klen, &shared, &unshared, &vlen)
+        if r == 1:
             return self._corrupt("bad varint")
-        if shared > <uint64_t>self.klen or unshared + vlen > <uint64_t>(limit - p):
+        if r == 2:
             return self._corrupt("lengths out of bounds")
         nk = <Py_ssize_t>(shared + unshared)
         if nk > self.kcap:

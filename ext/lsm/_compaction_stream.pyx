@@ -8,6 +8,15 @@ from lsm._iter cimport InternalIterator
 from lsm._keys cimport KIND_DELETE, KIND_VALUE, MAX_SEQ, cmp_user_of, ikey_of, pack_tag, tag_of, user_of
 
 
+class CompactionAborted(Exception):
+    """Raised by ``fill`` when the stream's ``check()`` asked it to stop (a
+    closing store: HBase's closing region aborts its compactions)."""
+
+
+cdef enum:
+    CHECK_EVERY = 1024       # input entries between two calls of check()
+
+
 cdef class CompactionStream:
     """The entries a flush or compaction keeps, drained into table builders.
 
@@ -18,6 +27,10 @@ cdef class CompactionStream:
     every snapshot sees, and drops it if true (leaving a tombstone unless
     bottommost, so older versions below cannot resurface).  The caller
     positions ``it``; ``fill`` consumes it.
+
+    ``check``: called every CHECK_EVERY input entries; it may do work (the
+    DB flushes a frozen memtable there, as LevelDB's DoCompactionWork does)
+    and returns True to abort: ``fill`` then raises ``CompactionAborted``.
     """
     cdef InternalIterator _it
     cdef uint64_t _smallest
@@ -27,8 +40,11 @@ cdef class CompactionStream:
     cdef uint64_t _last_seq
     cdef public Py_ssize_t entries_in, entries_out
     cdef public uint64_t max_seq
+    cdef object _check
 
-    def __init__(self, InternalIterator it, uint64_t smallest_snapshot, bint bottommost, filter_fn=None):
+    def __init__(self, InternalIterator it, uint64_t smallest_snapshot, bint bottommost, filter_fn=None,
+                 check=None):
+        self._check = check
         self._it = it
         self._smallest = smallest_snapshot
         self._bottommost = bottommost
@@ -64,6 +80,8 @@ cdef class CompactionStream:
                 self._cur = user_of(ik)
                 self._last_seq = MAX_SEQ + 1
             self.entries_in += 1
+            if self._check is not None and self.entries_in % CHECK_EVERY == 0 and self._check():
+                raise CompactionAborted()
             if self._last_seq <= self._smallest:
                 pass    # hidden by a newer entry that every snapshot sees
             elif kind == KIND_DELETE and seq <= self._smallest and self._bottommost:

@@ -27,6 +27,7 @@ cdef class DBIterator:
     cdef bytes _end
     cdef bint _valid
     cdef bint _forward
+    cdef bint _reverse        # the direction of iteration by __next__ (begin())
     cdef bytes _key
     cdef bytes _value
     cdef public object pin     # keeps the version/snapshot alive while iterating
@@ -160,7 +161,7 @@ cdef class DBIterator:
             self._it.seek_to_last()
         self._find_prev()
 
-    def next(self):
+    cpdef next(self):
         cdef bytes skip
         if not self._forward:
             self._forward = True
@@ -175,7 +176,7 @@ cdef class DBIterator:
         self._it.next()
         self._find_next(True, skip)
 
-    def prev(self):
+    cpdef prev(self):
         cdef bytes saved
         if self._forward:
             saved = self._key
@@ -190,6 +191,29 @@ cdef class DBIterator:
                     break
             self._forward = False
         self._find_prev()
+
+    def begin(self, bint reverse=False):
+        """Position at the first entry in the given direction and make this
+        a Python iterator of ``(key, value)`` in that direction (``DB.scan``)."""
+        self._reverse = reverse
+        if reverse:
+            self.seek_to_last()
+        else:
+            self.seek_to_first()
+        return self
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self._valid:
+            raise StopIteration
+        item = (self._key, self._value)
+        if self._reverse:
+            self.prev()
+        else:
+            self.next()
+        return item
 
     def next_batch(self, Py_ssize_t n, bint reverse=False):
         """Up to ``n`` (key, value) pairs from the current position on,

@@ -212,102 +212,120 @@ cdef class MergingIterator(InternalIterator):
 
     Internal keys are unique across children (each write has its own
     sequence number), so there are no ties to break.  A linear scan for the
-    smallest child beats a heap for the handful of children a DB has.
+    smallest child beats a heap for the handful of children a DB has.  Each
+    child's current key is kept (``_keys``, None when the child is
+    invalid): a step re-reads only the child that moved, so it builds one
+    key object, not one per child, and ``key()`` returns the kept one.
     """
     cdef list _children
+    cdef list _keys
+    cdef Py_ssize_t _ci          # index of the current child, -1: invalid
     cdef InternalIterator _cur
     cdef bint _forward
 
     def __init__(self, list children):
         self._children = children
+        self._keys = [None] * len(children)
         self._cur = None
+        self._ci = -1
         self._forward = True
 
-    cdef _find_smallest(self):
-        cdef InternalIterator c, best = None
-        cdef bytes bk = None, k
-        for c in self._children:
-            if c.valid():
-                k = c.key()
-                if best is None or cmp_ikeys(k, bk) < 0:
-                    best = c
-                    bk = k
-        self._cur = best
+    cdef inline _load(self, Py_ssize_t i):
+        cdef InternalIterator c = <InternalIterator>self._children[i]
+        self._keys[i] = c.key() if c.valid() else None
 
-    cdef _find_largest(self):
-        cdef InternalIterator c, best = None
-        cdef bytes bk = None, k
-        for c in self._children:
-            if c.valid():
-                k = c.key()
-                if best is None or cmp_ikeys(k, bk) > 0:
-                    best = c
-                    bk = k
-        self._cur = best
+    cdef _load_all(self):
+        cdef Py_ssize_t i
+        for i in range(len(self._children)):
+            self._load(i)
+
+    cdef _pick(self, bint smallest):
+        cdef Py_ssize_t i, best = -1
+        cdef object k
+        cdef bytes bk = None
+        for i in range(len(self._keys)):
+            k = self._keys[i]
+            if k is not None and (best < 0 or (cmp_ikeys(<bytes>k, bk) < 0) == smallest):
+                best = i
+                bk = <bytes>k
+        self._ci = best
+        self._cur = <InternalIterator>self._children[best] if best >= 0 else None
 
     cpdef bint valid(self):
-        return self._cur is not None and self._cur.valid()
+        return self._ci >= 0
 
     cpdef seek_to_first(self):
         cdef InternalIterator c
         for c in self._children:
             c.seek_to_first()
         self._forward = True
-        self._find_smallest()
+        self._load_all()
+        self._pick(True)
 
     cpdef seek_to_last(self):
         cdef InternalIterator c
         for c in self._children:
             c.seek_to_last()
         self._forward = False
-        self._find_largest()
+        self._load_all()
+        self._pick(False)
 
     cpdef seek(self, bytes ikey):
         cdef InternalIterator c
         for c in self._children:
             c.seek(ikey)
         self._forward = True
-        self._find_smallest()
+        self._load_all()
+        self._pick(True)
 
     cpdef seek_for_prev(self, bytes ikey):
         cdef InternalIterator c
         for c in self._children:
             c.seek_for_prev(ikey)
         self._forward = False
-        self._find_largest()
+        self._load_all()
+        self._pick(False)
 
     cpdef next(self):
         cdef InternalIterator c
         cdef bytes k
         if not self._forward:
             # Every other child is at or before key(): move them after it.
-            k = self._cur.key()
+            k = <bytes>self._keys[self._ci]
             for c in self._children:
                 if c is not self._cur:
                     c.seek(k)
                     if c.valid() and cmp_ikeys(c.key(), k) == 0:
                         c.next()
             self._forward = True
+            self._load_all()
         self._cur.next()
-        self._find_smallest()
+        self._load(self._ci)
+        self._pick(True)
 
     cpdef prev(self):
         cdef InternalIterator c
         cdef bytes k
         if self._forward:
             # Every other child is after key(): move them before it.
-            k = self._cur.key()
+            k = <bytes>self._keys[self._ci]
             for c in self._children:
                 if c is not self._cur:
                     c.seek_for_prev(k)
                     if c.valid() and cmp_ikeys(c.key(), k) == 0:
                         c.prev()
             self._forward = False
+            self._load_all()
         self._cur.prev()
-        self._find_largest()
+        self._load(self._ci)
+        self._pick(False)
 
     cpdef bytes key(self):
-        return self._cur.key()
+        if self._ci < 0:
+            raise ValueError("key() on an invalid iterator")
+        return <bytes>self._keys[self._ci]
 
     cpdef bytes value(self):
+        if self._ci < 0:
+            raise ValueError("value() on an invalid iterator")
         return self._cur.value()

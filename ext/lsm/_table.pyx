@@ -12,13 +12,20 @@ from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memcmp
 
-from lsm._keys cimport TAG_FIRST, cmp_ikey, cmp_user, ikey_of, lookup_ikey
+from lsm._keys cimport KIND_DELETE, KIND_VALUE, TAG_FIRST, cmp_ikey, cmp_user, ikey_of, lookup_ikey, tag_at
+from lsm._coding cimport get_block_handle
 from lsm._iter cimport InternalIterator
 from lsm._block cimport Block, BlockBuilder, BlockIter
 from lsm._bloom cimport murmur3_x64_128, probe
 
 from lsm.batch import check_bound
 from lsm.errors import CorruptionError
+
+#: What ``PointReader.lookup`` returns for a tombstone.
+DELETED = object()
+
+cdef enum:
+    KBUF = 512              # stack buffer of a point read's key decoding
 
 
 cdef class TableBuildCore:
@@ -371,29 +378,71 @@ cdef class PointReader:
 
     ``cache`` is the table's ``BlockCache`` (or None), keyed by
     ``(owner, offset)``; its ``get`` refreshes the LRU order of a hit.
+    ``lo``/``hi`` bound a view (``TableView``): keys outside ``[lo, hi)``
+    are not there.  ``lookup`` is the C entry of ``lsm._read``'s point read:
+    the searches decode keys into a stack buffer and build no object but the
+    value found.
     """
-    cdef object _filter
-    cdef Block _index
-    cdef object _cache_get
-    cdef object _owner
-    cdef object _fill
-
-    def __init__(self, filt, Block index, cache, owner, fill):
+    def __init__(self, filt, Block index, cache, owner, fill, lo=None, hi=None):
         self._filter = filt
         self._index = index
+        self._cache = cache
         self._cache_get = cache.get if cache is not None else None
         self._owner = owner
         self._fill = fill
+        self._lo = lo
+        self._hi = hi
 
-    def get(self, bytes user_key not None, uint64_t seq):
-        """``(kind, value)`` of the newest entry of ``user_key`` with
-        sequence <= ``seq``, or None.  A bloom miss reads no block."""
-        cdef object h, blk
-        if self._filter is not None and not probe(
-                <const unsigned char*>PyBytes_AS_STRING(self._filter), PyBytes_GET_SIZE(self._filter),
-                <const unsigned char*>PyBytes_AS_STRING(user_key), PyBytes_GET_SIZE(user_key)):
+    def bounded(self, lo, hi):
+        """This reader restricted to user keys in ``[lo, hi)`` (None = open)."""
+        return PointReader(self._filter, self._index, self._cache, self._owner, self._fill, lo, hi)
+
+    cdef object lookup(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk, Py_ssize_t lkn):
+        """The entry of user key ``uk`` at the lookup key ``lk`` (user key +
+        tag of the read's sequence): its value (bytes), ``DELETED`` for a
+        tombstone, None when the table has no visible entry."""
+        cdef unsigned char kbuf[KBUF]
+        cdef Py_ssize_t klen, voff, vlen, pos
+        cdef uint64_t off, size
+        cdef int r
+        cdef object blk
+        if self._lo is not None and cmp_user(uk, un, <const unsigned char*>PyBytes_AS_STRING(self._lo),
+                                             PyBytes_GET_SIZE(self._lo)) < 0:
             return None
-        cdef bytes lk = lookup_ikey(user_key, seq)
+        if self._hi is not None and cmp_user(uk, un, <const unsigned char*>PyBytes_AS_STRING(self._hi),
+                                             PyBytes_GET_SIZE(self._hi)) >= 0:
+            return None
+        if self._filter is not None and not probe(
+                <const unsigned char*>PyBytes_AS_STRING(self._filter), PyBytes_GET_SIZE(self._filter), uk, un):
+            return None
+        r = self._index.find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
+        if r == 0:
+            return None
+        if r < 0:
+            return self._slow(PyBytes_FromStringAndSize(<char*>lk, lkn))
+        pos = voff
+        if get_block_handle(self._index.ptr, voff + vlen, &pos, &off, &size) != 0:
+            raise CorruptionError("bad block handle in index block")
+        blk = None
+        if self._cache_get is not None:
+            blk = self._cache_get((self._owner, off))
+        if blk is None:
+            blk = self._fill(off, size)
+        r = (<Block>blk).find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
+        if r == 0:
+            return None
+        if r < 0:
+            return self._slow(PyBytes_FromStringAndSize(<char*>lk, lkn))
+        if klen != lkn or memcmp(kbuf, lk, lkn - 8) != 0:
+            return None
+        if (tag_at(kbuf, klen) & 0xFF) != KIND_VALUE:
+            return DELETED
+        return PyBytes_FromStringAndSize(<char*>(<Block>blk).ptr + voff, vlen)
+
+    cdef object _slow(self, bytes lk):
+        # Keys longer than the stack buffer (or a corrupt block, which the
+        # BlockIter path reports with its message): the object path.
+        cdef object h, blk, r
         h = self._index.find_handle(lk)
         if h is None:
             return None
@@ -402,7 +451,22 @@ cdef class PointReader:
             blk = self._cache_get((self._owner, (<tuple>h)[0]))
         if blk is None:
             blk = self._fill((<tuple>h)[0], (<tuple>h)[1])
-        return (<Block>blk).get(lk)
+        r = (<Block>blk).get(lk)
+        if r is None:
+            return None
+        return (<tuple>r)[1] if (<tuple>r)[0] == KIND_VALUE else DELETED
+
+    def get(self, bytes user_key not None, uint64_t seq):
+        """``(kind, value)`` of the newest entry of ``user_key`` with
+        sequence <= ``seq``, or None.  A bloom miss reads no block."""
+        cdef bytes lk = lookup_ikey(user_key, seq)
+        r = self.lookup(<const unsigned char*>PyBytes_AS_STRING(user_key), PyBytes_GET_SIZE(user_key),
+                        <const unsigned char*>PyBytes_AS_STRING(lk), PyBytes_GET_SIZE(lk))
+        if r is None:
+            return None
+        if r is DELETED:
+            return (KIND_DELETE, b"")
+        return (KIND_VALUE, r)
 
 
 def index_boundaries(Block index, Py_ssize_t trailer_size, Py_ssize_t stride=1):

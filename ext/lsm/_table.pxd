@@ -1,0 +1,15 @@
+# The point-read entry of a table (PointReader in _table.pyx), for
+# lsm._read's DB-level point read.
+from lsm._block cimport Block
+
+
+cdef class PointReader:
+    cdef object _filter
+    cdef Block _index
+    cdef object _cache_get
+    cdef object _owner
+    cdef object _fill
+    cdef object _cache
+    cdef bytes _lo, _hi
+    cdef object lookup(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk, Py_ssize_t lkn)
+    cdef object _slow(self, bytes lk)
