@@ -20,6 +20,17 @@ from consoleserver import HOSTILE, create_events, put_rows, sdk, start, wait_for
 SCREENSHOTS_ENV = "CONSOLE_SCREENSHOTS"
 
 
+def _navigate(browser, element):
+    """Click ``element`` and wait until the new page replaced the old one (so no
+    element of the old page is found afterwards: a stale-element flake)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+    old = browser.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(browser, 10).until(expected_conditions.staleness_of(old))
+
+
 def _driver():
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     chromedriver = shutil.which("chromedriver")
@@ -86,7 +97,7 @@ def test_console_in_headless_chromium(tmp_path, browser):
         assert "pk STRING, n INTEGER" in row
         browser.save_screenshot(os.path.join(images, "console-overview.png"))
 
-        link.click()
+        _navigate(browser, link)
         assert browser.find_element(By.TAG_NAME, "h1").text == "Table events"
         regions = browser.find_elements(By.CSS_SELECTOR, "table.regions tbody tr")
         assert len(regions) >= 3
@@ -106,7 +117,7 @@ def test_console_in_headless_chromium(tmp_path, browser):
         assert splits and '"a' in splits[0].text
         browser.save_screenshot(os.path.join(images, "console-table.png"))
 
-        browser.find_element(By.ID, "browse").click()
+        _navigate(browser, browser.find_element(By.ID, "browse"))
         limit = browser.find_element(By.NAME, "limit")
         limit.clear()
         limit.send_keys("4")
@@ -114,12 +125,12 @@ def test_console_in_headless_chromium(tmp_path, browser):
         assert start_pk.get_attribute("value") == "INF_MIN"     # the bound in effect
         start_pk.clear()
         start_pk.send_keys("a010")
-        browser.find_element(By.ID, "range-go").click()
+        _navigate(browser, browser.find_element(By.ID, "range-go"))
         first = browser.find_elements(By.CSS_SELECTOR, "table.rows tbody tr")
         assert [r.text.split("\n")[0] for r in first] == ['pk = "a010"', 'pk = "a011"',
                                                            'pk = "a012"', 'pk = "a013"']
         browser.save_screenshot(os.path.join(images, "console-rows.png"))
-        browser.find_element(By.ID, "next-page").click()
+        _navigate(browser, browser.find_element(By.ID, "next-page"))
         second = browser.find_elements(By.CSS_SELECTOR, "table.rows tbody tr")
         assert [r.text.split("\n")[0] for r in second] == ['pk = "a014"', 'pk = "a015"',
                                                             'pk = "a016"', 'pk = "a017"']
@@ -127,7 +138,7 @@ def test_console_in_headless_chromium(tmp_path, browser):
         browser.get(base + "/tables/events/rows")
         browser.find_element(By.NAME, "pk.pk").send_keys("zhot")
         browser.find_element(By.NAME, "pk.n").send_keys("7")
-        browser.find_element(By.ID, "getrow-go").click()
+        _navigate(browser, browser.find_element(By.ID, "getrow-go"))
         (row,) = browser.find_elements(By.CSS_SELECTOR, "table.rows tbody tr")
         assert 'pk = "zhot"' in row.text and "n2 = 7" in row.text
         # rows full of markup stay inert: shown as text, no element, no alert

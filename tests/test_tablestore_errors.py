@@ -130,7 +130,7 @@ def cases():
         ("batch write empty", lambda c: c.batch_write_row(BatchWriteRowRequest()), *P,
          "No row is specified in BatchWriteRow."),
         ("batch write no op", lambda c: c.batch_write_row(_bwrite([])), *P,
-         "No operation is specified for table:t."),
+         "No operation is specified for table: 't'."),
         ("batch write 201", lambda c: c.batch_write_row(_bwrite(_puts(201))), *P,
          "Rows count exceeds the upper limit:200."),
         # size per row: PK1 3+8, PK2 3+1, a 1+1500000 = 1500016 bytes; x3 = 4500048

@@ -17,7 +17,8 @@ from tablestore.protobuf import table_store_pb2 as pb
 
 from regions.otsserver import errors
 from regions.otsserver.plainbuffer import (
-    DELETE_ALL_VERSION, DELETE_ONE_VERSION, INCREMENT, Markers, PlainBufferCodec, PlainBufferError,
+    DELETE_ALL_VERSION, DELETE_ONE_VERSION, INCREMENT, Markers, NotUtf8, PlainBufferCodec,
+    PlainBufferError,
 )
 from regions.tablestore import conditions as check
 from regions.tablestore import metadata as md
@@ -53,6 +54,10 @@ def parse(message_cls, body: bytes):
 def decode_row(data: bytes):
     try:
         return CODEC.decode_row(data)
+    except NotUtf8 as e:
+        if e.part == "name":
+            raise service_error("invalid_column_name", column=e.column) from None
+        raise service_error("not_utf8", column=e.column) from None
     except PlainBufferError as e:
         raise errors.parameter_invalid(str(e)) from None
 

@@ -23,6 +23,10 @@ never be renumbered)::
                 | VT_INF_MAX(0xA) | VT_AUTO_INCREMENT(0xB)
     op          = DELETE_ALL_VERSION(0x1) | DELETE_ONE_VERSION(0x3) | INCREMENT(0x4)
 
+Names and VT_STRING payloads must be UTF-8; the decoder refuses others with
+``NotUtf8`` (the service refuses such a request, so nothing undecodable is
+ever stored).
+
 Checksums are CRC-8 (polynomial x^8+x^2+x+1, init 0, no reflection, no final
 xor).  A cell's checksum covers, in this order: the name bytes, the variant
 bytes exactly as on the wire, the timestamp's 8 bytes if present, then the op
@@ -114,6 +118,20 @@ class PlainBufferError(ValueError):
     The message uses Tablestore's wording where it has one; the HTTP layer
     turns it into ``400 OTSParameterInvalid``.
     """
+
+
+class NotUtf8(PlainBufferError):
+    """A cell name or a VT_STRING value whose bytes are not UTF-8.
+
+    ``column`` is the cell's name (decoded with replacement characters) and
+    ``part`` is "name" or "value", so that the caller can word the service's
+    error (regions.tablestore.errors: ``invalid_column_name`` / ``not_utf8``).
+    """
+
+    def __init__(self, column: str, part: str):
+        super().__init__("the %s of cell %r is not UTF-8" % (part, column))
+        self.column = column
+        self.part = part
 
 
 class Markers(NamedTuple):
@@ -297,7 +315,7 @@ class PlainBufferCodec:
             try:
                 return raw.decode("utf-8"), pos + n
             except UnicodeDecodeError:
-                raise PlainBufferError("Invalid string value: not UTF-8.") from None
+                raise NotUtf8("", "value") from None
         if vt == VT_BOOLEAN:
             if pos + 1 > end:
                 raise PlainBufferError("data format is invalid.")
@@ -415,7 +433,7 @@ class _Reader:
         try:
             name = name_b.decode("utf-8")
         except UnicodeDecodeError:
-            raise PlainBufferError("Invalid column name: not UTF-8.") from None
+            raise NotUtf8(name_b.decode("utf-8", "replace"), "name") from None
         crc = crc8(0, name_b)
         value = ts = op = None
         tag = self._peek()
@@ -424,7 +442,10 @@ class _Reader:
             n = self._int32()
             start = self.pos
             variant = self._take(n)
-            value, after = self.codec.decode_variant(self.data, start, start + n)
+            try:
+                value, after = self.codec.decode_variant(self.data, start, start + n)
+            except NotUtf8:
+                raise NotUtf8(name, "value") from None
             if after != start + n:
                 raise PlainBufferError("data format is invalid.")
             crc = crc8(crc, variant)

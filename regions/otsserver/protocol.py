@@ -21,6 +21,7 @@ from regions.otsserver import errors
 from regions.otsserver.errors import WireError
 from regions.tablestore import metadata as md
 from regions.tablestore.errors import OTSClientError, OTSServiceError, service_error
+from regions.tablestore.validate import BATCH_WRITE_ROWS, check_batch_rows
 
 BATCH_WRITE_TYPES = {pb.PUT: md.PutRowItem, pb.UPDATE: md.UpdateRowItem, pb.DELETE: md.DeleteRowItem}
 ROW_OF_TYPE = {pb.PUT: cv.put_row, pb.UPDATE: cv.update_row, pb.DELETE: cv.delete_row}
@@ -193,25 +194,32 @@ class TablestoreService:
         return resp
 
     def batch_write_row(self, body):
+        """Rows whose conversion fails with a service error (not UTF-8, a bad
+        update or filter: what the data API would refuse per row) get that
+        error as their result, in place, as they do on the embedded client;
+        the other rows go to the client."""
         req = cv.parse(pb.BatchWriteRowRequest, body)
+        check_batch_rows(sum(len(t.rows) for t in req.tables), BATCH_WRITE_ROWS)
         request = md.BatchWriteRowRequest()
         request.set_transaction_id(cv.transaction_id(req))
-        order = []
+        tables = []  # (name, [row item or OTSServiceError]) in request order
         for table in req.tables:
-            if table.table_name in request.items:
+            if any(name == table.table_name for name, _ in tables):
                 raise errors.parameter_invalid("Duplicated table name: %s." % table.table_name)
-            items = [BATCH_WRITE_TYPES[r.type](ROW_OF_TYPE[r.type](r.row_change),
-                                               cv.condition(r.condition),
-                                               cv.return_type(r))
-                     for r in table.rows]
-            request.add(md.TableInBatchWriteRowItem(table.table_name, items))
-            order.append(table.table_name)
-        result = self.client.batch_write_row(request)
+            rows = [_row_item(r) for r in table.rows]
+            items = [r for r in rows if not isinstance(r, OTSServiceError)]
+            if items or not rows:  # an empty entry: the client words the error
+                request.add(md.TableInBatchWriteRowItem(table.table_name, items))
+            tables.append((table.table_name, rows))
+        result = self.client.batch_write_row(request) if request.items or not tables else None
         resp = pb.BatchWriteRowResponse()
-        for name in order:
+        for name, rows in tables:
             out = resp.tables.add()
             out.table_name = name
-            for item in _results_in_request_order(result, name):
+            results = iter(_results_in_request_order(result, name) if result else ())
+            for given in rows:
+                item = (md.BatchWriteRowResponseItem(False, given.code, given.message, None, None)
+                        if isinstance(given, OTSServiceError) else next(results))
                 row = out.rows.add()
                 row.is_ok = bool(item.is_ok)
                 if item.is_ok:
@@ -262,6 +270,16 @@ class TablestoreService:
         req = cv.parse(pb.AbortTransactionRequest, body)
         self.client.abort_transaction(req.transaction_id)
         return pb.AbortTransactionResponse()
+
+
+def _row_item(proto):
+    """A RowInBatchWriteRowRequest -> the data API's row item, or its OTSServiceError."""
+    try:
+        return BATCH_WRITE_TYPES[proto.type](ROW_OF_TYPE[proto.type](proto.row_change),
+                                             cv.condition(proto.condition),
+                                             cv.return_type(proto))
+    except OTSServiceError as e:
+        return e
 
 
 def _results_in_request_order(result, table_name):

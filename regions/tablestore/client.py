@@ -4,6 +4,10 @@ Signatures, defaults and return shapes follow the official Python SDK 6.4.8,
 so code written for the cloud runs here by changing the constructor.  Every
 request is validated whole (validate.py) before anything is written; errors
 are the SDK's OTSClientError or the service's OTSServiceError (errors.py).
+BatchWriteRow validates every row first (an OTSClientError or a whole-request
+error refuses the request before any row is written; a row's service error
+becomes that row's result), then runs the rows one by one: every row gets its
+own result, and no exception leaves a batch half-applied and unreported.
 
 Thread-safety: one client may be used by many threads.  Writes to a row hold
 that row's striped lock, so conditional writes and INCREMENT are atomic per
@@ -16,6 +20,7 @@ outside a transaction check the partition lock under their row lock.
 """
 import copy
 import functools
+import logging
 import threading
 import time
 
@@ -34,18 +39,28 @@ from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowReq
                        UpdateTableResponse, INF_MAX, INF_MIN)
 from .reads import PK_PROJECTIONS, assemble, visible, whole_read
 from .transactions import TIMEOUT_S, TransactionManager, partition_of
-from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_TABLES,
-                       RANGE_BYTES, RANGE_ROWS, Schema, check_pk,
-                       check_put_columns, check_read_params, check_table_meta,
-                       check_table_options, check_update_columns)
+from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, INT64_MAX, INT64_MIN,
+                       MAX_TABLES, RANGE_BYTES, RANGE_ROWS, Schema, check_batch_rows, check_pk,
+                       check_put_columns, check_read_params, check_reserved_cu, check_row_size,
+                       check_table_meta, check_table_options, check_update_columns)
 
 __all__ = ["OTSClient"]
+
+log = logging.getLogger("regions.tablestore")
 
 _ATTR = "tablestore"
 _LOCK_STRIPES = 256
 _ROW_END = b"\x02"  # R + 0x02 sorts after every entry of row R
 # The default condition of a write; never mutated (conditions are read only).
 _IGNORE = Condition(RowExistenceExpectation.IGNORE)
+# The official SDK's connection arguments (OTSClient and AsyncOTSClient, 6.4.8):
+# accepted so that cloud code runs by changing the endpoint, and ignored.
+_SDK_CONNECTION_OPTIONS = frozenset((
+    "access_key_id", "access_key_secret", "instance_name", "credentials_provider", "region",
+    "sts_token", "sign_date", "auto_update_v4_sign", "encoding", "socket_timeout",
+    "max_connection", "logger_name", "retry_policy", "ssl_version", "extra_headers",
+    "enable_native", "native_fallback", "keepalive_timeout", "force_close"))
+_CLIENT_OPTIONS = frozenset(("server", "server_options", "pk_projection", "transaction_timeout"))
 
 
 def _now_ms():
@@ -72,11 +87,20 @@ class OTSClient:
     then does not close it); ``pk_projection``: the primary key of returned
     rows, ``"full"`` (the default, the service's: every key column whatever
     ``columns_to_get`` names) or ``"requested"`` (the 2017 guide's examples:
-    only the key columns ``columns_to_get`` names).  The SDK's connection
-    arguments (access keys, instance name, ...) are accepted and ignored.
+    only the key columns ``columns_to_get`` names); ``transaction_timeout``
+    (seconds an idle local transaction lives).  The SDK's connection arguments are accepted and
+    ignored, by keyword or in the SDK's positions after the endpoint
+    (``access_key_id, access_key_secret, instance_name, credentials_provider,
+    region``; keywords: ``sts_token``, ``retry_policy``, ``socket_timeout``...,
+    see ``_SDK_CONNECTION_OPTIONS``).  Any other keyword is a ``TypeError``
+    naming it, so a misspelt option is never silently dropped.
     """
 
-    def __init__(self, path, **options):
+    def __init__(self, path, access_key_id=None, access_key_secret=None, instance_name=None,
+                 credentials_provider=None, region=None, **options):
+        unknown = sorted(set(options) - _CLIENT_OPTIONS - _SDK_CONNECTION_OPTIONS)
+        if unknown:
+            raise TypeError("OTSClient() got an unexpected keyword argument %r" % unknown[0])
         pk_projection = options.pop("pk_projection", "full")
         if pk_projection not in PK_PROJECTIONS:
             raise ValueError("pk_projection must be one of %s, not %r"
@@ -203,7 +227,7 @@ class OTSClient:
         for v in (cu.read, cu.write):
             if v is not None and (not isinstance(v, int) or not -(1 << 31) <= v < (1 << 31)):
                 raise OTSClientError("%s exceeds the range of int32" % v)
-        return [cu.read, cu.write]
+        return check_reserved_cu([cu.read, cu.write])
 
     def delete_table(self, table_name):
         with self._meta_lock:
@@ -302,10 +326,10 @@ class OTSClient:
                     table_name, direction, inclusive_start_primary_key,
                     exclusive_end_primary_key, columns_to_get, limit, column_filter, max_version,
                     time_range, start_column, end_column, token)
-        name, schema = self._schema(table_name)
         if direction not in (Direction.FORWARD, Direction.BACKWARD):
             raise OTSClientError("direction should be one of [FORWARD, BACKWARD], not %s"
                                  % str(direction))
+        name, schema = self._schema(table_name)
         start = check_pk(schema, inclusive_start_primary_key, "bound")
         end = check_pk(schema, exclusive_end_primary_key, "bound")
         names, max_version, rng = check_read_params(columns_to_get, max_version, time_range)
@@ -386,11 +410,11 @@ class OTSClient:
         if not isinstance(request, BatchGetRowRequest):
             raise OTSClientError("The request should be a instance of BatchGetRowRequest, not %d"
                                  % len(request.__class__.__name__))
-        total = sum(len(item.primary_keys) for item in request.items.values())
-        if total == 0:
+        if not request.items:
             raise service_error("batch_get_empty")
-        if total > BATCH_GET_ROWS:
-            raise service_error("batch_rows_limit", limit=BATCH_GET_ROWS)
+        # A table entry with no keys is valid: it gets an empty result list.
+        total = sum(len(item.primary_keys) for item in request.items.values())
+        check_batch_rows(total, BATCH_GET_ROWS)
         for item in request.items.values():
             check_node_count(item.column_filter)  # fails the whole batch, as the service's
         result = {}
@@ -467,8 +491,12 @@ class OTSClient:
         else:
             values = check_pk(schema, row.primary_key)
             p.cells = []
+        expect = condition.row_existence_expectation
+        if expect == RowExistenceExpectation.EXPECT_NOT_EXIST and kind != BatchWriteRowType.PUT:
+            raise service_error("update_expect_not_exist" if kind == BatchWriteRowType.UPDATE
+                                else "delete_expect_not_exist")
         p.auto_incr = any(v is PK_AUTO_INCR for v in values)
-        if p.auto_incr and (condition.row_existence_expectation != RowExistenceExpectation.IGNORE
+        if p.auto_incr and (expect != RowExistenceExpectation.IGNORE
                             or condition.column_condition is not None):
             raise service_error("auto_incr_condition")
         p.pk_values = values
@@ -477,6 +505,8 @@ class OTSClient:
                                                   for v in values] if p.auto_incr else values)
         p.attr_bytes = _rows.cells_size(p.cells if kind == BatchWriteRowType.PUT
                                         else [(c[1], c[2]) for c in p.cells])
+        if kind != BatchWriteRowType.DELETE:
+            check_row_size(kind, p.pk_bytes + p.attr_bytes)
         return p
 
     def _run(self, p, transaction_id=None):
@@ -551,6 +581,8 @@ class OTSClient:
                 if not isinstance(base, int) or isinstance(base, bool):
                     raise service_error("increment_on_non_integer", column=col)
                 result = base + value
+                if not INT64_MIN <= result <= INT64_MAX:
+                    raise service_error("increment_overflow", column=col)
                 if live is not None:
                     live[col] = [(ts, result)] + (current or [])
                 batch.put(key, cells.encode_put_delta(ts, result))
@@ -570,8 +602,7 @@ class OTSClient:
             if not item.row_items:
                 raise service_error("batch_no_operation", table=table_name)
             total += len(item.row_items)
-        if total > BATCH_WRITE_ROWS:
-            raise service_error("batch_rows_limit", limit=BATCH_WRITE_ROWS)
+        check_batch_rows(total, BATCH_WRITE_ROWS)
         prepared = {}
         size = 0
         for table_name, item in request.items.items():
@@ -589,22 +620,33 @@ class OTSClient:
             raise service_error("batch_write_size", limit=BATCH_WRITE_BYTES, size=size)
         response = {}
         for table_name, plans in prepared.items():
-            results = response[table_name] = []
-            for p in plans:
-                if isinstance(p, OTSServiceError):
-                    results.append(BatchWriteRowResponseItem(False, p.code, p.message, None, None))
-                    continue
-                try:
-                    consumed, row = self._run(p)
-                except OTSServiceError as exc:
-                    cu = (failed_condition_cu(p.kind == BatchWriteRowType.DELETE)
-                          if exc.code == "OTSConditionCheckFail" else None)
-                    results.append(BatchWriteRowResponseItem(False, exc.code, exc.message, cu,
-                                                             None))
-                    continue
-                results.append(BatchWriteRowResponseItem(True, None, None, consumed,
-                                                         row.primary_key if row else None))
+            response[table_name] = [self._run_reported(p) for p in plans]
         return BatchWriteRowResponse(request, response)
+
+    def _run_reported(self, p):
+        """One row of a batch, run: its result item, whatever goes wrong.
+
+        Past this point rows are being written, so nothing may escape and
+        leave the batch half-applied and unreported: a service error is the
+        row's own error; any other exception (a fault of ours) is logged and
+        reported as the row's OTSInternalServerError.  A row is one atomic
+        region write, so a failed row wrote nothing (unless the fault came
+        after its write, which only the log can tell).
+        """
+        if isinstance(p, OTSServiceError):
+            return BatchWriteRowResponseItem(False, p.code, p.message, None, None)
+        try:
+            consumed, row = self._run(p)
+        except OTSServiceError as exc:
+            cu = (failed_condition_cu(p.kind == BatchWriteRowType.DELETE)
+                  if exc.code == "OTSConditionCheckFail" else None)
+            return BatchWriteRowResponseItem(False, exc.code, exc.message, cu, None)
+        except Exception:  # noqa: BLE001 -- reported as the row's result, see above
+            log.exception("BatchWriteRow: row of table %r failed", p.table)
+            exc = service_error("internal_error")
+            return BatchWriteRowResponseItem(False, exc.code, exc.message, None, None)
+        return BatchWriteRowResponseItem(True, None, None, consumed,
+                                         row.primary_key if row else None)
 
     # -- local transactions (state in transactions.py) ------------------------
     def start_local_transaction(self, table_name, key):

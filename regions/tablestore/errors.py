@@ -4,7 +4,9 @@ Every error the service side of this package raises is built here by
 :func:`service_error` from a row of :data:`ERRORS`, so the code, HTTP status
 and message wording of each failure live in exactly one place.  Messages are
 Tablestore's own (shared/reference/tablestore.md, section 6); where the
-reference gives none, the wording is ours and is marked ``(ours)`` below.
+reference gives none, the wording is ours and is marked ``(ours)`` below;
+``(error-code page)`` marks wording from the service's current error-code
+page, ``(SDK tests)`` wording asserted by the official SDK's tests.
 
 :class:`OTSClientError` is what the official SDK raises when it rejects a
 request before sending it; :class:`OTSServiceError` is what the service
@@ -78,6 +80,11 @@ ERRORS = {
     "duplicated_pk_name": _P + ("Duplicated primary key name: '{name}'.",),
     "auto_incr_not_integer": _P + ("AUTO_INCREMENT primary key must be integer.",),
     "auto_incr_first": _P + ("First primary key can't be auto increment, table: {table}.",),
+    "auto_incr_count": _P + ("AUTO_INCREMENT primary key count must <= 1.",),  # (error-code page)
+    "reserved_negative": _P + ("Invalid Capacity Unit:{cu} . Capacity Unit must be "
+                               "nonnegative.",),  # (error-code page)
+    "reserved_too_large": _P + ("Invalid Capacity Unit:{cu} . Capacity Unit must be at most "
+                                "{limit}.",),  # (ours)
     "ttl_invalid": _P + ("TimeToLive cannot be 0 or less than -1.",),
     "ttl_too_small": _P + ("TimeToLive must be -1 or at least 86400 seconds.",),  # (ours)
     "max_versions_invalid": _P + ("The maximum versions cannot be less than or equal to 0.",),
@@ -105,6 +112,21 @@ ERRORS = {
     "increment_not_integer": _P + ("Increment value must be INTEGER. Cell:{column}.",),  # (ours)
     "increment_on_non_integer": _P + ("The type of the column to increment must be INTEGER. "
                                       "Cell:{column}.",),  # (ours)
+    "not_utf8": _P + ("Value of column {column} must be UTF8 encoding.",),  # (error-code page)
+    "put_row_size": _P + ("The total data size of PutRow request exceeds the limit, limit size: "
+                          "{limit} , data size: {size}.",),  # (error-code page)
+    "update_row_size": _P + ("The total data size of UpdateRow request exceeds the limit, limit "
+                             "size: {limit} , data size: {size}.",),  # (error-code page)
+    "update_expect_not_exist": _P + ("Invalid condition: EXPECT_NOT_EXIST while updating "
+                                     "row.",),  # (SDK tests)
+    "delete_expect_not_exist": _P + ("Invalid condition: EXPECT_NOT_EXIST while deleting "
+                                     "row.",),  # (SDK tests)
+    "update_duplicated_column": _P + ("Duplicated attribute column name: '{column}' while updating "
+                                      "row.",),  # (SDK tests)
+    "increment_with_ts": _P + ("Timestamp cannot be given when type is INCREMENT. "
+                               "Cell:{column}.",),  # (ours)
+    "increment_overflow": _P + ("The result of INCREMENT exceeds the range of INTEGER. "
+                                "Cell:{column}.",),  # (ours)
     "condition_failed": (403, "OTSConditionCheckFail", "Condition check failed."),
     # reads
     "no_version_condition": _P + ("No version condition is specified while querying row.",),
@@ -138,7 +160,7 @@ ERRORS = {
     # batches
     "batch_get_empty": _P + ("No row specified in the request of BatchGetRow.",),
     "batch_write_empty": _P + ("No row is specified in BatchWriteRow.",),
-    "batch_no_operation": _P + ("No operation is specified for table:{table}.",),
+    "batch_no_operation": _P + ("No operation is specified for table: '{table}'.",),  # (SDK tests)
     "batch_rows_limit": _P + ("Rows count exceeds the upper limit:{limit}.",),
     "batch_write_size": _P + ("The total data size of BatchWriteRow request exceeds the limit, "
                               "limit size: {limit}, data size:{size}.",),
@@ -166,6 +188,8 @@ ERRORS = {
     "transaction_one_pk": _P + ("StartLocalTransaction support only one primary key.",),
     "transaction_auto_incr": _P + ("Local transactions cannot be used on a table with an "
                                    "auto-increment primary key column.",),  # (ours)
+    # a fault of ours while running one row of a batch (the row's result, never the request's)
+    "internal_error": (500, "OTSInternalServerError", "Internal server error."),
 }
 
 

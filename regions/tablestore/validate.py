@@ -10,13 +10,16 @@ import math
 import re
 
 from .errors import OTSClientError, service_error
-from .metadata import INF_MAX, INF_MIN, PK_AUTO_INCR, TableMeta, TableOptions
+from .metadata import (INF_MAX, INF_MIN, PK_AUTO_INCR, BatchWriteRowType, TableMeta,
+                       TableOptions)
 
 __all__ = ["MAX_PK_COLUMNS", "MAX_PK_BYTES", "MAX_VALUE_BYTES", "MAX_COLUMNS_TO_GET",
            "BATCH_WRITE_ROWS", "BATCH_WRITE_BYTES", "BATCH_GET_ROWS", "RANGE_ROWS",
            "RANGE_BYTES", "MAX_TABLES", "Schema", "check_name", "check_table_meta",
            "check_table_options", "check_pk", "check_put_columns", "check_update_columns",
-           "check_read_params", "check_int64"]
+           "check_read_params", "check_int64", "check_reserved_cu", "check_row_size",
+           "check_batch_rows",
+           "MAX_ROW_WRITE_BYTES", "MAX_RESERVED_CU"]
 
 MAX_PK_COLUMNS = 4
 MAX_PK_BYTES = 1024
@@ -24,6 +27,8 @@ MAX_VALUE_BYTES = 2 << 20
 MAX_COLUMNS_TO_GET = 128
 BATCH_WRITE_ROWS = 200
 BATCH_WRITE_BYTES = 4 << 20
+MAX_ROW_WRITE_BYTES = 4 << 20  # the data of one PutRow / UpdateRow (reference section 5)
+MAX_RESERVED_CU = 100000
 BATCH_GET_ROWS = 100
 RANGE_ROWS = 5000
 RANGE_BYTES = 4 << 20
@@ -71,7 +76,13 @@ class Schema:
 def check_name(name, kind="column"):
     """A table or column name: 1-255 bytes of [A-Za-z0-9_], not starting with a digit."""
     if isinstance(name, bytes):
-        name = name.decode("utf-8")
+        try:
+            name = name.decode("utf-8")
+        except UnicodeDecodeError:
+            shown = name.decode("utf-8", "replace")
+            if kind == "table":
+                raise service_error("invalid_table_name", table=shown) from None
+            raise service_error("invalid_column_name", column=shown) from None
     if not isinstance(name, str):
         raise OTSClientError("expect str or unicode type for string, not %s: %s"
                              % (name.__class__.__name__, name))
@@ -117,6 +128,8 @@ def check_table_meta(table_meta):
                 raise service_error("auto_incr_not_integer")
             if i == 0:
                 raise service_error("auto_incr_first", table=table)
+            if auto_incr is not None:
+                raise service_error("auto_incr_count")
             auto_incr = i
     if not 1 <= len(names) <= MAX_PK_COLUMNS:
         raise service_error("pk_count", limit=MAX_PK_COLUMNS)
@@ -175,6 +188,43 @@ def check_table_options(options, partial=False):
     return out
 
 
+def check_reserved_cu(values):
+    """The service's range of reserved read/write CU (None: not given)."""
+    for cu in values:
+        if cu is None:
+            continue
+        if cu < 0:
+            raise service_error("reserved_negative", cu=cu)
+        if cu > MAX_RESERVED_CU:
+            raise service_error("reserved_too_large", cu=cu, limit=MAX_RESERVED_CU)
+    return values
+
+
+def check_row_size(kind, size):
+    """One PutRow / UpdateRow's data (PK + attribute bytes, as CU count them) within 4 MB.
+
+    ``kind``: BatchWriteRowType.PUT or .UPDATE.
+    """
+    if size > MAX_ROW_WRITE_BYTES:
+        raise service_error("put_row_size" if kind == BatchWriteRowType.PUT
+                            else "update_row_size",
+                            limit=MAX_ROW_WRITE_BYTES, size=size)
+
+
+def check_batch_rows(total, limit):
+    """A batch's row count (every row given, valid or not) within ``limit``."""
+    if total > limit:
+        raise service_error("batch_rows_limit", limit=limit)
+
+
+def _check_utf8(name, value):
+    """A STRING given as ``bytes`` (the SDK sends its raw bytes) must be UTF-8."""
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise service_error("not_utf8", column=name) from None
+
+
 def _pk_value_kind(value):
     """The wire type the SDK would send for a PK value (client-side type check)."""
     if value is INF_MIN or value is INF_MAX or value is PK_AUTO_INCR:
@@ -226,6 +276,8 @@ def check_pk(schema, primary_key, mode="row"):
         elif kind != schema.types[i]:
             raise service_error("pk_schema_mismatch")
         elif kind != "INTEGER":
+            if isinstance(value, bytes):
+                _check_utf8(name, value)
             length = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
             if length > MAX_PK_BYTES:
                 raise service_error("pk_too_long", column=name, limit=MAX_PK_BYTES, length=length)
@@ -280,6 +332,8 @@ def _check_value(name, value):
         length = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
         if length > MAX_VALUE_BYTES:
             raise service_error("attr_too_long", column=name, limit=MAX_VALUE_BYTES, length=length)
+        if isinstance(value, bytes):
+            _check_utf8(name, value)
         return value
     raise OTSClientError("Unsupported column type: " + str(type(value)))
 
@@ -328,7 +382,9 @@ def check_put_columns(schema, columns, now_ms):
 def check_update_columns(schema, update, now_ms):
     """UpdateRow's dict -> [(op, name, value, ts)], op in PUT/DELETE/DELETE_ALL/INCREMENT.
 
-    ts is None where the writer assigns it (see check_put_columns).
+    ts is None where the writer assigns it (see check_put_columns).  A column
+    appears at most once, except as versions of a multi-version write
+    (_check_repeated_cell).
     """
     if not isinstance(update, dict):
         raise OTSClientError("the attribute columns of UpdateRow is not dict, but is %s"
@@ -342,6 +398,7 @@ def check_update_columns(schema, update, now_ms):
                 raise OTSClientError("the cell of update-row must be tuple, but is %s"
                                      % str(type(cell)))
     ops = []
+    seen = {}
     for key, cells in update.items():
         op = key.upper()
         if op not in ("DELETE", "DELETE_ALL", "INCREMENT"):
@@ -367,18 +424,39 @@ def check_update_columns(schema, update, now_ms):
                         raise OTSClientError("expect int or long for the value, not %s"
                                              % ts.__class__.__name__)
                     check_int64(ts)
+                _check_repeated_cell(seen, op, name, ts)
                 ops.append((op, name, None, ts))
                 continue
             if value is None:
                 raise OTSClientError("Unsupported column type: " + str(type(value)))
             value = _check_value(name, value)
-            if op == "INCREMENT" and (not isinstance(value, int) or isinstance(value, bool)):
-                raise service_error("increment_not_integer", column=name)
+            if op == "INCREMENT":
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise service_error("increment_not_integer", column=name)
+                if ts is not None:
+                    raise service_error("increment_with_ts", column=name)
             ts = None if ts is None else _check_ts(schema, name, ts, now_ms)
+            _check_repeated_cell(seen, op, name, ts)
             ops.append((op, name, value, ts))
     if not ops:
         raise service_error("update_missing_cells")
     return ops
+
+
+def _check_repeated_cell(seen, op, name, ts):
+    """A column may repeat in one UpdateRow only as PUT or DELETE (one version)
+    cells of distinct versions (a multi-version write); any other repetition
+    (two operations on it, DELETE_ALL or INCREMENT twice, the same version
+    twice, two PUTs without a timestamp) is refused.  ``seen``: name -> (op,
+    set of versions), filled here."""
+    previous = seen.get(name)
+    if previous is None:
+        seen[name] = (op, {ts})
+        return
+    first_op, versions = previous
+    if op != first_op or op in ("DELETE_ALL", "INCREMENT") or ts in versions:
+        raise service_error("update_duplicated_column", column=name)
+    versions.add(ts)
 
 
 def check_read_params(columns_to_get, max_version, time_range):

@@ -1,0 +1,352 @@
+"""The service's validation rules, on the embedded client and over the wire.
+
+Every test runs twice: on ``regions.tablestore.OTSClient`` (embedded) and on
+the official SDK 6.4.8 talking to ``regions-server`` (wire).  Each refused
+request gets the service's status, code and message and changes nothing;
+batches report every row, whatever goes wrong in another.
+"""
+import logging
+import time
+
+import pytest
+import tablestore as ts
+
+import regions.tablestore as emb
+from regions.otsserver.cli import make_server
+
+logging.getLogger("tablestore").addHandler(logging.NullHandler())
+logging.getLogger("tablestore").setLevel(logging.CRITICAL)
+
+KEY_ID, SECRET, INSTANCE = "ak", "sk", "inst"
+P = (400, "OTSParameterInvalid")
+PK = [("PK1", 1), ("PK2", "a")]
+INT64_MAX = (1 << 63) - 1
+T0 = (int(time.time()) - 3600) * 1000  # inside the default 1-day deviation
+
+
+class Env:
+    """A client (embedded or SDK), the module its classes come from, and the
+    embedded client that serves it (to inject faults)."""
+
+    def __init__(self, client, lib, core):
+        self.client, self.lib, self.core = client, lib, core
+
+
+@pytest.fixture(params=["embedded", "wire"])
+def env(request, tmp_path):
+    if request.param == "embedded":
+        client = emb.OTSClient(str(tmp_path / "data"))
+        e = Env(client, emb, client)
+        _create(e)
+        yield e
+        client.close()
+    else:
+        srv = make_server(str(tmp_path / "data"), "127.0.0.1", 0, INSTANCE, KEY_ID,
+                          SECRET).start()
+        client = ts.OTSClient(srv.endpoint, KEY_ID, SECRET, INSTANCE,
+                              retry_policy=ts.NoRetryPolicy())
+        e = Env(client, ts, srv.service.client)
+        _create(e)
+        yield e
+        srv.stop()
+
+
+def _create(e):
+    L = e.lib
+    e.client.create_table(L.TableMeta("t", [("PK1", "INTEGER"), ("PK2", "STRING")]),
+                          L.TableOptions(max_version=3), L.ReservedThroughput(L.CapacityUnit(0, 0)))
+    e.client.put_row("t", L.Row(PK, [("a", 1), ("n", INT64_MAX - 1)]))
+
+
+def snapshot(e):
+    """Everything a refused request must leave as it was."""
+    L = e.lib
+    lo = [("PK1", L.INF_MIN), ("PK2", L.INF_MIN)]
+    hi = [("PK1", L.INF_MAX), ("PK2", L.INF_MAX)]
+    rows = e.client.get_range("t", "FORWARD", lo, hi, max_version=10)[2]
+    desc = e.client.describe_table("t")
+    cu = desc.reserved_throughput_details.capacity_unit
+    return (e.client.list_table(), (cu.read, cu.write),
+            [(r.primary_key, r.attribute_columns) for r in rows])
+
+
+def refused(e, call, status, code, message, error="service"):
+    """``call`` fails with exactly this error and changes nothing."""
+    before = snapshot(e)
+    cls = e.lib.OTSServiceError if error == "service" else e.lib.OTSClientError
+    with pytest.raises(cls) as info:
+        call()
+    if error == "service":
+        assert (info.value.get_http_status(), info.value.get_error_code(),
+                info.value.get_error_message()) == (status, code, message)
+    else:
+        assert info.value.get_error_message() == message
+    assert snapshot(e) == before
+
+
+def columns(e, pk=PK):
+    row = e.client.get_row("t", pk, max_version=10)[1]
+    return None if row is None else row.attribute_columns
+
+
+def latest(e, name, pk=PK):
+    return next(c[1] for c in columns(e, pk) if c[0] == name)
+
+
+def batch(e, *items):
+    req = e.lib.BatchWriteRowRequest()
+    req.add(e.lib.TableInBatchWriteRowItem("t", list(items)))
+    resp = e.client.batch_write_row(req)
+    results = []
+    for getter in (resp.get_put, resp.get_update, resp.get_delete):
+        ok, failed = getter()
+        results += ok + failed
+    results.sort(key=lambda item: item.index)
+    return [(r.is_ok, r.error_code, r.error_message) for r in results]
+
+
+OK = (True, None, None)
+
+
+# ------------------------------------------------------------ expectations
+
+def test_update_and_delete_refuse_expect_not_exist(env):
+    e, L = env, env.lib
+    cond = L.Condition(L.RowExistenceExpectation.EXPECT_NOT_EXIST)
+    refused(e, lambda: e.client.update_row("t", L.Row(PK, {"PUT": [("b", 1)]}), cond), *P,
+            "Invalid condition: EXPECT_NOT_EXIST while updating row.")
+    refused(e, lambda: e.client.delete_row("t", L.Row(PK), cond), *P,
+            "Invalid condition: EXPECT_NOT_EXIST while deleting row.")
+    missing = [("PK1", 2), ("PK2", "a")]  # refused whether or not the row exists
+    refused(e, lambda: e.client.delete_row("t", L.Row(missing), cond), *P,
+            "Invalid condition: EXPECT_NOT_EXIST while deleting row.")
+    assert batch(e, L.UpdateRowItem(L.Row(PK, {"PUT": [("b", 1)]}), cond),
+                 L.DeleteRowItem(L.Row(PK), cond),
+                 L.PutRowItem(L.Row(missing, [("b", 1)]), cond)) == [
+        (False, "OTSParameterInvalid", "Invalid condition: EXPECT_NOT_EXIST while updating row."),
+        (False, "OTSParameterInvalid", "Invalid condition: EXPECT_NOT_EXIST while deleting row."),
+        OK]
+    assert columns(e)[0][:2] == ("a", 1) and len(columns(e)) == 2
+
+
+# --------------------------------------------------------------- INCREMENT
+
+def test_increment_overflow_is_refused_and_changes_nothing(env):
+    e, L = env, env.lib
+    msg = "The result of INCREMENT exceeds the range of INTEGER. Cell:n."
+    refused(e, lambda: e.client.update_row("t", L.Row(PK, {"INCREMENT": [("n", 2)]}), None),
+            *P, msg)
+    # the other cells of the same update are not written either
+    refused(e, lambda: e.client.update_row("t", L.Row(PK, {"PUT": [("b", 1)],
+                                                           "INCREMENT": [("n", 5)]}), None),
+            *P, msg)
+    e.client.update_row("t", L.Row(PK, {"INCREMENT": [("n", 1)]}), None)
+    assert latest(e, "n") == INT64_MAX
+    e.client.put_row("t", L.Row(PK, [("n", -INT64_MAX - 1)]))
+    refused(e, lambda: e.client.update_row("t", L.Row(PK, {"INCREMENT": [("n", -1)]}), None),
+            *P, msg)
+
+
+def test_increment_with_a_timestamp_is_refused(env):
+    e, L = env, env.lib
+    refused(e, lambda: e.client.update_row("t", L.Row(PK, {"INCREMENT": [("n", 1, T0)]}), None),
+            *P, "Timestamp cannot be given when type is INCREMENT. Cell:n.")
+
+
+@pytest.mark.parametrize("update", [
+    {"PUT": [("c", 1)], "INCREMENT": [("c", 1)]},
+    {"PUT": [("c", 1)], "DELETE_ALL": ["c"]},
+    {"PUT": [("c", 1, T0)], "DELETE": [("c", None, T0 + 1)]},
+    {"DELETE_ALL": ["c", "c"]},
+    {"INCREMENT": [("c", 1), ("c", 2)]},
+    {"PUT": [("c", 1), ("c", 2)]},
+    {"PUT": [("c", 1, T0), ("c", 2, T0)]},
+    {"DELETE": [("c", None, T0), ("c", None, T0)]},
+    {"PUT": [("c", 1)], "put": [("c", 2)]},
+], ids=["put+increment", "put+delete_all", "put+delete", "delete_all twice", "increment twice",
+        "put twice no ts", "put twice same ts", "delete twice same ts", "PUT and put keys"])
+def test_a_column_named_twice_in_one_update_is_refused(env, update):
+    e, L = env, env.lib
+    refused(e, lambda: e.client.update_row("t", L.Row(PK, update), None), *P,
+            "Duplicated attribute column name: 'c' while updating row.")
+
+
+def test_versions_of_one_column_in_one_update_are_a_multi_version_write(env):
+    e, L = env, env.lib
+    e.client.update_row("t", L.Row(PK, {"PUT": [("c", 1, T0), ("c", 2, T0 + 1)]}), None)
+    assert [x for x in columns(e) if x[0] == "c"] == [("c", 2, T0 + 1), ("c", 1, T0)]
+    e.client.update_row("t", L.Row(PK, {"DELETE": [("c", None, T0), ("c", None, T0 + 1)]}), None)
+    assert [x for x in columns(e) if x[0] == "c"] == []
+
+
+# ------------------------------------------------------------------ limits
+
+def test_a_put_or_update_over_4_mb_is_refused(env):
+    e, L = env, env.lib
+    big = "x" * (2 << 20)  # each value at its own 2 MB limit
+    # PK1 3+8, PK2 3+1, a 1+2 MB, b 1+2 MB
+    size = 15 + 2 * (1 + (2 << 20))
+    refused(e, lambda: e.client.put_row("t", L.Row(PK, [("a", big), ("b", big)])), *P,
+            "The total data size of PutRow request exceeds the limit, limit size: 4194304 , "
+            "data size: %d." % size)
+    refused(e, lambda: e.client.update_row("t", L.Row(PK, {"PUT": [("a", big), ("b", big)]}),
+                                           None), *P,
+            "The total data size of UpdateRow request exceeds the limit, limit size: 4194304 , "
+            "data size: %d." % size)
+    e.client.put_row("t", L.Row(PK, [("a", big), ("b", "y" * 4000)]))  # under the limit
+
+
+def test_strings_given_as_bytes_must_be_utf8(env):
+    e, L = env, env.lib
+    bad = b"\xff\xfeab"
+    msg = "Value of column %s must be UTF8 encoding."
+    refused(e, lambda: e.client.put_row("t", L.Row(PK, [("a", bad)])), *P, msg % "a")
+    refused(e, lambda: e.client.update_row("t", L.Row(PK, {"PUT": [("b", bad)]}), None), *P,
+            msg % "b")
+    bad_pk = [("PK1", 1), ("PK2", b"\xc3")]
+    refused(e, lambda: e.client.put_row("t", L.Row(bad_pk, [("a", 1)])), *P, msg % "PK2")
+    refused(e, lambda: e.client.get_row("t", bad_pk), *P, msg % "PK2")
+    # valid UTF-8 bytes are a STRING and read back as str
+    e.client.put_row("t", L.Row([("PK1", 1), ("PK2", "é".encode())], [("a", "ü".encode())]))
+    assert columns(e, [("PK1", 1), ("PK2", "é")])[0][:2] == ("a", "ü")
+
+
+def test_more_than_one_auto_increment_column_is_refused(env):
+    e, L = env, env.lib
+    meta = L.TableMeta("n", [("a", "INTEGER"), ("b", "INTEGER", L.PK_AUTO_INCR),
+                             ("c", "INTEGER", L.PK_AUTO_INCR)])
+    rt = L.ReservedThroughput(L.CapacityUnit(0, 0))
+    refused(e, lambda: e.client.create_table(meta, L.TableOptions(), rt), *P,
+            "AUTO_INCREMENT primary key count must <= 1.")
+
+
+@pytest.mark.parametrize("read,write,message", [
+    (100001, 0, "Invalid Capacity Unit:100001 . Capacity Unit must be at most 100000."),
+    (0, 100001, "Invalid Capacity Unit:100001 . Capacity Unit must be at most 100000."),
+    (-1, 0, "Invalid Capacity Unit:-1 . Capacity Unit must be nonnegative."),
+])
+def test_reserved_cu_outside_0_to_100000_is_refused(env, read, write, message):
+    e, L = env, env.lib
+    meta = L.TableMeta("n", [("a", "INTEGER")])
+    refused(e, lambda: e.client.create_table(
+        meta, L.TableOptions(), L.ReservedThroughput(L.CapacityUnit(read, write))), *P, message)
+    refused(e, lambda: e.client.update_table(
+        "t", reserved_throughput=L.ReservedThroughput(L.CapacityUnit(read, write))), *P, message)
+    refused(e, lambda: e.client.update_table(
+        "t", reserved_throughput=L.ReservedThroughput(L.CapacityUnit(None, write or read))),
+        *P, message)
+
+
+def test_reserved_cu_at_the_limits_is_accepted(env):
+    e, L = env, env.lib
+    e.client.create_table(L.TableMeta("n", [("a", "INTEGER")]), L.TableOptions(),
+                          L.ReservedThroughput(L.CapacityUnit(100000, 0)))
+    e.client.update_table("t", reserved_throughput=L.ReservedThroughput(L.CapacityUnit(0, 100000)))
+    cu = e.client.describe_table("t").reserved_throughput_details.capacity_unit
+    assert (cu.read, cu.write) == (0, 100000)
+
+
+def test_get_range_checks_the_direction_before_the_table(env):
+    # The SDK refuses a bad direction client-side, before any table lookup.
+    e, L = env, env.lib
+    refused(e, lambda: e.client.get_range("zz", "SIDEWAYS", PK, PK), None, None,
+            "direction should be one of [FORWARD, BACKWARD], not SIDEWAYS", error="client")
+
+
+# ----------------------------------------------------------------- batches
+
+def test_every_row_of_a_batch_gets_its_own_result(env):
+    e, L = env, env.lib
+    pk = lambda i: [("PK1", 10 + i), ("PK2", "b")]  # noqa: E731
+    items = [
+        L.PutRowItem(L.Row(pk(0), [("a", 0)]), None),
+        L.UpdateRowItem(L.Row(PK, {"INCREMENT": [("n", 5)]}), None),            # overflow
+        L.PutRowItem(L.Row(pk(2), [("a", 2)]), None),
+        L.UpdateRowItem(L.Row(pk(3), {"PUT": [("a", 3)]}),
+                        L.Condition(L.RowExistenceExpectation.EXPECT_EXIST)),   # condition
+        L.PutRowItem(L.Row(pk(4), [("a", b"\xff")]), None),                   # not UTF-8
+        L.DeleteRowItem(L.Row(pk(5)),
+                        L.Condition(L.RowExistenceExpectation.EXPECT_NOT_EXIST)),
+        L.UpdateRowItem(L.Row(pk(6), {"PUT": [("a", 6)], "DELETE_ALL": ["a"]}), None),
+        L.UpdateRowItem(L.Row(pk(7), {"INCREMENT": [("n", 7)]}), None),
+    ]
+    before = columns(e)
+    assert batch(e, *items) == [
+        OK,
+        (False, "OTSParameterInvalid", "The result of INCREMENT exceeds the range of INTEGER. "
+                                       "Cell:n."),
+        OK,
+        (False, "OTSConditionCheckFail", "Condition check failed."),
+        (False, "OTSParameterInvalid", "Value of column a must be UTF8 encoding."),
+        (False, "OTSParameterInvalid", "Invalid condition: EXPECT_NOT_EXIST while deleting row."),
+        (False, "OTSParameterInvalid", "Duplicated attribute column name: 'a' while updating row."),
+        OK,
+    ]
+    assert columns(e) == before
+    assert [columns(e, pk(i)) and [c[:2] for c in columns(e, pk(i))] for i in range(8)] == [
+        [("a", 0)], None, [("a", 2)], None, None, None, None, [("n", 7)]]
+
+
+def test_a_fault_in_one_row_of_a_batch_is_that_rows_error(env, monkeypatch):
+    # Not a service error (a bug, a disk error): the row reports
+    # OTSInternalServerError, the rows before and after it are written and
+    # reported, and no exception leaves the batch half-applied.
+    e, L = env, env.lib
+    pk = lambda i: [("PK1", 10 + i), ("PK2", "b")]  # noqa: E731
+    run = e.core._run
+
+    def faulty(p):
+        if p.pk_values == [11, "b"]:
+            raise OSError("disk on fire")
+        return run(p)
+
+    monkeypatch.setattr(e.core, "_run", faulty)
+    logging.getLogger("regions.tablestore").disabled = True
+    try:
+        results = batch(e, *[L.PutRowItem(L.Row(pk(i), [("a", i)]), None) for i in range(3)])
+    finally:
+        logging.getLogger("regions.tablestore").disabled = False
+    assert results == [OK, (False, "OTSInternalServerError", "Internal server error."), OK]
+    assert [columns(e, pk(i)) and columns(e, pk(i))[0][:2] for i in range(3)] == [
+        ("a", 0), None, ("a", 2)]
+
+
+def test_an_empty_table_entry_in_batch_write_is_refused(env):
+    e, L = env, env.lib
+    refused(e, lambda: batch(e), *P, "No operation is specified for table: 't'.")
+    refused(e, lambda: e.client.batch_write_row(L.BatchWriteRowRequest()), *P,
+            "No row is specified in BatchWriteRow.")
+
+
+def test_batch_get_entry_without_keys_succeeds_with_no_rows(env):
+    e, L = env, env.lib
+    e.client.create_table(L.TableMeta("u", [("k", "INTEGER")]), L.TableOptions(),
+                          L.ReservedThroughput(L.CapacityUnit(0, 0)))
+    req = L.BatchGetRowRequest()
+    req.add(L.TableInBatchGetRowItem("u", [], [], None, 1))
+    resp = e.client.batch_get_row(req)
+    assert resp.get_result_by_table("u") == [] and resp.is_all_succeed()
+    req.add(L.TableInBatchGetRowItem("t", [PK], [], None, 1))
+    resp = e.client.batch_get_row(req)
+    assert resp.get_result_by_table("u") == []
+    assert [r.row.attribute_columns[0][:2] for r in resp.get_result_by_table("t")] == [("a", 1)]
+    refused(e, lambda: e.client.batch_get_row(L.BatchGetRowRequest()), *P,
+            "No row specified in the request of BatchGetRow.")
+
+
+# ------------------------------------------------------------- constructor
+
+def test_client_rejects_an_unknown_keyword_and_names_it(tmp_path):
+    with pytest.raises(TypeError, match="'server_option'"):
+        emb.OTSClient(str(tmp_path / "a"), server_option=None)
+    assert not (tmp_path / "a").exists()  # refused before opening anything
+
+
+def test_client_accepts_and_ignores_the_sdks_connection_arguments(tmp_path):
+    with emb.OTSClient(str(tmp_path / "a"), "ak", "sk", "inst", None, "cn-hangzhou",
+                       sts_token="t", sign_date="20250101", auto_update_v4_sign=True,
+                       encoding="utf8", socket_timeout=5, max_connection=2, logger_name="x",
+                       retry_policy=ts.NoRetryPolicy(), ssl_version=None, extra_headers={},
+                       enable_native=False, native_fallback=True, keepalive_timeout=1,
+                       force_close=True) as c:
+        assert c.list_table() == ()
