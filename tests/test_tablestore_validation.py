@@ -156,14 +156,14 @@ def test_increment_with_a_timestamp_is_refused(env):
 @pytest.mark.parametrize("update", [
     {"PUT": [("c", 1)], "INCREMENT": [("c", 1)]},
     {"PUT": [("c", 1)], "DELETE_ALL": ["c"]},
-    {"PUT": [("c", 1, T0)], "DELETE": [("c", None, T0 + 1)]},
+    {"PUT": [("c", 1, T0)], "DELETE": [("c", None, T0)]},
     {"DELETE_ALL": ["c", "c"]},
     {"INCREMENT": [("c", 1), ("c", 2)]},
     {"PUT": [("c", 1), ("c", 2)]},
     {"PUT": [("c", 1, T0), ("c", 2, T0)]},
     {"DELETE": [("c", None, T0), ("c", None, T0)]},
     {"PUT": [("c", 1)], "put": [("c", 2)]},
-], ids=["put+increment", "put+delete_all", "put+delete", "delete_all twice", "increment twice",
+], ids=["put+increment", "put+delete_all", "put+delete same version", "delete_all twice", "increment twice",
         "put twice no ts", "put twice same ts", "delete twice same ts", "PUT and put keys"])
 def test_a_column_named_twice_in_one_update_is_refused(env, update):
     e, L = env, env.lib
@@ -350,3 +350,24 @@ def test_client_accepts_and_ignores_the_sdks_connection_arguments(tmp_path):
                        enable_native=False, native_fallback=True, keepalive_timeout=1,
                        force_close=True) as c:
         assert c.list_table() == ()
+
+
+def test_a_put_and_a_delete_of_another_version_in_one_update_as_the_vendors_example(env):
+    """examples/update_row.py of the SDK: PUT address and DELETE one older version of it."""
+    e, L = env, env.lib
+    e.client.put_row("t", L.Row(PK, [("address", "China", T0)]))
+    e.client.update_row("t", L.Row(PK, {"PUT": [("address", "Hongkong", T0 + 2)],
+                                        "DELETE": [("address", None, T0)]}), None)
+    row = e.client.get_row("t", PK, max_version=5)[1]
+    assert [(n, v) for n, v, _ in row.attribute_columns] == [("address", "Hongkong")]
+
+
+def test_attribute_names_beyond_the_documented_rule_as_the_vendors_example(env):
+    """examples/get_row.py of the SDK writes the column 'postal code'; control
+    characters stay refused (the row layout separates names with 0x00/0x01)."""
+    e, L = env, env.lib
+    e.client.put_row("t", L.Row(PK, [("postal code", 310000), ("zip-code", "x")]))
+    row = e.client.get_row("t", PK, ["postal code"])[1]
+    assert [(n, v) for n, v, _ in row.attribute_columns] == [("postal code", 310000)]
+    refused(e, lambda: e.client.put_row("t", L.Row(PK, [("a\x01b", 1)])), *P,
+            "Invalid column name: a\x01b.")

@@ -73,8 +73,22 @@ class Schema:
         return cls(**data)
 
 
+def _attribute_name_ok(name):
+    """An attribute column name outside the documented rule that the service
+    takes: the vendor's own get_row example (written against the service)
+    writes the column 'postal code'.  Any 1-255 bytes of UTF-8 without control
+    characters (0x00 and 0x01 separate a name in the row layout, cells.py)."""
+    try:
+        raw = name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return 1 <= len(raw) <= 255 and not any(c < 0x20 or c == 0x7F for c in raw)
+
+
 def check_name(name, kind="column"):
-    """A table or column name: 1-255 bytes of [A-Za-z0-9_], not starting with a digit."""
+    """A table or column name: 1-255 bytes of [A-Za-z0-9_], not starting with a
+    digit; an attribute column name (``kind="attribute"``) may also be any
+    other 1-255 bytes of UTF-8 without control characters (_attribute_name_ok)."""
     if isinstance(name, bytes):
         try:
             name = name.decode("utf-8")
@@ -88,7 +102,7 @@ def check_name(name, kind="column"):
                              % (name.__class__.__name__, name))
     if name in _GOOD_NAMES:
         return name
-    if not _NAME.match(name):
+    if not _NAME.match(name) and not (kind == "attribute" and _attribute_name_ok(name)):
         if kind == "table":
             raise service_error("invalid_table_name", table=name)
         raise service_error("invalid_column_name", column=name)
@@ -339,7 +353,7 @@ def _check_value(name, value):
 
 
 def _check_attr_name(schema, name):
-    name = check_name(name)
+    name = check_name(name, "attribute")
     if name in schema.names:
         raise service_error("attr_dup_pk", column=name)
     return name
@@ -445,16 +459,18 @@ def check_update_columns(schema, update, now_ms):
 
 def _check_repeated_cell(seen, op, name, ts):
     """A column may repeat in one UpdateRow only as PUT or DELETE (one version)
-    cells of distinct versions (a multi-version write); any other repetition
-    (two operations on it, DELETE_ALL or INCREMENT twice, the same version
-    twice, two PUTs without a timestamp) is refused.  ``seen``: name -> (op,
+    cells of distinct versions (the vendor's update_row example puts a column
+    and deletes another version of it in one UpdateRow); any other repetition
+    (DELETE_ALL or INCREMENT with anything else, the same version twice, two
+    PUTs without a timestamp) is refused.  ``seen``: name -> (op,
     set of versions), filled here."""
     previous = seen.get(name)
     if previous is None:
         seen[name] = (op, {ts})
         return
     first_op, versions = previous
-    if op != first_op or op in ("DELETE_ALL", "INCREMENT") or ts in versions:
+    whole = ("DELETE_ALL", "INCREMENT")  # operations on the whole column
+    if op in whole or first_op in whole or ts in versions:
         raise service_error("update_duplicated_column", column=name)
     versions.add(ts)
 
