@@ -143,7 +143,7 @@ def test_column_window_takes_the_range_then_the_page_in_name_order():
 
 
 def test_a_window_turns_off_the_whole_row_fast_path():
-    from regions.tablestore.validate import Schema
+    from regions.tablestore.schema import Schema
     schema = Schema(["gid"], ["INTEGER"], None, -1, 1, 86400, True, [])
     assert reads.whole_read(schema, None, None, None)
     assert reads.whole_read(schema, None, None, None, None)

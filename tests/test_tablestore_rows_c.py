@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from regions.tablestore import INF_MAX, INF_MIN, _rows, cells, pkcodec, reads
 from regions.tablestore.capacity import cells_size, pk_size
-from regions.tablestore.validate import Schema
+from regions.tablestore.schema import Schema
 
 INT = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
 PK_TYPES = {"INTEGER": INT, "STRING": st.text(max_size=8),

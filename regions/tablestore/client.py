@@ -30,7 +30,7 @@ from . import _rows, cells, pkcodec
 from .capacity import failed_condition_cu, read_cu, write_cu
 from .columns import read_window
 from .conditions import check_condition, check_node_count, evaluate
-from .errors import OTSClientError, OTSServiceError, service_error
+from .errors import OTSClientError, OTSServiceError, not_a_string, service_error
 from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowRequest,
                        BatchWriteRowResponse, BatchWriteRowResponseItem, BatchWriteRowType,
                        CapacityUnit, Condition, DescribeTableResponse, Direction, PK_AUTO_INCR,
@@ -38,9 +38,10 @@ from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowReq
                        RowDataItem, RowExistenceExpectation, TableMeta, TableOptions,
                        UpdateTableResponse, INF_MAX, INF_MIN)
 from .reads import PK_PROJECTIONS, assemble, visible, whole_read
+from .schema import ATTRIBUTE, Schema, table_attributes
 from .transactions import TIMEOUT_S, TransactionManager, partition_of
 from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, INT64_MAX, INT64_MIN,
-                       MAX_TABLES, RANGE_BYTES, RANGE_ROWS, Schema, check_batch_rows, check_pk,
+                       MAX_TABLES, RANGE_BYTES, RANGE_ROWS, check_batch_rows, check_pk,
                        check_put_columns, check_read_params, check_reserved_cu, check_row_size,
                        check_table_meta, check_table_options, check_update_columns)
 
@@ -48,7 +49,6 @@ __all__ = ["OTSClient"]
 
 log = logging.getLogger("regions.tablestore")
 
-_ATTR = "tablestore"
 _LOCK_STRIPES = 256
 _ROW_END = b"\x02"  # R + 0x02 sorts after every entry of row R
 # The default condition of a write; never mutated (conditions are read only).
@@ -123,8 +123,8 @@ class OTSClient:
             server, self._locks, options.pop("transaction_timeout", TIMEOUT_S))
         for name in server.list_tables():
             attrs = server.table_attributes(name) or {}
-            if _ATTR in attrs:
-                self._schemas[name] = Schema.from_json(attrs[_ATTR])
+            if ATTRIBUTE in attrs:
+                self._schemas[name] = Schema.from_json(attrs[ATTRIBUTE], name)
                 self._configure(name)
 
     # -- lifecycle -------------------------------------------------------
@@ -172,8 +172,7 @@ class OTSClient:
 
     def _schema(self, table_name):
         if not isinstance(table_name, (str, bytes)):
-            raise OTSClientError("expect str or unicode type for string, not %s: %s"
-                                 % (table_name.__class__.__name__, table_name))
+            raise not_a_string(table_name)
         if isinstance(table_name, bytes):
             table_name = table_name.decode("utf-8")
         schema = self._schemas.get(table_name)
@@ -205,8 +204,7 @@ class OTSClient:
                 raise service_error("table_exists")
             if len(self._schemas) >= MAX_TABLES:
                 raise service_error("table_quota")
-            attrs = {_ATTR: schema.to_json(), "reserved": reserved,
-                     "created": int(time.time())}
+            attrs = table_attributes(schema, reserved, int(time.time()))
             self._server.create_table(name, split_keys=split_keys, attributes=attrs)
             self._schemas[name] = schema
             self._configure(name)
@@ -267,8 +265,8 @@ class OTSClient:
             reserved = (self._check_reserved(reserved_throughput, create=False)
                         if reserved_throughput is not None else None)
             attrs = dict(self._server.table_attributes(name))
-            new = Schema.from_json(dict(schema.to_json(), **opts))
-            attrs[_ATTR] = new.to_json()
+            new = schema.with_options(**opts)
+            attrs[ATTRIBUTE] = new.to_json()
             if reserved is not None:
                 old = attrs.get("reserved", [0, 0])
                 attrs["reserved"] = [r if r is not None else o for r, o in zip(reserved, old)]
@@ -659,7 +657,7 @@ class OTSClient:
             raise service_error("transaction_one_pk")
         if schema.auto_incr is not None:
             raise service_error("transaction_auto_incr")
-        values = check_pk(Schema(schema.names[:1], schema.types[:1], None), key)
+        values = check_pk(schema.partition(), key)
         partition = partition_of(_rows.encode_pk(schema.types[:1], values))
         txn = self._transactions.start(name, partition)
         txn.client = self._in_transaction(txn)

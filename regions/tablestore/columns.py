@@ -27,7 +27,7 @@ Pure functions, thread-safe.
 from collections import namedtuple
 
 from .conditions import check_condition
-from .errors import OTSClientError, service_error
+from .errors import OTSClientError, not_a_string, service_error
 from .metadata import ColumnPaginationFilter
 
 __all__ = ["Window", "column_window", "read_window"]
@@ -64,8 +64,7 @@ def _bound(value):
     if isinstance(value, bytes):
         value = value.decode("utf-8")
     if not isinstance(value, str):
-        raise OTSClientError("expect str or unicode type for string, not %s: %s"
-                             % (value.__class__.__name__, value))
+        raise not_a_string(value)
     return value
 
 

@@ -43,7 +43,7 @@ Pure functions, thread-safe.
 import math
 import re
 
-from .errors import OTSClientError, service_error
+from .errors import OTSClientError, not_a_string, service_error
 from .metadata import (CastType, ColumnCondition, ComparatorType, CompositeColumnCondition,
                        LogicalOperator, SingleColumnCondition, SingleColumnRegexCondition)
 
@@ -145,8 +145,7 @@ def _check(cond):
             _check(sub)
     elif isinstance(cond, _SINGLE):
         if not isinstance(cond.column_name, (str, bytes)):
-            raise OTSClientError("expect str or unicode type for string, not %s: %s"
-                                 % (cond.column_name.__class__.__name__, cond.column_name))
+            raise not_a_string(cond.column_name)
         v = cond.column_value
         if not isinstance(v, (str, bytes, bytearray, int, float)):
             raise OTSClientError("Unsupported column type: " + str(type(v)))

@@ -190,7 +190,15 @@ ERRORS = {
                                    "auto-increment primary key column.",),  # (ours)
     # a fault of ours while running one row of a batch (the row's result, never the request's)
     "internal_error": (500, "OTSInternalServerError", "Internal server error."),
+    # a stored table schema this version cannot read (schema.py)
+    "schema_record": (500, "OTSInternalServerError", "Table schema record of {table}: {problem}."),  # (ours)
 }
+
+
+def not_a_string(value):
+    """The SDK's OTSClientError for a value that should be a str."""
+    return OTSClientError("expect str or unicode type for string, not %s: %s"
+                          % (value.__class__.__name__, value))
 
 
 def service_error(error, **fields):

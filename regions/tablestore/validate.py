@@ -9,13 +9,13 @@ Pure functions, thread-safe.
 import math
 import re
 
-from .errors import OTSClientError, service_error
+from .errors import OTSClientError, not_a_string, service_error
 from .metadata import (INF_MAX, INF_MIN, PK_AUTO_INCR, BatchWriteRowType, TableMeta,
                        TableOptions)
 
 __all__ = ["MAX_PK_COLUMNS", "MAX_PK_BYTES", "MAX_VALUE_BYTES", "MAX_COLUMNS_TO_GET",
            "BATCH_WRITE_ROWS", "BATCH_WRITE_BYTES", "BATCH_GET_ROWS", "RANGE_ROWS",
-           "RANGE_BYTES", "MAX_TABLES", "Schema", "check_name", "check_table_meta",
+           "RANGE_BYTES", "MAX_TABLES", "check_name", "check_table_meta",
            "check_table_options", "check_pk", "check_put_columns", "check_update_columns",
            "check_read_params", "check_int64", "check_reserved_cu", "check_row_size",
            "check_batch_rows",
@@ -50,29 +50,6 @@ _PK_TYPES = ("INTEGER", "STRING", "BINARY", "BOOLEAN")
 _DEFINED_TYPES = ("STRING", "INTEGER", "DOUBLE", "BOOLEAN", "BINARY")
 
 
-class Schema:
-    """A table's primary-key schema and options, as persisted in table attributes."""
-
-    __slots__ = ("names", "types", "auto_incr", "ttl", "max_versions", "deviation",
-                 "allow_update", "defined")
-
-    def __init__(self, names, types, auto_incr, ttl=-1, max_versions=1, deviation=86400,
-                 allow_update=True, defined=()):
-        self.names, self.types, self.auto_incr = list(names), list(types), auto_incr
-        self.ttl, self.max_versions, self.deviation = ttl, max_versions, deviation
-        self.allow_update, self.defined = allow_update, [tuple(d) for d in defined]
-
-    def to_json(self):
-        return {"names": self.names, "types": self.types, "auto_incr": self.auto_incr,
-                "ttl": self.ttl, "max_versions": self.max_versions,
-                "deviation": self.deviation, "allow_update": self.allow_update,
-                "defined": [list(d) for d in self.defined]}
-
-    @classmethod
-    def from_json(cls, data):
-        return cls(**data)
-
-
 def _attribute_name_ok(name):
     """An attribute column name outside the documented rule that the service
     takes: the vendor's own get_row example (written against the service)
@@ -98,8 +75,7 @@ def check_name(name, kind="column"):
                 raise service_error("invalid_table_name", table=shown) from None
             raise service_error("invalid_column_name", column=shown) from None
     if not isinstance(name, str):
-        raise OTSClientError("expect str or unicode type for string, not %s: %s"
-                             % (name.__class__.__name__, name))
+        raise not_a_string(name)
     if name in _GOOD_NAMES:
         return name
     if not _NAME.match(name) and not (kind == "attribute" and _attribute_name_ok(name)):
@@ -489,8 +465,7 @@ def check_read_params(columns_to_get, max_version, time_range):
             if isinstance(n, bytes):
                 n = n.decode("utf-8")
             if not isinstance(n, str):
-                raise OTSClientError("expect str or unicode type for string, not %s: %s"
-                                     % (n.__class__.__name__, n))
+                raise not_a_string(n)
             names.add(n)
     rng = None
     if time_range is not None:
