@@ -237,3 +237,20 @@ def test_row_cells_is_what_assemble_returns_for_any_row_read_whole(entries, max_
         want = (parts[1], size) if parts else (None, 0)
         assert reads.row_cells(len(row_key), group, keep) == want
         assert _rows.row_cells(len(row_key), group, keep) == want
+
+
+def test_the_c_layout_declares_the_bytes_pkcodec_and_cells_own():
+    """ext/regions/tablestore/_layout.pxd against the Python owners of the formats."""
+    expected = {
+        "TAG_INF_MIN": pkcodec.TAG_INF_MIN, "TAG_INTEGER": pkcodec.TAG_INTEGER,
+        "TAG_STRING": pkcodec.TAG_STRING, "TAG_BINARY": pkcodec.TAG_BINARY,
+        "TAG_INF_MAX": pkcodec.TAG_INF_MAX, "PK_END": pkcodec._TERM[1],
+        "PK_ESCAPED": pkcodec._ESCAPED_ZERO[1],
+        "ROW_HEAD": cells.HEAD[0], "ROW_DELTA": cells.DELTA[0], "ROW_END": cells.ROW_END[0],
+        "KIND_PUT": cells.KIND_PUT, "KIND_DELETED": cells.KIND_DELETED,
+        "D_PUT": cells.D_PUT, "D_DELETE_ONE": cells.D_DELETE_ONE,
+        "D_DELETE_ALL": cells.D_DELETE_ALL, "D_EXISTS": cells.D_EXISTS,
+        "T_INTEGER": cells.T_INTEGER, "T_DOUBLE": cells.T_DOUBLE, "T_BOOLEAN": cells.T_BOOLEAN,
+        "T_STRING": cells.T_STRING, "T_BINARY": cells.T_BINARY,
+    }
+    assert _rows.LAYOUT == expected

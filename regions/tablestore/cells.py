@@ -42,6 +42,10 @@ deltas).  Existence ignores TTL and max_versions: they expire versions, not
 rows.  ``row_exists`` is the one statement of the rule; the C twins
 (``_rows``) follow it.
 
+The constants below are the layout's one statement in Python;
+ext/regions/tablestore/_layout.pxd declares the same for C (pkcodec's tags
+too), and tests/test_tablestore_rows_c.py checks that the two agree.
+
 Format constants are never renumbered.  Pure functions, thread-safe.
 """
 import itertools
@@ -54,10 +58,11 @@ __all__ = ["head_key", "delta_prefix", "encode_head", "read_order", "put_head",
            "encode_deleted_head", "encode_put_delta",
            "encode_delete_one", "encode_delete_all", "delta_key", "decode_head",
            "exists_key", "EXISTS_VALUE", "merge_row", "split_entries", "Generations",
-           "compaction_filter_factory", "value_size", "HEAD", "DELTA"]
+           "compaction_filter_factory", "value_size", "HEAD", "DELTA", "ROW_END", "row_end", "in_row"]
 
 HEAD = b"\x00"
 DELTA = b"\x01"
+ROW_END = b"\x02"  # R + ROW_END sorts after every entry of row R
 KIND_PUT = 0x01
 KIND_DELETED = 0x02
 D_PUT = 0x11
@@ -82,6 +87,20 @@ def head_key(row_key):
 
 def delta_prefix(row_key):
     return row_key + DELTA
+
+
+def row_end(row_key):
+    """The end (exclusive) of row ``row_key``'s entries: ``[row_key, row_end)`` is the row."""
+    return row_key + ROW_END
+
+
+def in_row(key, row_key):
+    """Whether entry ``key`` belongs to row ``row_key`` (its head or one of its deltas)."""
+    n = len(row_key)
+    return len(key) > n and key[n] in _ROW_TAGS and key.startswith(row_key)
+
+
+_ROW_TAGS = (HEAD[0], DELTA[0])
 
 
 def delta_key(row_key, name, gen):

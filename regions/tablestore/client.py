@@ -50,7 +50,6 @@ __all__ = ["OTSClient"]
 log = logging.getLogger("regions.tablestore")
 
 _LOCK_STRIPES = 256
-_ROW_END = b"\x02"  # R + 0x02 sorts after every entry of row R
 # The default condition of a write; never mutated (conditions are read only).
 _IGNORE = Condition(RowExistenceExpectation.IGNORE)
 # The official SDK's connection arguments (OTSClient and AsyncOTSClient, 6.4.8):
@@ -276,7 +275,7 @@ class OTSClient:
 
     # -- reading rows ----------------------------------------------------
     def _row_entries(self, table, row_key):
-        return list(self._server.scan(table, row_key, row_key + _ROW_END))
+        return list(self._server.scan(table, row_key, cells.row_end(row_key)))
 
     def get_row(self, table_name, primary_key, columns_to_get=None, column_filter=None,
                 max_version=1, time_range=None, start_column=None, end_column=None, token=None,
@@ -348,7 +347,7 @@ class OTSClient:
         if forward:
             entries = self._server.scan(name, s, e)
         else:
-            entries = self._server.scan(name, e + _ROW_END, s + _ROW_END, reverse=True)
+            entries = self._server.scan(name, cells.row_end(e), cells.row_end(s), reverse=True)
         return self._range_page(schema, entries, forward, names, max_version, rng,
                                 column_filter, min(limit or RANGE_ROWS, RANGE_ROWS), window)
 

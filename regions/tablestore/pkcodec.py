@@ -41,6 +41,7 @@ TAG_STRING = 0x20
 TAG_BINARY = 0x30
 TAG_INF_MAX = 0xFF
 _TERM = b"\x00\x01"
+_ESCAPED_ZERO = b"\x00\xff"
 _OFFSET = 1 << 63
 _pack_q = struct.Struct(">Q").pack
 _unpack_q = struct.Struct(">Q").unpack_from
@@ -57,7 +58,7 @@ def encode_value(pk_type, value):
     if isinstance(value, str):
         value = value.encode("utf-8")
     tag = b"\x20" if pk_type == STRING else b"\x30"
-    return tag + bytes(value).replace(b"\x00", b"\x00\xff") + _TERM
+    return tag + bytes(value).replace(b"\x00", _ESCAPED_ZERO) + _TERM
 
 
 def encode_pk(types, values):
@@ -75,7 +76,7 @@ def _decode_one(data, pos):
         return _unpack_q(data, pos + 1)[0] - _OFFSET, pos + 9
     if tag == TAG_STRING or tag == TAG_BINARY:
         end = data.index(_TERM, pos + 1)
-        raw = data[pos + 1:end].replace(b"\x00\xff", b"\x00")
+        raw = data[pos + 1:end].replace(_ESCAPED_ZERO, b"\x00")
         value = raw.decode("utf-8") if tag == TAG_STRING else bytearray(raw)
         return value, end + 2
     if tag == TAG_INF_MIN:

@@ -177,14 +177,14 @@ def group_rows(entries, npk):
     """Group a scan's (key, value) entries by row: yields (row_key, pk values, entries).
 
     A row's entries are contiguous (forward or reverse) and each starts with
-    the row key, which is self-delimiting (pkcodec), followed by 0x00 or 0x01.
+    the row key, which is self-delimiting (pkcodec; ``cells.in_row``).
     """
+    in_row = cells.in_row
     row_key = None
     group = []
     values = None
     for key, value in entries:
-        if row_key is not None and key.startswith(row_key) and len(key) > len(row_key) \
-                and key[len(row_key)] in (0, 1):
+        if row_key is not None and in_row(key, row_key):
             group.append((key, value))
             continue
         if row_key is not None:

@@ -26,6 +26,7 @@ from regions._buf cimport (Buf, buf_put as _put, buf_put_byte as _put_byte,
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memchr, memcmp, memcpy
+from regions.tablestore._layout cimport *
 
 from operator import itemgetter
 
@@ -40,21 +41,17 @@ cdef object _INF_MAX = INF_MAX
 cdef object _Row = Row
 cdef object _by_gen = itemgetter(0)
 
-cdef enum:
-    TAG_INF_MIN = 0x00
-    TAG_INTEGER = 0x10
-    TAG_STRING = 0x20
-    TAG_BINARY = 0x30
-    TAG_INF_MAX = 0xFF
-    KIND_PUT = 0x01
-    KIND_DELETED = 0x02
-    T_INTEGER = 0
-    T_DOUBLE = 1
-    T_BOOLEAN = 2
-    T_STRING = 3
-    T_BINARY = 4
-
 cdef uint64_t _OFFSET = (<uint64_t>1) << 63
+
+#: The values of _layout.pxd, for the test that checks them against pkcodec and cells.
+LAYOUT = {"TAG_INF_MIN": TAG_INF_MIN, "TAG_INTEGER": TAG_INTEGER, "TAG_STRING": TAG_STRING,
+          "TAG_BINARY": TAG_BINARY, "TAG_INF_MAX": TAG_INF_MAX, "PK_END": PK_END,
+          "PK_ESCAPED": PK_ESCAPED, "ROW_HEAD": ROW_HEAD,
+          "ROW_DELTA": ROW_DELTA, "ROW_END": ROW_END, "KIND_PUT": KIND_PUT,
+          "KIND_DELETED": KIND_DELETED, "D_PUT": D_PUT, "D_DELETE_ONE": D_DELETE_ONE,
+          "D_DELETE_ALL": D_DELETE_ALL, "D_EXISTS": D_EXISTS, "T_INTEGER": T_INTEGER,
+          "T_DOUBLE": T_DOUBLE, "T_BOOLEAN": T_BOOLEAN, "T_STRING": T_STRING,
+          "T_BINARY": T_BINARY}
 
 
 # -- output buffer: ext/regions/_buf.pxd
@@ -104,10 +101,10 @@ cdef int _put_escaped(Buf* b, bytes raw) except -1:
         b.p[b.n] = s[i]
         b.n += 1
         if s[i] == 0:
-            b.p[b.n] = 0xFF
+            b.p[b.n] = PK_ESCAPED
             b.n += 1
     b.p[b.n] = 0x00
-    b.p[b.n + 1] = 0x01
+    b.p[b.n + 1] = PK_END
     b.n += 2
     return 0
 
@@ -151,14 +148,14 @@ cdef object _decode_one(const unsigned char* p, Py_ssize_t n, Py_ssize_t* pos,
         size[0] += 8
         return <int64_t>(_get_be64(p + i + 1) ^ _OFFSET)
     if tag == TAG_STRING or tag == TAG_BINARY:
-        # find the terminator 0x00 0x01; an escaped 0x00 is 0x00 0xFF
+        # find the terminator 0x00 PK_END; an escaped 0x00 is 0x00 PK_ESCAPED
         j = i + 1
         while True:
             hit = <const unsigned char*>memchr(p + j, 0, n - j) if j < n else NULL
             if hit == NULL or hit - p + 1 >= n:
                 raise ValueError("corrupt row key: unterminated value at offset %d" % i)
             j = hit - p
-            if p[j + 1] == 0x01:
+            if p[j + 1] == PK_END:
                 break
             j += 2
         raw = _unescape(p + i + 1, j - i - 1)
@@ -177,7 +174,7 @@ cdef object _decode_one(const unsigned char* p, Py_ssize_t n, Py_ssize_t* pos,
 
 
 cdef bytes _unescape(const unsigned char* s, Py_ssize_t n):
-    """Bytes of an escaped PK value: every 0x00 0xFF becomes 0x00."""
+    """Bytes of an escaped PK value: every 0x00 PK_ESCAPED becomes 0x00."""
     cdef bytes out
     cdef unsigned char* q
     cdef Py_ssize_t i = 0, m = 0
@@ -188,7 +185,7 @@ cdef bytes _unescape(const unsigned char* s, Py_ssize_t n):
     while i < n:
         q[m] = s[i]
         m += 1
-        i += 2 if s[i] == 0 and i + 1 < n and s[i + 1] == 0xFF else 1
+        i += 2 if s[i] == 0 and i + 1 < n and s[i + 1] == PK_ESCAPED else 1
     return out[:m]
 
 
@@ -411,13 +408,6 @@ def head_cells(data, Py_ssize_t keep):
     return cells, size
 
 
-cdef enum:
-    D_PUT = 0x11
-    D_DELETE_ONE = 0x12
-    D_DELETE_ALL = 0x13
-    D_EXISTS = 0x14
-
-
 cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize_t* size):
     """Cells of a row's entries read whole, or None when the row does not exist
     (cells.row_exists: a PUT head, a surviving EXISTS delta, or a cell)."""
@@ -429,7 +419,7 @@ cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize
     cdef bint marked = False
     cdef list decoded = []
     for key, value in entries:
-        if PyBytes_GET_SIZE(key) == rklen + 1:
+        if PyBytes_GET_SIZE(key) == rklen + 1:  # R ROW_HEAD
             head = value
         else:
             n_deltas += 1
@@ -447,7 +437,7 @@ cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize
         kn = PyBytes_GET_SIZE(key)
         if kn == rklen + 1:
             continue
-        # delta key = R 0x01 name 0x00 uint64-BE(~gen); value = kind [ts [value]]
+        # delta key = R ROW_DELTA name 0x00 uint64-BE(~gen); value = kind [ts [value]]
         # (the EXISTS delta has the empty name)
         if kn < rklen + 10:
             raise ValueError("corrupt delta key of %d bytes" % kn)
@@ -598,7 +588,7 @@ cdef class RangePage:
         for key, value in entries:
             kp = <const unsigned char*>PyBytes_AS_STRING(key)
             if (first_key is not None and PyBytes_GET_SIZE(key) > rklen
-                    and (kp[rklen] == 0 or kp[rklen] == 1) and memcmp(kp, rp, rklen) == 0):
+                    and (kp[rklen] == ROW_HEAD or kp[rklen] == ROW_DELTA) and memcmp(kp, rp, rklen) == 0):
                 if group is None:
                     group = [(first_key, first_value)]
                 group.append((key, value))
