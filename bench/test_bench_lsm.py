@@ -165,7 +165,7 @@ def _interleaved(benchmark, name, ours_round, peer_round, ops):
 
 
 def _peer():
-    plyvel = pytest.importorskip("plyvel", reason="the peer needs the bench extra: pip install -e '.[bench]'")
+    pytest.importorskip("plyvel", reason="the peer needs the bench extra: pip install -e '.[bench]'")
     return LevelDB
 
 

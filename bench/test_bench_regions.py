@@ -7,7 +7,6 @@
 - Write throughput per key into 16 pre-split regions versus 1 region (routing
   overhead; the issue asks for under 10%), with the raw lsm store as baseline.
 """
-import os
 import random
 import shutil
 

@@ -3,7 +3,6 @@
 Used by the fast unit tests of pure Tablestore logic; the integration tests
 run against the real RegionServer.  Not thread-safe beyond the GIL.
 """
-import bisect
 from collections import namedtuple
 
 from sortedcontainers import SortedDict

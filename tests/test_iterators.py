@@ -200,7 +200,6 @@ def check_db_iterator(db, model, start=None, end=None, snapshot=None, *, seed=0)
     rng = random.Random(seed)
     keys = sorted(k for k in model if (start is None or k >= start) and (end is None or k < end))
     want = [(k, model[k]) for k in keys]
-    n = len(keys)
     it = db.iterator(start, end, snapshot)
     assert isinstance(it, DBIterator)
     assert not it.valid()

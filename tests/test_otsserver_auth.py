@@ -9,9 +9,10 @@ from tablestore.error import OTSClientError
 from tablestore.protocol import OTSProtocol
 
 from regions.otsserver.auth import (
-    AuthError, Authenticator, content_md5, format_date, response_authorization,
+    Authenticator, content_md5, format_date, response_authorization,
     v2_signature, v4_signature, v4_signing_key,
 )
+from regions.otsserver.errors import AuthError
 
 VECTOR_HEADERS = {
     "x-ots-date": "2025-01-01T00:00:00.000Z",

@@ -248,7 +248,7 @@ def test_reserved_cu_at_the_limits_is_accepted(env):
 
 def test_get_range_checks_the_direction_before_the_table(env):
     # The SDK refuses a bad direction client-side, before any table lookup.
-    e, L = env, env.lib
+    e = env
     refused(e, lambda: e.client.get_range("zz", "SIDEWAYS", PK, PK), None, None,
             "direction should be one of [FORWARD, BACKWARD], not SIDEWAYS", error="client")
 

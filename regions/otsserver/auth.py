@@ -36,7 +36,7 @@ import time
 from functools import lru_cache
 from typing import Mapping, NamedTuple
 
-from regions.otsserver.errors import WireError
+from regions.otsserver.errors import auth_failed, invalid_date, missing_header
 
 SIGNATURE_V2 = "x-ots-signature"
 SIGNATURE_V4 = "x-ots-signaturev4"
@@ -45,10 +45,6 @@ SIGN_REGION = "x-ots-signregion"
 REQUIRED_HEADERS = ("x-ots-date", "x-ots-apiversion", "x-ots-accesskeyid",
                     "x-ots-instancename", "x-ots-contentmd5")
 MAX_CLOCK_SKEW_S = 15 * 60
-
-
-class AuthError(WireError):
-    """A request that fails authentication (Tablestore's status, code, message)."""
 
 
 class Verified(NamedTuple):
@@ -171,32 +167,30 @@ class Authenticator:
         """
         for name in REQUIRED_HEADERS:
             if name not in headers:
-                raise AuthError(400, "OTSParameterInvalid", "Missing header: '%s'." % name)
+                raise missing_header(name)
         v4 = SIGNATURE_V4 in headers
         if not v4 and SIGNATURE_V2 not in headers:
-            raise AuthError(400, "OTSParameterInvalid", "Missing header: '%s'." % SIGNATURE_V2)
+            raise missing_header(SIGNATURE_V2)
         if v4:
             for name in (SIGN_DATE, SIGN_REGION):
                 if name not in headers:
-                    raise AuthError(400, "OTSParameterInvalid", "Missing header: '%s'." % name)
+                    raise missing_header(name)
         key_id = headers["x-ots-accesskeyid"]
         secret = self.keys.get(key_id)
         if secret is None:
-            raise AuthError(403, "OTSAuthFailed", "The AccessKeyID does not exist.")
+            raise auth_failed("The AccessKeyID does not exist.")
         if self.check_instance and headers["x-ots-instancename"] != self.instance_name:
-            raise AuthError(403, "OTSAuthFailed", "The instance is not found.")
+            raise auth_failed("The instance is not found.")
         date = headers["x-ots-date"]
         try:
             sent = parse_date(date)
         except ValueError:
-            raise AuthError(400, "OTSParameterInvalid", "Invalid date format: %s." % date) from None
+            raise invalid_date(date) from None
         current = time.time() if now is None else now.timestamp()
         if abs(current - sent) > self.max_clock_skew_s:
-            raise AuthError(403, "OTSAuthFailed",
-                            "Mismatch between system time and x-ots-date: %s." % date)
+            raise auth_failed("Mismatch between system time and x-ots-date: %s." % date)
         if headers["x-ots-contentmd5"] != content_md5(body):
-            raise AuthError(403, "OTSAuthFailed",
-                            "Mismatch between MD5 value of request body and x-ots-contentmd5 in header.")
+            raise auth_failed("Mismatch between MD5 value of request body and x-ots-contentmd5 in header.")
         if v4:
             expected = v4_signature(secret, api, headers)
             given = headers[SIGNATURE_V4]
@@ -206,5 +200,5 @@ class Authenticator:
             given = headers[SIGNATURE_V2]
             signing_key = secret.encode("utf-8")
         if not hmac.compare_digest(expected.encode("ascii"), given.encode("utf-8", "replace")):
-            raise AuthError(403, "OTSAuthFailed", "Signature mismatch.")
+            raise auth_failed("Signature mismatch.")
         return Verified(key_id, signing_key)

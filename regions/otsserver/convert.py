@@ -66,14 +66,14 @@ def primary_key(data: bytes) -> list:
     """A PK-only row (GetRow key, GetRange bounds)."""
     row = decode_row(data)
     if row.cells or row.delete_marker:
-        raise errors.parameter_invalid("data format is invalid.")
+        raise errors.data_format_invalid()
     return row.primary_key
 
 
 def put_row(data: bytes) -> md.Row:
     row = decode_row(data)
     if row.delete_marker:
-        raise errors.parameter_invalid("data format is invalid.")
+        raise errors.data_format_invalid()
     columns = []
     for cell in row.cells:
         if cell.op is not None:
@@ -91,7 +91,7 @@ def update_row(data: bytes) -> md.Row:
     """Cells grouped by update type, as the SDK's ``update_of_attribute_columns`` dict."""
     row = decode_row(data)
     if row.delete_marker:
-        raise errors.parameter_invalid("data format is invalid.")
+        raise errors.data_format_invalid()
     if not row.cells:
         raise service_error("update_missing_cells")
     update: dict = {}
@@ -121,7 +121,7 @@ def delete_row(data: bytes) -> md.Row:
         raise errors.parameter_invalid(
             "Invalid request of delete row: missing RowDeleteMarker in request.")
     if row.cells:
-        raise errors.parameter_invalid("data format is invalid.")
+        raise errors.data_format_invalid()
     return md.Row(row.primary_key)
 
 

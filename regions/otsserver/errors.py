@@ -7,6 +7,8 @@ the few that exist at the wire level (transport, protobuf, routing).
 """
 from __future__ import annotations
 
+from regions.tablestore.errors import OTSServiceError, service_error
+
 
 class WireError(Exception):
     """A request that gets a Tablestore error response instead of a result."""
@@ -21,8 +23,38 @@ class WireError(Exception):
         return "WireError(%d, %r, %r)" % (self.http_status, self.code, self.message)
 
 
+class AuthError(WireError):
+    """A request that fails authentication (Tablestore's status, code, message)."""
+
+
+#: PlainBuffer's and the row converters' one answer to malformed row bytes.
+DATA_FORMAT_INVALID = "data format is invalid."
+
+
 def parameter_invalid(message: str) -> WireError:
     return WireError(400, "OTSParameterInvalid", message)
+
+
+def data_format_invalid() -> WireError:
+    return parameter_invalid(DATA_FORMAT_INVALID)
+
+
+def server_unavailable() -> WireError:
+    return WireError(503, "OTSServerUnavailable", "Server is not available.")
+
+
+# -- authentication (auth.py) -------------------------------------------
+def missing_header(name: str) -> AuthError:
+    return AuthError(400, "OTSParameterInvalid", "Missing header: '%s'." % name)
+
+
+def invalid_date(date: str) -> AuthError:
+    return AuthError(400, "OTSParameterInvalid", "Invalid date format: %s." % date)
+
+
+def auth_failed(message: str) -> AuthError:
+    """403 OTSAuthFailed with the service's ``message`` (the reasons are auth.py's)."""
+    return AuthError(403, "OTSAuthFailed", message)
 
 
 def unsupported_operation(api: str) -> WireError:
@@ -33,8 +65,13 @@ def bad_protobuf() -> WireError:
     return parameter_invalid("Parse PBMessage from RawString failed.")
 
 
+def from_service(e: OTSServiceError) -> WireError:
+    """The data API's error, as the wire answers it."""
+    return WireError(e.http_status, e.code, e.message)
+
+
 def body_too_large() -> WireError:
-    return WireError(413, "OTSRequestBodyTooLarge", "The size of POST data is too large.")
+    return from_service(service_error("request_too_large"))
 
 
 def method_not_allowed() -> WireError:
@@ -46,4 +83,4 @@ def request_timeout() -> WireError:
 
 
 def internal_error() -> WireError:
-    return WireError(500, "OTSInternalServerError", "Internal server error.")
+    return from_service(service_error("internal_error"))

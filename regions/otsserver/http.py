@@ -167,8 +167,7 @@ class _Connection(socketserver.BaseRequestHandler):
         server = self.server
         with server._inflight:
             if server._stopping:
-                self._send(503, _error_body(WireError(
-                    503, "OTSServerUnavailable", "Server is not available.")), None, "", True)
+                self._send(503, _error_body(errors.server_unavailable()), None, "", True)
                 return True
             server._active += 1
         try:

@@ -58,6 +58,7 @@ import struct
 from typing import NamedTuple, Sequence
 
 from regions.otsserver import _plainbuffer
+from regions.otsserver.errors import DATA_FORMAT_INVALID
 
 HEADER = 0x75
 
@@ -295,20 +296,20 @@ class PlainBufferCodec:
         if end is None:
             end = len(data)
         if pos >= end:
-            raise PlainBufferError("data format is invalid.")
+            raise PlainBufferError(DATA_FORMAT_INVALID)
         vt = data[pos]
         pos += 1
         if vt == VT_INTEGER:
             if pos + 8 > end:
-                raise PlainBufferError("data format is invalid.")
+                raise PlainBufferError(DATA_FORMAT_INVALID)
             return _I64.unpack_from(data, pos)[0], pos + 8
         if vt == VT_STRING or vt == VT_BLOB:
             if pos + 4 > end:
-                raise PlainBufferError("data format is invalid.")
+                raise PlainBufferError(DATA_FORMAT_INVALID)
             n = _I32.unpack_from(data, pos)[0]
             pos += 4
             if n < 0 or pos + n > end:
-                raise PlainBufferError("data format is invalid.")
+                raise PlainBufferError(DATA_FORMAT_INVALID)
             raw = bytes(data[pos:pos + n])
             if vt == VT_BLOB:
                 return bytearray(raw), pos + n
@@ -318,11 +319,11 @@ class PlainBufferCodec:
                 raise NotUtf8("", "value") from None
         if vt == VT_BOOLEAN:
             if pos + 1 > end:
-                raise PlainBufferError("data format is invalid.")
+                raise PlainBufferError(DATA_FORMAT_INVALID)
             return data[pos] != 0, pos + 1
         if vt == VT_DOUBLE:
             if pos + 8 > end:
-                raise PlainBufferError("data format is invalid.")
+                raise PlainBufferError(DATA_FORMAT_INVALID)
             return _F64.unpack_from(data, pos)[0], pos + 8
         marker = self._vt_marker.get(vt)
         if marker is not None:
@@ -333,14 +334,14 @@ class PlainBufferCodec:
         """A whole buffer that must be exactly one bare variant."""
         value, pos = self.decode_variant(data, 0, len(data))
         if pos != len(data):
-            raise PlainBufferError("data format is invalid.")
+            raise PlainBufferError(DATA_FORMAT_INVALID)
         return value
 
     def decode_row(self, data) -> PlainRow:
         """Exactly one row, with its header (a request's row field)."""
         rows = self.decode_rows(data)
         if len(rows) != 1:
-            raise PlainBufferError("data format is invalid.")
+            raise PlainBufferError(DATA_FORMAT_INVALID)
         return rows[0]
 
     def decode_rows(self, data) -> list:
@@ -349,7 +350,7 @@ class PlainBufferCodec:
             return []
         data = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data
         if len(data) < 4:
-            raise PlainBufferError("data format is invalid.")
+            raise PlainBufferError(DATA_FORMAT_INVALID)
         header = _I32.unpack_from(data, 0)[0]
         if header != HEADER:
             raise PlainBufferError("Cell data broken, mismatch header, actual: %d, expect: %d."
@@ -374,7 +375,7 @@ class _Reader:
 
     def _byte(self) -> int:
         if self.pos >= self.end:
-            raise PlainBufferError("data format is invalid.")
+            raise PlainBufferError(DATA_FORMAT_INVALID)
         b = self.data[self.pos]
         self.pos += 1
         return b
@@ -384,7 +385,7 @@ class _Reader:
 
     def _take(self, n: int):
         if n < 0 or self.pos + n > self.end:
-            raise PlainBufferError("data format is invalid.")
+            raise PlainBufferError(DATA_FORMAT_INVALID)
         start = self.pos
         self.pos += n
         return self.data[start:self.pos]
@@ -395,13 +396,13 @@ class _Reader:
     def read_row(self) -> PlainRow:
         table = CRC8_TABLE
         if self._byte() != TAG_ROW_PK:
-            raise PlainBufferError("data format is invalid.")
+            raise PlainBufferError(DATA_FORMAT_INVALID)
         row_crc = 0
         primary_key = []
         while self._peek() == TAG_CELL:
             name, value, ts, op, crc = self._read_cell()
             if value is None or ts is not None or op is not None:
-                raise PlainBufferError("data format is invalid.")
+                raise PlainBufferError(DATA_FORMAT_INVALID)
             primary_key.append((name, value))
             row_crc = table[row_crc ^ crc]
         cells = []
@@ -428,7 +429,7 @@ class _Reader:
     def _read_cell(self):
         self.pos += 1  # TAG_CELL, peeked by the caller
         if self._byte() != TAG_CELL_NAME:
-            raise PlainBufferError("data format is invalid.")
+            raise PlainBufferError(DATA_FORMAT_INVALID)
         name_b = bytes(self._take(self._int32()))
         try:
             name = name_b.decode("utf-8")
@@ -447,7 +448,7 @@ class _Reader:
             except NotUtf8:
                 raise NotUtf8(name, "value") from None
             if after != start + n:
-                raise PlainBufferError("data format is invalid.")
+                raise PlainBufferError(DATA_FORMAT_INVALID)
             crc = crc8(crc, variant)
             tag = self._peek()
         if tag == TAG_CELL_TYPE:
@@ -465,7 +466,7 @@ class _Reader:
         if op is not None:
             crc = CRC8_TABLE[crc ^ op]
         if tag != TAG_CELL_CHECKSUM:
-            raise PlainBufferError("data format is invalid.")
+            raise PlainBufferError(DATA_FORMAT_INVALID)
         self.pos += 1
         actual = self._byte()
         if actual != crc:

@@ -18,7 +18,6 @@ from tablestore.protobuf import table_store_pb2 as pb
 
 from regions.otsserver import convert as cv
 from regions.otsserver import errors
-from regions.otsserver.errors import WireError
 from regions.tablestore import metadata as md
 from regions.tablestore.errors import OTSClientError, OTSServiceError, service_error
 from regions.tablestore.validate import BATCH_WRITE_ROWS, check_batch_rows
@@ -55,7 +54,7 @@ class TablestoreService:
         try:
             return handler(body).SerializeToString()
         except OTSServiceError as e:
-            raise WireError(e.http_status, e.code, e.message) from None
+            raise errors.from_service(e) from None
         except OTSClientError as e:
             raise errors.parameter_invalid(e.message) from None
 
