@@ -58,7 +58,7 @@ __all__ = ["head_key", "delta_prefix", "encode_head", "read_order", "put_head",
            "encode_deleted_head", "encode_put_delta",
            "encode_delete_one", "encode_delete_all", "delta_key", "decode_head",
            "exists_key", "EXISTS_VALUE", "merge_row", "split_entries", "Generations",
-           "compaction_filter_factory", "value_size", "HEAD", "DELTA", "ROW_END", "row_end", "in_row"]
+           "compaction_filter_factory", "value_size", "now_ms", "HEAD", "DELTA", "ROW_END", "row_end", "in_row"]
 
 HEAD = b"\x00"
 DELTA = b"\x01"
@@ -280,6 +280,11 @@ def split_entries(row_key_len, entries):
         else:
             deltas.append((key, value))
     return head, deltas
+
+
+def now_ms():
+    """The clock of cell versions: milliseconds since the epoch (a cell's default timestamp)."""
+    return int(time.time() * 1000)
 
 
 class Generations:

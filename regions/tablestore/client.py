@@ -4,54 +4,50 @@ Signatures, defaults and return shapes follow the official Python SDK 6.4.8,
 so code written for the cloud runs here by changing the constructor.  Every
 request is validated whole (validate.py) before anything is written; errors
 are the SDK's OTSClientError or the service's OTSServiceError (errors.py).
-BatchWriteRow validates every row first (an OTSClientError or a whole-request
-error refuses the request before any row is written; a row's service error
-becomes that row's result), then runs the rows one by one: every row gets its
-own result, and no exception leaves a batch half-applied and unreported.
+This module is the API's surface: tables (their stored schema: schema.py),
+reads (reads.py, and the C twins in _rows), and the dispatch of writes to the
+write path (writes.py: prepare, then run under the row lock).  BatchWriteRow
+prepares every row first (an OTSClientError or a whole-request error refuses
+the request before any row is written; a row's service error becomes that
+row's result), then runs the rows one by one: every row gets its own result,
+and no exception leaves a batch half-applied and unreported.
 
-Thread-safety: one client may be used by many threads.  Writes to a row hold
-that row's striped lock, so conditional writes and INCREMENT are atomic per
-row; a row's entries always live in one region (split_boundary keeps a
-partition key in one region), so its multi-entry writes are atomic batches.
-Reads take no lock and see each row as one region-server scan sees it.
-Local transactions (transactions.py): a request with a ``transaction_id``
-runs on a copy of the client whose server is the transaction's view; writes
-outside a transaction check the partition lock under their row lock.
+Thread-safety: one client may be used by many threads.  Writes hold their
+row's striped lock (writes.RowWriter); a row's entries always live in one
+region (split_boundary keeps a partition key in one region), so its
+multi-entry writes are atomic batches.  Reads take no lock and see each row
+as one region-server scan sees it.  Local transactions (transactions.py): a
+request with a ``transaction_id`` runs on a copy of the client whose server
+and writer are the transaction's view; writes outside a transaction check the
+partition lock under their row lock.
 """
 import copy
 import functools
-import logging
 import threading
 import time
 
 from regions.metrics import ApiMetrics
 
 from . import _rows, cells, pkcodec
-from .capacity import failed_condition_cu, read_cu, write_cu
+from .capacity import read_cu
 from .columns import read_window
-from .conditions import check_condition, check_node_count, evaluate
+from .conditions import check_node_count
 from .errors import OTSClientError, OTSServiceError, not_a_string, service_error
 from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowRequest,
-                       BatchWriteRowResponse, BatchWriteRowResponseItem, BatchWriteRowType,
-                       CapacityUnit, Condition, DescribeTableResponse, Direction, PK_AUTO_INCR,
-                       ReservedThroughput, ReservedThroughputDetails, ReturnType, Row,
-                       RowDataItem, RowExistenceExpectation, TableMeta, TableOptions,
+                       BatchWriteRowResponse, BatchWriteRowType, CapacityUnit,
+                       DescribeTableResponse, Direction, PK_AUTO_INCR, ReservedThroughput,
+                       ReservedThroughputDetails, Row, RowDataItem, TableMeta, TableOptions,
                        UpdateTableResponse, INF_MAX, INF_MIN)
-from .reads import PK_PROJECTIONS, assemble, visible, whole_read
+from .reads import PK_PROJECTIONS, assemble, row_entries, visible, whole_read
 from .schema import ATTRIBUTE, Schema, table_attributes
 from .transactions import TIMEOUT_S, TransactionManager, partition_of
-from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, INT64_MAX, INT64_MIN,
-                       MAX_TABLES, RANGE_BYTES, RANGE_ROWS, check_batch_rows, check_pk,
-                       check_put_columns, check_read_params, check_reserved_cu, check_row_size,
-                       check_table_meta, check_table_options, check_update_columns)
+from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_TABLES,
+                       RANGE_BYTES, RANGE_ROWS, check_batch_rows, check_pk, check_read_params,
+                       check_reserved_cu, check_table_meta, check_table_options)
+from .writes import LOCK_STRIPES, RowWriter, check_repeated, prepare
 
 __all__ = ["OTSClient"]
 
-log = logging.getLogger("regions.tablestore")
-
-_LOCK_STRIPES = 256
-# The default condition of a write; never mutated (conditions are read only).
-_IGNORE = Condition(RowExistenceExpectation.IGNORE)
 # The official SDK's connection arguments (OTSClient and AsyncOTSClient, 6.4.8):
 # accepted so that cloud code runs by changing the endpoint, and ignored.
 _SDK_CONNECTION_OPTIONS = frozenset((
@@ -60,22 +56,6 @@ _SDK_CONNECTION_OPTIONS = frozenset((
     "max_connection", "logger_name", "retry_policy", "ssl_version", "extra_headers",
     "enable_native", "native_fallback", "keepalive_timeout", "force_close"))
 _CLIENT_OPTIONS = frozenset(("server", "server_options", "pk_projection", "transaction_timeout"))
-
-
-def _now_ms():
-    return int(time.time() * 1000)
-
-
-def _new_batch():
-    import lsm
-    return lsm.WriteBatch()
-
-
-class _Prepared:
-    """A validated row write, ready to run under its row lock."""
-
-    __slots__ = ("table", "kind", "pk_values", "row_key", "cells", "condition", "return_type",
-                 "pk_bytes", "attr_bytes", "auto_incr")
 
 
 class OTSClient:
@@ -114,12 +94,13 @@ class OTSClient:
         self._server = server
         self._schemas = {}
         self._meta_lock = threading.Lock()
-        self._locks = [threading.Lock() for _ in range(_LOCK_STRIPES)]
-        self._gens = cells.Generations()
-        self._auto = cells.Generations(1000)  # microsecond-like, as the service's
+        locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
         self._txn = None  # the Transaction this client runs in (see _in_transaction)
         self._transactions = TransactionManager(
-            server, self._locks, options.pop("transaction_timeout", TIMEOUT_S))
+            server, locks, options.pop("transaction_timeout", TIMEOUT_S))
+        # auto-increment values: microsecond-like, as the service's
+        self._writer = RowWriter(server, locks, cells.Generations(), cells.Generations(1000),
+                                 self._transactions)
         for name in server.list_tables():
             attrs = server.table_attributes(name) or {}
             if ATTRIBUTE in attrs:
@@ -178,9 +159,6 @@ class OTSClient:
         if schema is None:
             raise service_error("table_not_exist")
         return table_name, schema
-
-    def _lock(self, row_key):
-        return self._locks[hash(row_key) % _LOCK_STRIPES]
 
     # -- tables ----------------------------------------------------------
     def create_table(self, table_meta, table_options=None, reserved_throughput=None,
@@ -274,9 +252,6 @@ class OTSClient:
             return UpdateTableResponse(self._details(attrs), self._table_options(new))
 
     # -- reading rows ----------------------------------------------------
-    def _row_entries(self, table, row_key):
-        return list(self._server.scan(table, row_key, cells.row_end(row_key)))
-
     def get_row(self, table_name, primary_key, columns_to_get=None, column_filter=None,
                 max_version=1, time_range=None, start_column=None, end_column=None, token=None,
                 transaction_id=None):
@@ -293,7 +268,7 @@ class OTSClient:
 
     def _get(self, name, schema, values, names, max_version, rng, column_filter, window=None):
         row_key = _rows.encode_pk(schema.types, values)
-        entries = self._row_entries(name, row_key)
+        entries = row_entries(self._server, name, row_key)
         if not entries:
             return read_cu(0), None, b""
         # Read CU: the primary key and the attribute cells returned.
@@ -306,7 +281,7 @@ class OTSClient:
             consumed = read_cu(_rows.pk_size(schema.names, values) + size)
             return consumed, Row(list(zip(schema.names, values)), cell_list), b""
         head, deltas = cells.split_entries(len(row_key), entries)
-        parts, size, _ = assemble(schema, values, len(row_key), head, deltas, _now_ms(), names,
+        parts, size, _ = assemble(schema, values, len(row_key), head, deltas, cells.now_ms(), names,
                                   max_version, rng, column_filter, self._pk_projection, window)
         if parts is None:
             return read_cu(0), None, b""
@@ -354,7 +329,7 @@ class OTSClient:
     def _range_page(self, schema, entries, forward, names, max_version, rng, column_filter,
                     max_rows, window=None):
         """One GetRange page from an entry iterator: rows, next start PK, consumed."""
-        now = _now_ms()
+        now = cells.now_ms()
         pk_projection = self._pk_projection
 
         def slow(row_key, values, group):
@@ -467,123 +442,18 @@ class OTSClient:
                                        condition, return_type), transaction_id)
 
     def _prepare(self, table_name, kind, row, condition, return_type):
-        """Validate one row write completely; raises before anything is written."""
-        if condition is None:
-            condition = _IGNORE
-        if not isinstance(condition, Condition):
-            raise OTSClientError("condition should be an instance of Condition, not %s"
-                                 % condition.__class__.__name__)
-        if condition.column_condition is not None:
-            check_condition(condition.column_condition)
         name, schema = self._schema(table_name)
-        p = _Prepared()
-        p.table, p.kind, p.condition, p.return_type = name, kind, condition, return_type
-        now = _now_ms()
-        if kind == BatchWriteRowType.PUT:
-            values = check_pk(schema, row.primary_key, "put")
-            p.cells = check_put_columns(schema, row.attribute_columns, now)
-        elif kind == BatchWriteRowType.UPDATE:
-            values = check_pk(schema, row.primary_key)
-            p.cells = check_update_columns(schema, row.attribute_columns, now)
-        else:
-            values = check_pk(schema, row.primary_key)
-            p.cells = []
-        expect = condition.row_existence_expectation
-        if expect == RowExistenceExpectation.EXPECT_NOT_EXIST and kind != BatchWriteRowType.PUT:
-            raise service_error("update_expect_not_exist" if kind == BatchWriteRowType.UPDATE
-                                else "delete_expect_not_exist")
-        p.auto_incr = any(v is PK_AUTO_INCR for v in values)
-        if p.auto_incr and (expect != RowExistenceExpectation.IGNORE
-                            or condition.column_condition is not None):
-            raise service_error("auto_incr_condition")
-        p.pk_values = values
-        p.row_key = None if p.auto_incr else _rows.encode_pk(schema.types, values)
-        p.pk_bytes = _rows.pk_size(schema.names, [0 if v is PK_AUTO_INCR else v
-                                                  for v in values] if p.auto_incr else values)
-        p.attr_bytes = _rows.cells_size(p.cells if kind == BatchWriteRowType.PUT
-                                        else [(c[1], c[2]) for c in p.cells])
-        if kind != BatchWriteRowType.DELETE:
-            check_row_size(kind, p.pk_bytes + p.attr_bytes)
-        return p
+        return prepare(name, schema, kind, row, condition, return_type)
 
     def _run(self, p, transaction_id=None):
-        """Execute a prepared write under its row lock: (consumed, return_row)."""
+        """Run prepared write ``p`` (writes.py), in its transaction if one is named."""
         if transaction_id is not None:
             with self._transactions.use(transaction_id) as txn:
                 return txn.client._run(p)
-        name = p.table
-        schema = self._schemas.get(name)
+        schema = self._schemas.get(p.table)
         if schema is None:
             raise service_error("table_not_exist")
-        if p.auto_incr:
-            p.pk_values = [self._auto.next() if v is PK_AUTO_INCR else v
-                           for v in p.pk_values]
-            p.row_key = _rows.encode_pk(schema.types, p.pk_values)
-        row_key = p.row_key
-        cond = p.condition
-        needs_read = (cond.row_existence_expectation != RowExistenceExpectation.IGNORE
-                      or cond.column_condition is not None
-                      or (p.kind == BatchWriteRowType.UPDATE
-                          and any(c[0] == "INCREMENT" for c in p.cells)))
-        with self._lock(row_key):
-            self._transactions.check_write(name, row_key, self._txn, p.pk_bytes + p.attr_bytes)
-            live = None
-            if needs_read:
-                head, deltas = cells.split_entries(len(row_key), self._row_entries(name, row_key))
-                live = visible(len(row_key), head, deltas, schema.ttl, schema.max_versions,
-                               _now_ms())
-                expect = cond.row_existence_expectation
-                if ((expect == RowExistenceExpectation.EXPECT_EXIST and live is None)
-                        or (expect == RowExistenceExpectation.EXPECT_NOT_EXIST
-                            and live is not None)
-                        or (cond.column_condition is not None
-                            and not evaluate(cond.column_condition, live or {}))):
-                    raise service_error("condition_failed")
-            now = _now_ms()
-            if p.kind == BatchWriteRowType.PUT:
-                self._server.put(name, row_key + cells.HEAD,
-                                 _rows.put_head(self._gens.next(), p.cells, now))
-            elif p.kind == BatchWriteRowType.DELETE:
-                self._server.put(name, cells.head_key(row_key),
-                                 cells.encode_deleted_head(self._gens.next()))
-            else:
-                self._server.write(name, self._update_batch(row_key, p.cells, live, now))
-        consumed = write_cu(p.pk_bytes, p.attr_bytes, cond)
-        return_row = None
-        if p.return_type == ReturnType.RT_PK:
-            return_row = Row(list(zip(schema.names, p.pk_values)))
-        return consumed, return_row
-
-    def _update_batch(self, row_key, ops, live, now):
-        batch = _new_batch()
-        if any(op == "PUT" or op == "INCREMENT" for op, _, _, _ in ops):
-            # The row exists from now on, whatever its columns become (cells.py).
-            batch.put(cells.exists_key(row_key, self._gens.next()), cells.EXISTS_VALUE)
-        for op, col, value, ts in ops:
-            if ts is None and op != "DELETE_ALL":
-                ts = now
-            gen = self._gens.next()
-            key = cells.delta_key(row_key, col, gen)
-            if op == "PUT":
-                batch.put(key, cells.encode_put_delta(ts, value))
-            elif op == "DELETE":
-                batch.put(key, cells.encode_delete_one(ts))
-            elif op == "DELETE_ALL":
-                batch.put(key, cells.encode_delete_all())
-            else:
-                current = live.get(col) if live else None
-                base = current[0][1] if current else 0
-                if current and current[0][0] >= ts:
-                    ts = current[0][0]  # same version, higher generation: overwrites it
-                if not isinstance(base, int) or isinstance(base, bool):
-                    raise service_error("increment_on_non_integer", column=col)
-                result = base + value
-                if not INT64_MIN <= result <= INT64_MAX:
-                    raise service_error("increment_overflow", column=col)
-                if live is not None:
-                    live[col] = [(ts, result)] + (current or [])
-                batch.put(key, cells.encode_put_delta(ts, result))
-        return batch
+        return self._writer.run(p, schema)
 
     def batch_write_row(self, request):
         if not isinstance(request, BatchWriteRowRequest):
@@ -612,38 +482,14 @@ class OTSClient:
                     plans.append(p)
                 except OTSServiceError as exc:
                     plans.append(exc)
-            _check_repeated(plans)
+            check_repeated(plans)
         if size > BATCH_WRITE_BYTES:
             raise service_error("batch_write_size", limit=BATCH_WRITE_BYTES, size=size)
         response = {}
         for table_name, plans in prepared.items():
-            response[table_name] = [self._run_reported(p) for p in plans]
+            response[table_name] = [self._writer.run_reported(p, self._schemas.get(table_name))
+                                    for p in plans]
         return BatchWriteRowResponse(request, response)
-
-    def _run_reported(self, p):
-        """One row of a batch, run: its result item, whatever goes wrong.
-
-        Past this point rows are being written, so nothing may escape and
-        leave the batch half-applied and unreported: a service error is the
-        row's own error; any other exception (a fault of ours) is logged and
-        reported as the row's OTSInternalServerError.  A row is one atomic
-        region write, so a failed row wrote nothing (unless the fault came
-        after its write, which only the log can tell).
-        """
-        if isinstance(p, OTSServiceError):
-            return BatchWriteRowResponseItem(False, p.code, p.message, None, None)
-        try:
-            consumed, row = self._run(p)
-        except OTSServiceError as exc:
-            cu = (failed_condition_cu(p.kind == BatchWriteRowType.DELETE)
-                  if exc.code == "OTSConditionCheckFail" else None)
-            return BatchWriteRowResponseItem(False, exc.code, exc.message, cu, None)
-        except Exception:  # noqa: BLE001 -- reported as the row's result, see above
-            log.exception("BatchWriteRow: row of table %r failed", p.table)
-            exc = service_error("internal_error")
-            return BatchWriteRowResponseItem(False, exc.code, exc.message, None, None)
-        return BatchWriteRowResponseItem(True, None, None, consumed,
-                                         row.primary_key if row else None)
 
     # -- local transactions (state in transactions.py) ------------------------
     def start_local_transaction(self, table_name, key):
@@ -676,24 +522,8 @@ class OTSClient:
         the transaction's writes, writes are buffered in it)."""
         view = copy.copy(self)
         view._server, view._owns_server, view._txn = txn, False, txn
+        view._writer = self._writer.on(txn)
         return view
-
-
-def _check_repeated(plans):
-    """A row repeated in one table's batch may not carry a condition."""
-    seen = {}
-    for p in plans:
-        if isinstance(p, OTSServiceError) or p.row_key is None:
-            continue
-        seen.setdefault(p.row_key, []).append(p)
-    for group in seen.values():
-        if len(group) < 2:
-            continue
-        for p in group:
-            if p.condition.row_existence_expectation != RowExistenceExpectation.IGNORE:
-                raise service_error("batch_repeated_expectation")
-            if p.condition.column_condition is not None:
-                raise service_error("batch_repeated_condition")
 
 
 def _validate_split_points(split_points, pk_type):

@@ -23,8 +23,13 @@ from .columns import column_window
 from .conditions import evaluate
 from .metadata import Row
 
-__all__ = ["visible", "select", "read_columns", "project", "assemble", "whole_read",
+__all__ = ["row_entries", "visible", "select", "read_columns", "project", "assemble", "whole_read",
            "head_cells", "row_cells", "range_page", "group_rows", "PK_PROJECTIONS"]
+
+
+def row_entries(server, table, row_key):
+    """The (key, value) entries of row ``row_key`` of ``table``: one region-server scan."""
+    return list(server.scan(table, row_key, cells.row_end(row_key)))
 
 
 def visible(row_key_len, head, deltas, ttl, max_versions, now_ms):
