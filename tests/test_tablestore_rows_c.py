@@ -11,6 +11,8 @@ from regions.tablestore import INF_MAX, INF_MIN, _rows, cells, pkcodec, reads
 from regions.tablestore.capacity import cells_size, pk_size
 from regions.tablestore.schema import Schema
 
+import rows_reference as reference
+
 INT = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
 PK_TYPES = {"INTEGER": INT, "STRING": st.text(max_size=8),
             "BINARY": st.binary(max_size=8).map(bytearray)}
@@ -86,7 +88,7 @@ def test_head_codec_and_head_cells_match_the_reference(gen, cell_list, keep):
     head = cells.encode_head(gen, cell_list)
     assert _rows.encode_head(gen, cell_list) == head
     assert _rows.decode_head(head) == cells.decode_head(head)
-    assert _rows.head_cells(head, keep) == reads.head_cells(head, keep)
+    assert _rows.head_cells(head, keep) == reference.head_cells(head, keep)
 
 
 @settings(max_examples=300, deadline=None)
@@ -110,10 +112,10 @@ def test_put_head_golden_bytes_from_the_format():
 
 def test_head_cells_of_deleted_and_empty_heads():
     deleted = cells.encode_deleted_head(7)
-    assert _rows.head_cells(deleted, 1) == reads.head_cells(deleted, 1) == (None, 0)
+    assert _rows.head_cells(deleted, 1) == reference.head_cells(deleted, 1) == (None, 0)
     # A PutRow with no attribute column: the row exists and holds only its key.
     empty = cells.encode_head(7, [])
-    assert _rows.head_cells(empty, 1) == reads.head_cells(empty, 1) == ([], 0)
+    assert _rows.head_cells(empty, 1) == reference.head_cells(empty, 1) == ([], 0)
     assert _rows.decode_head(cells.encode_deleted_head(7)) == (7, None)
 
 
@@ -187,7 +189,7 @@ def test_range_page_matches_the_reference(entries, reverse, fast, keep, max_rows
         entries = entries[::-1]
     args = (2, schema.names, fast, keep, max_rows, max_bytes)
     got = _rows.RangePage(*args, *callbacks("c")).run(iter(entries))
-    want = reads.range_page(iter(entries), *args, *callbacks("py"))
+    want = reference.range_page(iter(entries), *args, *callbacks("py"))
     assert got == want
     assert calls["c"] == calls["py"]
 
@@ -229,13 +231,13 @@ def test_row_cells_is_what_assemble_returns_for_any_row_read_whole(entries, max_
     """GetRow/GetRange read whole: heads, DELETED heads and deltas, masked and trimmed."""
     schema = Schema(["id", "s"], ["INTEGER", "STRING"], None, max_versions=max_versions)
     keep = min(max_version, max_versions)
-    for row_key, values, group in reads.group_rows(iter(entries), 2):
+    for row_key, values, group in reference.group_rows(iter(entries), 2):
         head, deltas = cells.split_entries(len(row_key), group)
         parts, size, exists = reads.assemble(schema, values, len(row_key), head, deltas, 0,
                                              None, max_version, None, None)
         assert exists == (parts is not None)  # read whole: an existing row is returned
         want = (parts[1], size) if parts else (None, 0)
-        assert reads.row_cells(len(row_key), group, keep) == want
+        assert reference.row_cells(len(row_key), group, keep) == want
         assert _rows.row_cells(len(row_key), group, keep) == want
 
 

@@ -9,8 +9,8 @@ random inputs, tests/test_tablestore_rows_c.py):
     encode_head, decode_head    cells.encode_head, cells.decode_head
     put_head                    cells.put_head
     pk_size, cells_size         capacity.pk_size over zip(names, values), capacity.cells_size
-    head_cells, row_cells       reads.head_cells, reads.row_cells
-    RangePage                   client's GetRange page loop (reads.range_page)
+    head_cells, row_cells       head_cells, row_cells of tests/rows_reference.py
+    RangePage                   the GetRange page loop (range_page, tests/rows_reference.py)
 
 The formats are documented where they are owned (pkcodec.py: row keys,
 cells.py: head values); nothing here defines a format.  Keys and head values
@@ -396,7 +396,7 @@ def decode_head(data):
 
 
 def head_cells(data, Py_ssize_t keep):
-    """(cells or None, CU size of the cells) of a head read whole (twin of reads.head_cells).
+    """(cells or None, CU size of the cells) of a head read whole (twin of rows_reference.head_cells).
 
     Cells are (name, value, ts) in read order, at most ``keep`` versions of a
     column; None (size 0) for a DELETED head, [] for a PUT head without cells.
@@ -485,7 +485,7 @@ cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize
 
 def row_cells(Py_ssize_t row_key_len, entries, Py_ssize_t keep):
     """(cells or None, CU size) of one row's (key, value) entries read whole
-    (twin of reads.row_cells)."""
+    (twin of rows_reference.row_cells)."""
     cdef Py_ssize_t size = 0
     cells = _row_cells(row_key_len, list(entries), keep, &size)
     if cells is None:
@@ -517,7 +517,7 @@ cdef list _pk_list(list names, list values):
 
 
 cdef class RangePage:
-    """One GetRange page built from a scan's entries (twin of reads.range_page).
+    """One GetRange page built from a scan's entries (twin of rows_reference.range_page).
 
     ``RangePage(npk, pk_names, fast, keep, max_rows, max_bytes, slow, live)``;
     ``run(entries)`` -> (rows, next start PK values or None, bytes read).
