@@ -168,6 +168,17 @@ def compare(repeats=3):
                     op, off, [r["requests_per_s"] for r in runs["off"]], on,
                     [r["requests_per_s"] for r in runs["scraped"]],
                     [r["scrapes_per_s"] for r in runs["scraped"]], (on - off) / off * 100))
+                # The server is bound by one core (the GIL), so its capacity is
+                # 1 / (server CPU per API request); the scraped server's CPU per
+                # request includes the console's work.  CPU time, unlike wall
+                # time, is not stretched by other processes on the machine.
+                cpu_off = statistics.median(r["server_cpu_us_per_request"] for r in runs["off"])
+                cpu_on = statistics.median(r["server_cpu_us_per_request"] for r in runs["scraped"])
+                print("%s: server CPU per request off %d us %s, scraped %d us %s: "
+                      "capacity cost %.1f%%" % (
+                          op, cpu_off, [r["server_cpu_us_per_request"] for r in runs["off"]], cpu_on,
+                          [r["server_cpu_us_per_request"] for r in runs["scraped"]],
+                          (1 - cpu_off / cpu_on) * 100))
         finally:
             s.close()
 
