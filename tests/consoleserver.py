@@ -2,10 +2,14 @@
 hundred rows split a table, rows written through the official SDK, GETs."""
 import base64
 import http.client
+import logging
 import time
 import urllib.parse
 
 import tablestore as ts
+from tablestore.auth import RequestContext, SignV2
+from tablestore.credentials import Credentials
+from tablestore.protocol import OTSProtocol
 
 import regions
 from regions.otsserver.cli import make_server
@@ -23,11 +27,26 @@ def start(tmp_path, host="127.0.0.1", **options):
                        server_options=opts).start()
 
 
-def sdk(srv):
+def sdk(srv, secret=SECRET):
     host, port = srv.server_address[:2]
     if host == "0.0.0.0":
         host = "127.0.0.1"
-    return ts.OTSClient("http://%s:%d" % (host, port), KEY_ID, SECRET, INSTANCE)
+    return ts.OTSClient("http://%s:%d" % (host, port), KEY_ID, secret, INSTANCE,
+                        retry_policy=ts.NoRetryPolicy())
+
+
+def post_signed(srv, api, body):
+    """(status, body) of a POST of ``body`` to ``api``, signed as the SDK signs it."""
+    proto = OTSProtocol(INSTANCE, "utf8", logging.getLogger("consoleserver"))
+    headers = proto._make_request_headers(body, "/" + api, SignV2("utf8"),
+                                          RequestContext(Credentials(KEY_ID, SECRET)))
+    conn = http.client.HTTPConnection(*srv.server_address[:2], timeout=30)
+    try:
+        conn.request("POST", "/" + api, body=body, headers=headers)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
 
 
 def get(srv, path, auth=None):

@@ -12,8 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import regions
 import regions.tablestore as emb
-from consoleserver import (HOSTILE, KEY_ID, SECRET, create_events, get, put_rows, rows_url,
-                           sdk, start, wait_for)
+from consoleserver import (HOSTILE, KEY_ID, SECRET, create_events, get, post_signed, put_rows,
+                           rows_url, sdk, start, wait_for)
 from regions import procedure
 from regions.metrics import ApiMetrics, RateTracker
 from regions.otsserver.console import Console, is_loopback, static_file
@@ -276,6 +276,30 @@ def test_metrics_endpoint_parses_with_prometheus_client(server):
                  "regions_block_cache_misses_total", "regions_split_duration_seconds_count",
                  "regions_uptime_seconds"):
         assert (name, ()) in m, name
+
+
+def test_requests_refused_before_the_data_api_are_counted_once(server):
+    """Authentication, protobuf and unknown-API refusals count under their API
+    (or "Unknown") with their error code; a request that reaches the data API
+    is counted once, not once by the endpoint and again by the client."""
+    create_events(server)
+    good = sdk(server)
+    good.get_row("events", [("pk", "a"), ("n", 1)], max_version=1)
+    with pytest.raises(ts.OTSServiceError) as e:
+        sdk(server, secret="not-the-secret").get_row("events", [("pk", "a"), ("n", 1)],
+                                                    max_version=1)
+    assert e.value.code == "OTSAuthFailed"
+    assert post_signed(server, "GetRow", b"\xff\xfe not protobuf")[0] == 400
+    assert post_signed(server, "NoSuchApi", b"")[0] == 400
+    good.abort_transaction(good.start_local_transaction("events", [("pk", "a")]))
+    m = scrape(server)
+    assert m[("regions_api_requests_total", (("api", "GetRow"),))] == 3
+    assert m[("regions_api_errors_total", (("api", "GetRow"), ("code", "OTSAuthFailed")))] == 1
+    assert m[("regions_api_errors_total", (("api", "GetRow"), ("code", "OTSParameterInvalid")))] == 1
+    assert m[("regions_api_errors_total", (("api", "Unknown"), ("code", "OTSParameterInvalid")))] == 1
+    assert m[("regions_api_requests_total", (("api", "StartLocalTransaction"),))] == 1
+    assert m[("regions_api_requests_total", (("api", "AbortTransaction"),))] == 1
+    assert ("regions_api_requests_total", (("api", "NoSuchApi"),)) not in m
 
 
 # -- access ------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The HTTP layer alone (a stub service): signing, errors, limits, keep-alive, bad clients."""
 import asyncio
+import contextlib
 import http.client
 import logging
 import socket
@@ -27,6 +28,9 @@ class StubService:
         self.calls = []
         self.closed = False
         self.gate = None
+
+    def metered(self, api):
+        return contextlib.nullcontext()
 
     def handle(self, api, body):
         self.calls.append(api)

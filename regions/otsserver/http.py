@@ -22,7 +22,10 @@ returns a ``regions.otsserver.console.Reply``): the web console and
 
 Contract of the ``service`` object: ``handle(api: str, body: bytes) -> bytes``
 returns the serialized response message or raises ``WireError``; it must be
-thread-safe.  ``close()`` is called once, after the last request finished.
+thread-safe.  ``metered(api)`` is a context manager around each POST, from
+authentication to the answer (the service counts the request and its error
+code, whatever refuses it).  ``close()`` is called once, after the last
+request finished.
 """
 from __future__ import annotations
 
@@ -184,8 +187,9 @@ class _Connection(socketserver.BaseRequestHandler):
         api = head.api
         verified = None
         try:
-            verified = server.authenticator.verify(api, head.headers, body)
-            status, payload = 200, server.service.handle(api, body)
+            with server.service.metered(api):
+                verified = server.authenticator.verify(api, head.headers, body)
+                status, payload = 200, server.service.handle(api, body)
         except WireError as err:
             status, payload = err.http_status, _error_body(err)
         except Exception:  # a bug below: never a crash of the connection

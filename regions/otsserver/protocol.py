@@ -26,6 +26,9 @@ BATCH_WRITE_TYPES = {pb.PUT: md.PutRowItem, pb.UPDATE: md.UpdateRowItem, pb.DELE
 ROW_OF_TYPE = {pb.PUT: cv.put_row, pb.UPDATE: cv.update_row, pb.DELETE: cv.delete_row}
 
 
+UNKNOWN_API = "Unknown"     # the metrics' name for requests to an API we do not serve
+
+
 class TablestoreService:
     """Maps the wire protocol onto one data API client."""
 
@@ -46,6 +49,12 @@ class TablestoreService:
     @property
     def apis(self):
         return tuple(self._handlers)
+
+    def metered(self, api: str):
+        """A context that counts one request whole in the client's metrics
+        (``OTSClient.request``): under ``api`` when this service answers it,
+        else ``UNKNOWN_API``, so made-up names cannot grow the metrics."""
+        return self.client.request(api if api in self._handlers else UNKNOWN_API)
 
     def handle(self, api: str, body: bytes) -> bytes:
         handler = self._handlers.get(api)

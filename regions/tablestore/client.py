@@ -21,6 +21,7 @@ request with a ``transaction_id`` runs on a copy of the client whose server
 and writer are the transaction's view; writes outside a transaction check the
 partition lock under their row lock.
 """
+import contextlib
 import copy
 import functools
 import threading
@@ -126,6 +127,24 @@ class OTSClient:
                 "reserved_read_cu": read or 0, "reserved_write_cu": write or 0}
         return {"api": self._api_metrics.snapshot(), "server": self._server.metrics(),
                 "tables": tables}
+
+    @contextlib.contextmanager
+    def request(self, api):
+        """Meter one request of a front end as ``api``, whole: from the first
+        check to the reply, whatever refuses it (authentication, parsing, the data
+        API).  The API methods called inside are not counted again.  The wire
+        endpoint (regions.otsserver) wraps every request in this."""
+        _front_end.metering = True
+        t0 = time.perf_counter()
+        code = None
+        try:
+            yield
+        except Exception as e:
+            code = _error_code(e)
+            raise
+        finally:
+            _front_end.metering = False
+            self._api_metrics.record(api, time.perf_counter() - t0, code)
 
     def close(self):
         if self._owns_server and self._server is not None:
@@ -544,21 +563,32 @@ def _validate_split_points(split_points, pk_type):
 
 
 # -- request metrics (regions.metrics.ApiMetrics; OTSClient.metrics()) ------
+# A front end that meters its requests whole (OTSClient.request) sets this on
+# its thread, so the API methods it calls are not counted a second time.
+_front_end = threading.local()
+
+
+def _error_code(exc):
+    """The error code a failed request counts under: the service's code, the
+    endpoint's answer to an OTSClientError, or a front end's own error code."""
+    if isinstance(exc, OTSServiceError):
+        return exc.code
+    if isinstance(exc, OTSClientError):
+        return "OTSParameterInvalid"     # what the endpoint answers for it
+    return getattr(exc, "code", None) or "OTSInternalServerError"
+
+
 def _metered(api, method):
     @functools.wraps(method)
     def call(self, *args, **kwargs):
+        if getattr(_front_end, "metering", False):
+            return method(self, *args, **kwargs)
         t0 = time.perf_counter()
         code = None
         try:
             return method(self, *args, **kwargs)
-        except OTSServiceError as e:
-            code = e.code
-            raise
-        except OTSClientError:
-            code = "OTSParameterInvalid"     # what the endpoint answers for it
-            raise
-        except Exception:
-            code = "OTSInternalServerError"
+        except Exception as e:
+            code = _error_code(e)
             raise
         finally:
             self._api_metrics.record(api, time.perf_counter() - t0, code)
@@ -571,6 +601,8 @@ METERED_APIS = {
     "describe_table": "DescribeTable", "update_table": "UpdateTable", "get_row": "GetRow",
     "get_range": "GetRange", "batch_get_row": "BatchGetRow", "put_row": "PutRow",
     "update_row": "UpdateRow", "delete_row": "DeleteRow", "batch_write_row": "BatchWriteRow",
+    "start_local_transaction": "StartLocalTransaction",
+    "commit_transaction": "CommitTransaction", "abort_transaction": "AbortTransaction",
 }
 for _name, _api in METERED_APIS.items():
     setattr(OTSClient, _name, _metered(_api, getattr(OTSClient, _name)))
