@@ -18,9 +18,9 @@ Importing this package has no side effects (the lsm engine is imported when
 ``regions.server`` is).
 """
 from .adjust import DelimitedKeyPrefix, KeyPrefix
-from .errors import (HotPartitionError, InvariantError, MetaCorruptionError, RegionBusyError,
-                     RegionError, ServerClosedError, SplitError, TableExistsError,
-                     UnknownRegionError, UnknownTableError)
+from .errors import (HotPartitionError, InvariantError, MetaCorruptionError, PartialWriteError,
+                     RegionBusyError, RegionError, ServerClosedError, SplitError,
+                     TableExistsError, UnknownRegionError, UnknownTableError)
 from .options import ServerOptions
 from .policy import (ConstantSizeSplitPolicy, DisabledSplitPolicy,
                      IncreasingToUpperBoundSplitPolicy, SplitPolicy, SteppingSplitPolicy)
@@ -33,6 +33,7 @@ __all__ = [
     "RegionError", "UnknownTableError", "TableExistsError", "UnknownRegionError", "SplitError",
     "HotPartitionError",
     "ServerClosedError", "RegionBusyError", "MetaCorruptionError", "InvariantError",
+    "PartialWriteError",
 ]
 
 

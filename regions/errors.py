@@ -9,7 +9,7 @@ through unchanged: they concern one region's files, not the region layer.
 __all__ = [
     "RegionError", "UnknownTableError", "TableExistsError", "UnknownRegionError",
     "SplitError", "HotPartitionError", "ServerClosedError", "RegionBusyError",
-    "MetaCorruptionError", "InvariantError",
+    "MetaCorruptionError", "InvariantError", "PartialWriteError",
 ]
 
 
@@ -57,3 +57,14 @@ class MetaCorruptionError(RegionError):
 
 class InvariantError(RegionError):
     """``RegionServer.check()`` found a broken invariant (the message says which)."""
+
+
+class PartialWriteError(RegionError):
+    """A batch spanning regions failed after some of its regions' parts were
+    applied (each part is atomic).  ``applied_keys`` holds every key of the
+    applied parts; the failure is the ``__cause__``.  A batch whose first part
+    fails raises that failure itself: nothing was applied."""
+
+    def __init__(self, message, applied_keys):
+        super().__init__(message)
+        self.applied_keys = applied_keys

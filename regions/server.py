@@ -32,8 +32,8 @@ from lsm.cache import BlockCache
 from . import procedure
 from .adjust import HOT_REASON, adjust_split_point
 from .check import check_server
-from .errors import (HotPartitionError, ServerClosedError, SplitError, TableExistsError,
-                     UnknownRegionError, UnknownTableError)
+from .errors import (HotPartitionError, PartialWriteError, ServerClosedError, SplitError,
+                     TableExistsError, UnknownRegionError, UnknownTableError)
 from .maintenance import Maintenance
 from .meta import Meta, RegionRecord, region_dir_name
 from .metrics import RateTracker, SplitHistory
@@ -547,20 +547,31 @@ class RegionServer:
     def write(self, table: str, batch, sync=None) -> None:
         """Apply ``batch`` (an ``lsm.WriteBatch``).  Atomic when all its keys lie
         in one region (always true for one row); a batch spanning regions is
-        applied region by region, each part atomic."""
+        applied region by region, each part atomic (one WAL record, one sync):
+        if a part fails after others were applied, ``PartialWriteError`` says
+        which keys were."""
         if not isinstance(batch, lsm.WriteBatch):
             raise TypeError(f"batch must be an lsm.WriteBatch, got {type(batch).__name__}")
         ops = batch.ops
         if not ops:
             self._table(table)
             return
+        applied = []
         while ops:
             r = self._enter(table, ops[0][1], True)
             try:
                 mine = [op for op in ops if r.contains(op[1])]
                 r.db.write(batch if len(mine) == len(ops) else _batch_of(mine), sync)
+            except Exception as e:
+                if not applied:
+                    raise
+                raise PartialWriteError(
+                    f"a batch of table {table!r} failed in region {r.id} after "
+                    f"{len(applied)} of its keys were applied: {e}",
+                    frozenset(op[1] for op in applied)) from e
             finally:
                 r.exit()
+            applied += mine
             ops = [op for op in ops if not r.contains(op[1])]
             batch = _batch_of(ops)
 

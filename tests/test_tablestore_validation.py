@@ -293,14 +293,14 @@ def test_a_fault_in_one_row_of_a_batch_is_that_rows_error(env, monkeypatch):
     # reported, and no exception leaves the batch half-applied.
     e, L = env, env.lib
     pk = lambda i: [("PK1", 10 + i), ("PK2", "b")]  # noqa: E731
-    run = e.core._writer.run
+    row_ops = e.core._writer._row_ops
 
-    def faulty(p, schema):
+    def faulty(p, schema, now):
         if p.pk_values == [11, "b"]:
             raise OSError("disk on fire")
-        return run(p, schema)
+        return row_ops(p, schema, now)
 
-    monkeypatch.setattr(e.core._writer, "run", faulty)
+    monkeypatch.setattr(e.core._writer, "_row_ops", faulty)
     logging.getLogger("regions.tablestore").disabled = True
     try:
         results = batch(e, *[L.PutRowItem(L.Row(pk(i), [("a", i)]), None) for i in range(3)])

@@ -506,8 +506,7 @@ class OTSClient:
             raise service_error("batch_write_size", limit=BATCH_WRITE_BYTES, size=size)
         response = {}
         for table_name, plans in prepared.items():
-            response[table_name] = [self._writer.run_reported(p, self._schemas.get(table_name))
-                                    for p in plans]
+            response[table_name] = self._writer.run_batch(plans, self._schemas.get(table_name))
         return BatchWriteRowResponse(request, response)
 
     # -- local transactions (state in transactions.py) ------------------------

@@ -16,8 +16,9 @@ goes through two steps:
     One write is one atomic region write, so a row is never half-written.
 
 The capacity units of a write (capacity.py) are computed from the prepared
-sizes.  ``RowWriter.run_reported`` is the BatchWriteRow form: the row's result
-item whatever goes wrong.
+sizes.  ``RowWriter.run_batch`` is the BatchWriteRow form: the rows of one
+table written together (one region write per region), each with its own
+result item whatever goes wrong.
 
 Thread-safety: a ``RowWriter`` is shared by the client's threads; writes to a
 row hold that row's stripe of ``locks``, so conditional writes and INCREMENT
@@ -137,64 +138,76 @@ class RowWriter:
         """This writer writing into local transaction ``txn`` (its view is the server)."""
         return RowWriter(txn, self.locks, self.gens, self.auto, self.transactions, txn)
 
-    def run(self, p: Prepared, schema):
-        """Execute ``p`` under its row lock: (consumed CU, return_row or None)."""
-        name = p.table
-        if p.auto_incr:
+    def _assign_auto(self, p, schema):
+        """Give an auto-increment row its key values (once, before its lock)."""
+        if p.row_key is None:
             p.pk_values = [self.auto.next() if v is PK_AUTO_INCR else v for v in p.pk_values]
             p.row_key = _rows.encode_pk(schema.types, p.pk_values)
-        row_key = p.row_key
-        cond = p.condition
-        needs_read = (cond.row_existence_expectation != RowExistenceExpectation.IGNORE
-                      or cond.column_condition is not None
-                      or (p.kind == BatchWriteRowType.UPDATE
-                          and any(c[0] == "INCREMENT" for c in p.cells)))
-        with self.locks[hash(row_key) % len(self.locks)]:
-            self.transactions.check_write(name, row_key, self.txn, p.pk_bytes + p.attr_bytes)
-            live = None
-            if needs_read:
-                head, deltas = cells.split_entries(len(row_key),
-                                                   row_entries(self.server, name, row_key))
-                live = visible(len(row_key), head, deltas, schema.ttl, schema.max_versions,
-                               cells.now_ms())
-                expect = cond.row_existence_expectation
-                if ((expect == RowExistenceExpectation.EXPECT_EXIST and live is None)
-                        or (expect == RowExistenceExpectation.EXPECT_NOT_EXIST
-                            and live is not None)
-                        or (cond.column_condition is not None
-                            and not evaluate(cond.column_condition, live or {}))):
-                    raise service_error("condition_failed")
-            now = cells.now_ms()
-            if p.kind == BatchWriteRowType.PUT:
-                self.server.put(name, cells.head_key(row_key),
-                                _rows.put_head(self.gens.next(), p.cells, now))
-            elif p.kind == BatchWriteRowType.DELETE:
-                self.server.put(name, cells.head_key(row_key),
-                                cells.encode_deleted_head(self.gens.next()))
-            else:
-                self.server.write(name, self._update_batch(row_key, p.cells, live, now))
-        consumed = write_cu(p.pk_bytes, p.attr_bytes, cond)
+
+    def _row_ops(self, p, schema, now):
+        """The (key, value) entries of write ``p``, under its row lock: reads
+        the row when the write depends on it, raises condition_failed (or an
+        INCREMENT error) when it may not be written."""
+        name, row_key, cond = p.table, p.row_key, p.condition
+        self.transactions.check_write(name, row_key, self.txn, p.pk_bytes + p.attr_bytes)
+        live = None
+        if (cond.row_existence_expectation != RowExistenceExpectation.IGNORE
+                or cond.column_condition is not None
+                or (p.kind == BatchWriteRowType.UPDATE
+                    and any(c[0] == "INCREMENT" for c in p.cells))):
+            head, deltas = cells.split_entries(len(row_key),
+                                               row_entries(self.server, name, row_key))
+            live = visible(len(row_key), head, deltas, schema.ttl, schema.max_versions, now)
+            expect = cond.row_existence_expectation
+            if ((expect == RowExistenceExpectation.EXPECT_EXIST and live is None)
+                    or (expect == RowExistenceExpectation.EXPECT_NOT_EXIST and live is not None)
+                    or (cond.column_condition is not None
+                        and not evaluate(cond.column_condition, live or {}))):
+                raise service_error("condition_failed")
+        if p.kind == BatchWriteRowType.PUT:
+            return [(cells.head_key(row_key), _rows.put_head(self.gens.next(), p.cells, now))]
+        if p.kind == BatchWriteRowType.DELETE:
+            return [(cells.head_key(row_key), cells.encode_deleted_head(self.gens.next()))]
+        return self._update_ops(row_key, p.cells, live, now)
+
+    @staticmethod
+    def _success(p, schema):
+        """(consumed CU, return_row or None) of a written row."""
         return_row = None
         if p.return_type == ReturnType.RT_PK:
             return_row = Row(list(zip(schema.names, p.pk_values)))
-        return consumed, return_row
+        return write_cu(p.pk_bytes, p.attr_bytes, p.condition), return_row
 
-    def _update_batch(self, row_key, ops, live, now):
+    def run(self, p: Prepared, schema):
+        """Execute ``p`` under its row lock: (consumed CU, return_row or None)."""
+        self._assign_auto(p, schema)
+        with self.locks[hash(p.row_key) % len(self.locks)]:
+            ops = self._row_ops(p, schema, cells.now_ms())
+            if len(ops) == 1:
+                self.server.put(p.table, *ops[0])
+            else:
+                batch = _new_batch()
+                for key, value in ops:
+                    batch.put(key, value)
+                self.server.write(p.table, batch)
+        return self._success(p, schema)
+
+    def _update_ops(self, row_key, ops, live, now):
         """The deltas of one UpdateRow (cells.py), INCREMENTs resolved against ``live``."""
-        batch = _new_batch()
+        out = []
         if any(op == "PUT" or op == "INCREMENT" for op, _, _, _ in ops):
             # The row exists from now on, whatever its columns become (cells.py).
-            batch.put(cells.exists_key(row_key, self.gens.next()), cells.EXISTS_VALUE)
+            out.append((cells.exists_key(row_key, self.gens.next()), cells.EXISTS_VALUE))
         for op, col, value, ts in ops:
             if ts is None and op != "DELETE_ALL":
                 ts = now
             key = cells.delta_key(row_key, col, self.gens.next())
             if op == "PUT":
-                batch.put(key, cells.encode_put_delta(ts, value))
+                out.append((key, cells.encode_put_delta(ts, value)))
             elif op == "DELETE":
-                batch.put(key, cells.encode_delete_one(ts))
+                out.append((key, cells.encode_delete_one(ts)))
             elif op == "DELETE_ALL":
-                batch.put(key, cells.encode_delete_all())
+                out.append((key, cells.encode_delete_all()))
             else:
                 current = live.get(col) if live else None
                 base = current[0][1] if current else 0
@@ -207,11 +220,94 @@ class RowWriter:
                     raise service_error("increment_overflow", column=col)
                 if live is not None:
                     live[col] = [(ts, result)] + (current or [])
-                batch.put(key, cells.encode_put_delta(ts, result))
-        return batch
+                out.append((key, cells.encode_put_delta(ts, result)))
+        return out
+
+    def run_batch(self, plans, schema) -> list:
+        """One table's rows of a BatchWriteRow, run: their result items, in order.
+
+        ``plans`` are Prepared writes or the OTSServiceErrors their preparation
+        raised; ``schema`` is the table's (None: it was deleted meanwhile).
+        The rows are written together: under the locks of all their rows
+        (taken in stripe order), each row's condition is checked and its
+        entries added to one batch, which the region server applies as one
+        write per region (one WAL record and, with sync, one fsync per region
+        instead of one per row).  A row key seen again starts a new group, so
+        a repeated row (an INCREMENT of it) sees the rows before it.  Each row
+        still gets its own result, whatever goes wrong (``run_reported``); if
+        a region's part fails, exactly the rows of the parts that were not
+        applied are reported failed.
+        """
+        results = [None] * len(plans)
+        group, keys = [], set()
+        for i, p in enumerate(plans):
+            if isinstance(p, OTSServiceError) or schema is None:
+                results[i] = self.run_reported(p, schema)
+                continue
+            self._assign_auto(p, schema)
+            if p.row_key in keys:
+                self._run_group(plans, group, schema, results)
+                group, keys = [], set()
+            group.append(i)
+            keys.add(p.row_key)
+        if group:
+            self._run_group(plans, group, schema, results)
+        return results
+
+    def _run_group(self, plans, group, schema, results):
+        """Write the rows ``group`` (indexes of ``plans``, distinct row keys) as one batch."""
+        n = len(self.locks)
+        locks = [self.locks[s] for s in sorted({hash(plans[i].row_key) % n for i in group})]
+        for lock in locks:
+            lock.acquire()
+        try:
+            batch, written, first_key = _new_batch(), [], {}
+            now = cells.now_ms()
+            for i in group:
+                p = plans[i]
+                try:
+                    ops = self._row_ops(p, schema, now)
+                except Exception as exc:  # noqa: BLE001 -- the row's own result
+                    results[i] = self._failed(p, exc)
+                    continue
+                for key, value in ops:
+                    batch.put(key, value)
+                written.append(i)
+                first_key[i] = ops[0][0]
+            if not written:
+                return
+            try:
+                self.server.write(plans[written[0]].table, batch)
+                applied = None
+            except Exception as exc:  # noqa: BLE001 -- reported row by row below
+                log.error("BatchWriteRow: writing %d rows of table %r failed: %s",
+                          len(written), plans[written[0]].table, exc)
+                applied = getattr(exc, "applied_keys", frozenset())
+                failure = exc
+            for i in written:
+                if applied is None or first_key[i] in applied:
+                    consumed, row = self._success(plans[i], schema)
+                    results[i] = BatchWriteRowResponseItem(True, None, None, consumed,
+                                                           row.primary_key if row else None)
+                else:
+                    results[i] = self._failed(plans[i], failure)
+        finally:
+            for lock in reversed(locks):
+                lock.release()
+
+    @staticmethod
+    def _failed(p, exc) -> BatchWriteRowResponseItem:
+        """The result item of a row that failed with ``exc``."""
+        if isinstance(exc, OTSServiceError):
+            cu = (failed_condition_cu(p.kind == BatchWriteRowType.DELETE)
+                  if exc.code == "OTSConditionCheckFail" else None)
+            return BatchWriteRowResponseItem(False, exc.code, exc.message, cu, None)
+        log.error("BatchWriteRow: row of table %r failed", p.table, exc_info=exc)
+        exc = service_error("internal_error")
+        return BatchWriteRowResponseItem(False, exc.code, exc.message, None, None)
 
     def run_reported(self, p, schema) -> BatchWriteRowResponseItem:
-        """One row of a batch, run: its result item, whatever goes wrong.
+        """One row of a batch, run alone: its result item, whatever goes wrong.
 
         ``p`` is a Prepared write or the OTSServiceError its preparation
         raised.  Past this point rows are being written, so nothing may escape
@@ -227,13 +323,7 @@ class RowWriter:
             if schema is None:
                 raise service_error("table_not_exist")
             consumed, row = self.run(p, schema)
-        except OTSServiceError as exc:
-            cu = (failed_condition_cu(p.kind == BatchWriteRowType.DELETE)
-                  if exc.code == "OTSConditionCheckFail" else None)
-            return BatchWriteRowResponseItem(False, exc.code, exc.message, cu, None)
-        except Exception:  # noqa: BLE001 -- reported as the row's result, see above
-            log.exception("BatchWriteRow: row of table %r failed", p.table)
-            exc = service_error("internal_error")
-            return BatchWriteRowResponseItem(False, exc.code, exc.message, None, None)
+        except Exception as exc:  # noqa: BLE001 -- reported as the row's result, see above
+            return self._failed(p, exc)
         return BatchWriteRowResponseItem(True, None, None, consumed,
                                          row.primary_key if row else None)
