@@ -21,7 +21,6 @@ import regions
 import regions.tablestore as emb
 from lsm.errors import ClosedError, StorageError
 from lsm.faultfs import FaultInjectionFS
-from lsm.fs import FileMissingError
 from lsm.memfs import MEMORY_PATH, MemoryAppendFile, MemoryFileSystem, MemoryReadFile
 
 KiB = 1 << 10
