@@ -128,8 +128,6 @@ class DB(BackgroundWork):
         engine with nothing on disk and no durability, whose memory is
         released at ``close()``.
         """
-        if path is not None and not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path must be a str, path-like or None (in memory), got {type(path).__name__}")
         options = Options() if options is None else options
         if not isinstance(options, Options):
             raise TypeError(f"options must be lsm.Options, got {type(options).__name__}")

@@ -3,7 +3,8 @@
 Why one interface: tests swap ``OSFileSystem`` for ``FaultInjectionFS``
 (lsm/faultfs.py) to drop unsynced data (power loss), fail an operation (EIO)
 or stop at a crash point, and to audit the order of writes, syncs and
-renames.  Cython code opens, reads, syncs and renames nothing: the one file
+renames.  ``MemoryFileSystem`` (lsm/memfs.py) keeps a whole store in
+memory behind the same interface (``DB.open(None)``).  Cython code opens, reads, syncs and renames nothing: the one file
 operation in C is the ``write(2)`` of a small append, which
 ``_OSAppendFile.append`` makes through ``lsm._fileio.write_holding_gil``
 (ext/lsm/_fileio.pyx) on a descriptor this module opened.  Every other byte

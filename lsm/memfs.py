@@ -60,9 +60,12 @@ def open_in_memory(path, options):
     at close).  Otherwise the arguments unchanged and ``fs`` None.  Works for
     ``lsm.Options`` and ``regions.ServerOptions`` (both have ``fs`` and
     ``copy``); an explicit ``options.fs`` with ``path`` None is a
-    contradiction and raises ``ValueError``.
+    contradiction and raises ``ValueError``; a ``path`` of another type
+    ``TypeError``.
     """
     if path is not None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str, path-like or None (in memory), got {type(path).__name__}")
         return path, options, None
     if options.fs is not None:
         raise ValueError("path None opens a fresh in-memory store, so options.fs must be None; "

@@ -177,8 +177,6 @@ class RegionServer:
         ``path`` None: a fresh, empty server in memory (lsm/memfs.py): the
         same code paths with nothing on disk and no durability, released at
         ``close()``."""
-        if path is not None and not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path must be a str, path-like or None (in memory), got {type(path).__name__}")
         options = options if options is not None else ServerOptions()
         if not isinstance(options, ServerOptions):
             raise TypeError(f"options must be a ServerOptions, got {type(options).__name__}")
