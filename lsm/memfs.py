@@ -111,23 +111,19 @@ class MemoryAppendFile(AppendFile):
     system's lock (``lock``) so that a concurrent reader sees whole appends.
     """
 
-    __slots__ = ("path", "size", "_node", "_lock", "_last")
+    __slots__ = ("path", "size", "closed", "_node", "_lock")
 
     def __init__(self, data=b"", path: str = "<memory>", *, _node=None, _lock=None):
         self.path = path
-        self._last = None           # the bytes at close, for getvalue
+        self.closed = False
         self._node = _node if _node is not None else _File(data)
         self._lock = _lock if _lock is not None else threading.Lock()
         self.size = len(self._node.data)
 
-    @property
-    def closed(self) -> bool:
-        return self._node is None
-
     def append(self, data) -> None:
-        node = self._node
-        if node is None:
+        if self.closed:
             raise ClosedError(f"append to closed file {self.path!r}")
+        node = self._node
         with self._lock:
             if type(node.data) is bytes:
                 node.data = bytearray(node.data)
@@ -136,17 +132,16 @@ class MemoryAppendFile(AppendFile):
 
     def sync(self) -> None:
         """Nothing to make durable (see the module doc); a closed file raises."""
-        if self._node is None:
+        if self.closed:
             raise ClosedError(f"sync of closed file {self.path!r}")
 
     def getvalue(self) -> bytes:
         """The file's bytes so far (also after close)."""
-        return bytes(self._node.data) if self._node is not None else self._last
+        with self._lock:
+            return bytes(self._node.data)
 
     def close(self) -> None:
-        node, self._node = self._node, None
-        if node is not None:
-            self._last = bytes(node.data)
+        self.closed = True
 
 
 class MemoryReadFile(BufferReadFile):
