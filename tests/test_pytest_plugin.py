@@ -72,7 +72,10 @@ def test_broken_stock(ots_client):
     inventory.add(ots_client, "plum", 1, api=embedded)
     assert inventory.quantity(ots_client, "plum") == 2
 
+ENDPOINTS = []
+
 def test_broken_server(ots_server):
+    ENDPOINTS.append(ots_server.endpoint)
     client = ots_server.client()
     inventory.create_stock_table(client)
     inventory.add(client, "fig", 5)
@@ -80,6 +83,7 @@ def test_broken_server(ots_server):
 
 def test_server_after_a_failure(ots_server):
     assert ots_server.client().list_table() == ()
+    assert ots_server.endpoint == ENDPOINTS[0]      # restarted where it was
 '''
 
 
