@@ -38,6 +38,7 @@ from .compaction import range_compactions
 from .dbformat import KIND_DELETE, KIND_VALUE
 from .errors import ClosedError, ReadOnlyError
 from .fs import OSFileSystem
+from .memfs import open_in_memory
 from .memtable import MemTable
 from .options import Options
 from .sstable import Table
@@ -122,15 +123,19 @@ class DB(BackgroundWork):
         Replays the WAL; a torn tail is dropped, a corrupt record in the
         middle raises ``CorruptionError``.  Raises ``StorageError`` if
         another DB object holds the store open.
+
+        ``path`` None: a fresh, empty store in memory (lsm/memfs.py): the same
+        engine with nothing on disk and no durability, whose memory is
+        released at ``close()``.
         """
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path must be a str or path-like, got {type(path).__name__}")
         options = Options() if options is None else options
         if not isinstance(options, Options):
             raise TypeError(f"options must be lsm.Options, got {type(options).__name__}")
         options.validate()
+        path, options, memory = open_in_memory(path, options)
         db = cls.__new__(cls)
         db._init(os.path.abspath(os.fspath(path)), options)
+        db._memory = memory
         try:
             db._recover()
         except BaseException:
@@ -184,6 +189,7 @@ class DB(BackgroundWork):
         self._stats = {"flushes": 0, "compactions": 0, "trivial_moves": 0, "bytes_flushed": 0, "bytes_compacted": 0,
                        "bytes_read_compaction": 0, "wal_appends": 0, "wal_fsyncs": 0}
         self._lock_file = None
+        self._memory = None                         # the MemoryFileSystem of open(None)
         self.versions = None
         self.block_cache = options.block_cache if options.block_cache is not None \
             else BlockCache(options.block_cache_bytes)
@@ -200,6 +206,12 @@ class DB(BackgroundWork):
         finally:
             if self._lock_file is not None:
                 self._lock_file.release()
+            self._release_memory()
+
+    def _release_memory(self):
+        """An in-memory store (``open(None)``) owns its file system: empty it."""
+        if self._memory is not None:
+            self._memory.clear()
 
     def _recover(self):
         fs, path = self.fs, self.path
@@ -652,6 +664,7 @@ class DB(BackgroundWork):
             self._tables.close()
         finally:
             self._lock_file.release()
+            self._release_memory()
 
     def __enter__(self):
         return self

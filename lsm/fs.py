@@ -3,7 +3,8 @@
 Why one interface: tests swap ``OSFileSystem`` for ``FaultInjectionFS``
 (lsm/faultfs.py) to drop unsynced data (power loss), fail an operation (EIO)
 or stop at a crash point, and to audit the order of writes, syncs and
-renames.  Cython code opens, reads, syncs and renames nothing: the one file
+renames.  ``MemoryFileSystem`` (lsm/memfs.py) keeps a whole store in
+memory behind the same interface (``DB.open(None)``).  Cython code opens, reads, syncs and renames nothing: the one file
 operation in C is the ``write(2)`` of a small append, which
 ``_OSAppendFile.append`` makes through ``lsm._fileio.write_holding_gil``
 (ext/lsm/_fileio.pyx) on a descriptor this module opened.  Every other byte
@@ -44,7 +45,7 @@ from .errors import ClosedError, CorruptionError, StorageError
 
 __all__ = [
     "FileSystem", "OSFileSystem", "AppendFile", "ReadFile", "FileLock",
-    "FileMissingError", "TEMP_SUFFIX", "storage_error",
+    "FileMissingError", "TEMP_SUFFIX", "storage_error", "lock_held_error", "BufferReadFile",
 ]
 
 #: Appends up to this size are written without releasing the GIL.
@@ -67,6 +68,12 @@ def storage_error(exc: OSError, what: str, path: str, path2: str = None) -> Stor
     err = cls(exc.errno, f"{what} failed: {exc.strerror or exc}", path, None, path2)
     err.__cause__ = exc
     return err
+
+
+def lock_held_error(path: str) -> StorageError:
+    """The error of ``FileSystem.lock`` on a lock someone holds: the one text for it."""
+    return StorageError(errno.EWOULDBLOCK, "lock failed: already held by another process or "
+                        "open store", path)
 
 
 class _Closable:
@@ -276,23 +283,18 @@ class _OSAppendFile(AppendFile):
                 raise storage_error(e, "close", self.path) from None
 
 
-class _MmapReadFile(ReadFile):
-    """mmap-backed reads: slicing the map copies the bytes under the GIL."""
+class BufferReadFile(ReadFile):
+    """Reads slices of a buffer that stays unchanged while open (an ``mmap``
+    of a table here, the ``bytes`` of a file in lsm/memfs.py): each read is a
+    ``memcpy`` under the GIL, safe from many threads at once.  ``close``
+    drops the buffer; a later read raises ``ClosedError``."""
 
     __slots__ = ("path", "size", "_mm")
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, buffer):
         self.path = path
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                self.size = os.fstat(fd).st_size
-                # An empty file cannot be mapped; b"" slices the same way.
-                self._mm = mmap.mmap(fd, self.size, access=mmap.ACCESS_READ) if self.size else b""
-            finally:
-                os.close(fd)            # the map keeps its own reference
-        except OSError as e:
-            raise storage_error(e, "open for read", path) from None
+        self.size = len(buffer)
+        self._mm = buffer
 
     def read(self, offset: int, n: int) -> bytes:
         end = offset + n
@@ -305,6 +307,28 @@ class _MmapReadFile(ReadFile):
             return self._mm[offset:end]
         except (TypeError, ValueError):  # None after close, or a closed map
             raise ClosedError(f"read of closed file {self.path!r}") from None
+
+    def close(self) -> None:
+        self._mm = None
+
+
+class _MmapReadFile(BufferReadFile):
+    """mmap-backed reads: slicing the map copies the bytes under the GIL."""
+
+    __slots__ = ()
+
+    def __init__(self, path: str):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                size = os.fstat(fd).st_size
+                # An empty file cannot be mapped; b"" slices the same way.
+                mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ) if size else b""
+            finally:
+                os.close(fd)            # the map keeps its own reference
+        except OSError as e:
+            raise storage_error(e, "open for read", path) from None
+        super().__init__(path, mm)
 
     def close(self) -> None:
         mm, self._mm = self._mm, None
@@ -395,8 +419,7 @@ class OSFileSystem(FileSystem):
         except OSError as e:
             os.close(fd)
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise StorageError(e.errno, "lock failed: already held by another process or "
-                                   "open store", path) from None
+                raise lock_held_error(path) from None
             raise storage_error(e, "lock", path) from None
         return FileLock(path, fd)
 

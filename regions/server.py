@@ -27,6 +27,7 @@ import threading
 import time
 
 import lsm
+import lsm.memfs
 from lsm.cache import BlockCache
 
 from . import procedure
@@ -171,18 +172,27 @@ class RegionServer:
     @classmethod
     def open(cls, path, options: ServerOptions = None) -> "RegionServer":
         """Open (creating if missing) the server at ``path``; recovers any
-        split a crash interrupted and deletes orphan region directories."""
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path must be a str or path-like, got {type(path).__name__}")
+        split a crash interrupted and deletes orphan region directories.
+
+        ``path`` None: a fresh, empty server in memory (lsm/memfs.py): the
+        same code paths with nothing on disk and no durability, released at
+        ``close()``."""
         options = options if options is not None else ServerOptions()
         if not isinstance(options, ServerOptions):
             raise TypeError(f"options must be a ServerOptions, got {type(options).__name__}")
         options.validate()
-        return cls(os.path.abspath(os.fspath(path)), options)
+        path, options, memory = lsm.memfs.open_in_memory(path, options)
+        try:
+            return cls(os.path.abspath(os.fspath(path)), options, memory)
+        except BaseException:
+            if memory is not None:
+                memory.clear()
+            raise
 
-    def __init__(self, path, options):
+    def __init__(self, path, options, memory=None):
         self.path = path
         self.options = options
+        self._memory = memory       # the MemoryFileSystem of open(None), emptied at close
         self._fs = options.fs if options.fs is not None else lsm.fs.OSFileSystem()
         self._block_cache = None      # shared by every region's store (see _store_options)
         self._policy = options.make_policy()
@@ -223,6 +233,8 @@ class RegionServer:
         self._maintenance.stop()
         self._close_regions()
         self._file_lock.release()
+        if self._memory is not None:
+            self._memory.clear()
 
     def __enter__(self):
         return self

@@ -1,7 +1,13 @@
+import sys
 
 import pytest
 
 import lsm
+
+# The fixtures of regions.pytest_plugin (ots_client, ots_server).  Installed,
+# the package's pytest11 entry point has loaded the plugin before this file;
+# naming it again would register it twice.  From a source tree, name it here.
+pytest_plugins = [] if "regions.pytest_plugin" in sys.modules else ["regions.pytest_plugin"]
 
 
 def tiny_options(**kw):

@@ -1,4 +1,5 @@
-"""The file-system interface: OSFileSystem on the real OS, FaultInjectionFS for tests."""
+"""The file-system interface: OSFileSystem on the real OS and MemoryFileSystem
+(the same contract tests run on both), FaultInjectionFS for tests."""
 import errno
 import os
 import threading
@@ -8,11 +9,18 @@ import pytest
 from lsm.errors import ClosedError, CorruptionError, LSMError, StorageError
 from lsm.faultfs import FaultInjectionFS, SimulatedCrash
 from lsm.fs import TEMP_SUFFIX, FileMissingError, OSFileSystem
+from lsm.memfs import MemoryFileSystem
 
 
-@pytest.fixture
-def fs():
-    return OSFileSystem()
+@pytest.fixture(params=["os", "memory"])
+def fs(request, tmp_path):
+    """The file system under a contract test: the OS's, or one in memory
+    where ``tmp_path`` exists too (so the tests use the same paths)."""
+    if request.param == "os":
+        return OSFileSystem()
+    mfs = MemoryFileSystem()
+    mfs.makedirs(str(tmp_path))
+    return mfs
 
 
 @pytest.fixture
@@ -25,15 +33,15 @@ def content(path):
         return f.read()
 
 
-# -- OSFileSystem ------------------------------------------------------------
+# -- the FileSystem contract: OSFileSystem and MemoryFileSystem ----------------
 
-def test_append_hands_bytes_to_the_os_before_returning(fs, tmp_path):
+def test_append_hands_bytes_to_the_file_before_returning(fs, tmp_path):
     p = str(tmp_path / "log")
     f = fs.open_append(p)
     f.append(b"hello ")
-    assert content(p) == b"hello "          # no close, no sync: already with the OS
+    assert fs.read_all(p) == b"hello "      # no close, no sync: already in the file
     f.append(memoryview(b"world"))
-    assert content(p) == b"hello world" and f.size == 11
+    assert fs.read_all(p) == b"hello world" and f.size == 11
     f.sync()
     f.close()
     f.close()
@@ -55,8 +63,8 @@ def test_open_append_truncates_or_continues(fs, tmp_path):
     assert fs.read_all(p) == b""
 
 
-def test_failed_append_is_a_storage_error_with_errno_and_path(fs):
-    f = fs.open_append("/dev/full", truncate=False)
+def test_failed_append_is_a_storage_error_with_errno_and_path():
+    f = OSFileSystem().open_append("/dev/full", truncate=False)
     with pytest.raises(StorageError) as ei:
         f.append(b"x" * 100)
     assert ei.value.errno == errno.ENOSPC and "/dev/full" in str(ei.value)

@@ -3,7 +3,7 @@ import random
 
 from lsm._record import frame_single
 from lsm.batch import decode_record, encode_single
-from memfiles import MemAppendFile
+from lsm.memfs import MemoryAppendFile
 from lsm.wal import BLOCK_SIZE, HEADER_SIZE, LogReader, LogWriter
 
 
@@ -14,11 +14,11 @@ def test_frame_single_matches_add_record_of_encode_single_byte_for_byte():
         key = rng.randbytes(rng.randint(1, 40))
         value = rng.randbytes(rng.randint(0, 300)) if kind else b""
         seq = rng.randint(1, (1 << 56) - 1)
-        a, b = MemAppendFile(), MemAppendFile()
+        a, b = MemoryAppendFile(), MemoryAppendFile()
         LogWriter(a).add_record(encode_single(seq, kind, key, value))
         LogWriter(b).append_framed(frame_single(seq, kind, key, value, BLOCK_SIZE))
-        assert bytes(a.data) == bytes(b.data)
-        assert list(LogReader(bytes(b.data))) == [encode_single(seq, kind, key, value)]
+        assert a.getvalue() == b.getvalue()
+        assert list(LogReader(b.getvalue())) == [encode_single(seq, kind, key, value)]
         assert decode_record(encode_single(seq, kind, key, value)) == (seq, [(kind, key, value)])
 
 

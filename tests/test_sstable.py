@@ -12,25 +12,35 @@ from lsm.dbformat import (KIND_DELETE, KIND_VALUE, MAX_SEQ, internal_sort_key, m
 from lsm.errors import CorruptionError
 from lsm.options import Options
 from lsm.sstable import FOOTER_SIZE, TABLE_MAGIC, Table, TableBuilder
+from lsm.memfs import MemoryAppendFile, MemoryReadFile
 from lsm.views import TableView
 
 from iterator_conformance import check_iterator
-from memfiles import MemAppendFile, MemReadFile
 
 
 def build(items, **opt):
     options = Options(**opt)
-    f = MemAppendFile()
+    f = MemoryAppendFile()
     tb = TableBuilder(f, options)
     for k, v in items:
         tb.add(k, v)
     meta = tb.finish()
-    assert meta["size"] == len(f.data)
-    return bytes(f.data), meta, options
+    assert meta["size"] == len(f.getvalue())
+    return f.getvalue(), meta, options
+
+
+class CountingReadFile(MemoryReadFile):
+    """A table's bytes, counting the reads that reach the file."""
+
+    reads = 0
+
+    def read(self, offset, n):
+        self.reads += 1
+        return super().read(offset, n)
 
 
 def open_table(data, options, cache=None):
-    return Table.open(MemReadFile(data), options, cache=cache, name="t.sst")
+    return Table.open(MemoryReadFile(data), options, cache=cache, name="t.sst")
 
 
 def make_model(rng, n_users=120):
@@ -109,7 +119,7 @@ def test_bloom_spares_block_reads_for_missing_keys():
     items = [(make_internal_key(b"key%06d" % i, i + 1, KIND_VALUE), b"v") for i in range(2000)]
     for bits, max_reads in ((10, 60), (0, None)):
         data, _, options = build(items, bloom_bits_per_key=bits)
-        f = MemReadFile(data)
+        f = CountingReadFile(data)
         t = Table.open(f, options, name="b")
         f.reads = 0
         for i in range(2000):       # missing keys inside the table's key range
@@ -206,7 +216,7 @@ def test_truncated_or_foreign_files_are_corruption_naming_the_file():
 
 
 def test_builder_rejects_misordered_and_bad_entries_and_changes_nothing():
-    tb = TableBuilder(MemAppendFile(), Options())
+    tb = TableBuilder(MemoryAppendFile(), Options())
     k1, k2 = make_internal_key(b"b", 5, KIND_VALUE), make_internal_key(b"b", 4, KIND_VALUE)
     tb.add(k1, b"x")
     for bad in (k1, make_internal_key(b"b", 6, KIND_VALUE), make_internal_key(b"a", 1, 1), b"short"):
@@ -225,7 +235,7 @@ def test_builder_rejects_misordered_and_bad_entries_and_changes_nothing():
 
 
 def test_size_estimate_tracks_the_output():
-    f = MemAppendFile()
+    f = MemoryAppendFile()
     tb = TableBuilder(f, Options(compression=False, block_size=1024))
     last = 0
     for i in range(1000):
@@ -354,7 +364,7 @@ def test_close_drops_cached_blocks_and_closes_the_file():
     items = [(make_internal_key(b"k%04d" % i, i + 1, 1), b"v" * 30) for i in range(300)]
     data, _, options = build(items, block_size=256)
     cache = BlockCache(1 << 20)
-    f = MemReadFile(data)
+    f = CountingReadFile(data)
     t = Table.open(f, options, cache=cache, name="c")
     it = t.iterator()
     it.seek_to_first()
@@ -375,7 +385,7 @@ def test_get_through_the_cache_reads_a_block_once():
     items = [(make_internal_key(b"k%04d" % i, i + 1, 1), b"v%d" % i) for i in range(50)]
     data, _, options = build(items)
     cache = BlockCache(1 << 20)
-    f = MemReadFile(data)
+    f = CountingReadFile(data)
     t = Table.open(f, options, cache=cache, name="g")
     opened_reads = f.reads
     assert t.get(b"k0007", MAX_SEQ) == (KIND_VALUE, b"v7")

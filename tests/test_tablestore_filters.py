@@ -53,19 +53,16 @@ class Client:
 
 
 @pytest.fixture(params=["embedded", "wire"])
-def c(request, tmp_path):
+def c(request):
+    """The table "t" behind the embedded API or the SDK (the plugin's fixtures)."""
     if request.param == "embedded":
-        client = emb.OTSClient(str(tmp_path / "emb"))
+        client = request.getfixturevalue("ots_client")
         create(client, lib=emb)
-        yield Client(client, emb)
-        client.close()
-    else:
-        from regions.otsserver.cli import make_server
-        srv = make_server(str(tmp_path / "data"), "127.0.0.1", 0, "inst", "ak", "sk").start()
-        client = sdk(srv)
-        create(client)
-        yield Client(client, ts, srv)
-        srv.stop()
+        return Client(client, emb)
+    srv = request.getfixturevalue("ots_server")
+    client = srv.client()
+    create(client)
+    return Client(client, ts, srv)
 
 
 def pk(i, uid="u"):

@@ -12,12 +12,10 @@ import pytest
 import tablestore as ts
 
 import regions.tablestore as emb
-from regions.otsserver.cli import make_server
 
 logging.getLogger("tablestore").addHandler(logging.NullHandler())
 logging.getLogger("tablestore").setLevel(logging.CRITICAL)
 
-KEY_ID, SECRET, INSTANCE = "ak", "sk", "inst"
 P = (400, "OTSParameterInvalid")
 PK = [("PK1", 1), ("PK2", "a")]
 INT64_MAX = (1 << 63) - 1
@@ -33,22 +31,16 @@ class Env:
 
 
 @pytest.fixture(params=["embedded", "wire"])
-def env(request, tmp_path):
+def env(request):
+    """The table "t" behind the embedded API or the SDK (the plugin's fixtures)."""
     if request.param == "embedded":
-        client = emb.OTSClient(str(tmp_path / "data"))
+        client = request.getfixturevalue("ots_client")
         e = Env(client, emb, client)
-        _create(e)
-        yield e
-        client.close()
     else:
-        srv = make_server(str(tmp_path / "data"), "127.0.0.1", 0, INSTANCE, KEY_ID,
-                          SECRET).start()
-        client = ts.OTSClient(srv.endpoint, KEY_ID, SECRET, INSTANCE,
-                              retry_policy=ts.NoRetryPolicy())
-        e = Env(client, ts, srv.service.client)
-        _create(e)
-        yield e
-        srv.stop()
+        srv = request.getfixturevalue("ots_server")
+        e = Env(srv.client(), ts, srv.embedded)
+    _create(e)
+    return e
 
 
 def _create(e):

@@ -13,7 +13,7 @@ from lsm.errors import ClosedError, CorruptionError, ReadOnlyError, StorageError
 from lsm.faultfs import FaultInjectionFS
 from lsm.fs import OSFileSystem
 from lsm.wal import BLOCK_SIZE, LogReader, LogWriter, read_log
-from memfiles import MemAppendFile
+from lsm.memfs import MemoryAppendFile
 
 B = 32768   # the block size, spelled out: the format fixes it
 H = 7       # header: checksum uint32le, length uint16le, type uint8
@@ -32,13 +32,13 @@ def phys(typ: int, payload: bytes) -> bytes:
 
 def write_log(records, offset_data=b""):
     """Write records; returns (bytes, end offset of each record)."""
-    f = MemAppendFile(offset_data)
+    f = MemoryAppendFile(offset_data)
     w = LogWriter(f, len(offset_data))
     ends = []
     for r in records:
         w.add_record(r)
         ends.append(f.size)
-    return bytes(f.data), ends
+    return f.getvalue(), ends
 
 
 def read(data, path="<log>"):
@@ -131,7 +131,7 @@ def test_many_random_records_round_trip():
 
 
 def test_payload_may_be_bytearray_or_memoryview_but_not_str():
-    f = MemAppendFile()
+    f = MemoryAppendFile()
     w = LogWriter(f)
     w.add_record(bytearray(b"ab"))
     w.add_record(memoryview(b"cd"))
@@ -139,12 +139,12 @@ def test_payload_may_be_bytearray_or_memoryview_but_not_str():
         w.add_record("text")
     with pytest.raises(TypeError, match="payload must be bytes"):
         w.add_record(12)
-    assert read(bytes(f.data))[0] == [b"ab", b"cd"]
+    assert read(f.getvalue())[0] == [b"ab", b"cd"]
 
 
 def test_bad_constructor_arguments():
     with pytest.raises(ValueError, match="offset"):
-        LogWriter(MemAppendFile(), -1)
+        LogWriter(MemoryAppendFile(), -1)
     with pytest.raises(TypeError, match="must be bytes"):
         LogReader("not bytes")
 
@@ -366,7 +366,7 @@ def test_writer_refuses_records_after_a_failed_append(tmp_path):
 
 
 def test_closed_writer_raises_closed_error():
-    f = MemAppendFile()
+    f = MemoryAppendFile()
     w = LogWriter(f)
     w.close()
     w.close()

@@ -1,6 +1,7 @@
 """``regions-server``: run a local Tablestore endpoint on a data directory.
 
     regions-server --data ./ots-data --port 8800
+    regions-server --in-memory --port 0      # nothing on disk, gone at stop
 
 Defaults come from the environment variables the SDK's examples read
 (OTS_TEST_ENDPOINT's port, OTS_TEST_ACCESS_KEY_ID, OTS_TEST_ACCESS_KEY_SECRET,
@@ -35,7 +36,11 @@ def _default_port() -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="regions-server", description=__doc__.split("\n")[0])
-    p.add_argument("--data", required=True, help="directory of the store (created if missing)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--data", help="directory of the store (created if missing)")
+    where.add_argument("--in-memory", action="store_true",
+                       help="keep the store in memory: nothing on disk, no durability, "
+                            "every table gone when the server stops (for tests)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=_default_port(), help="port (0 picks a free one)")
     p.add_argument("--instance", default=os.environ.get("OTS_TEST_INSTANCE", DEFAULT_INSTANCE))
@@ -56,12 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def make_server(data: str, host: str, port: int, instance: str, key_id: str, secret: str,
+def make_server(data: str | None, host: str, port: int, instance: str, key_id: str, secret: str,
                 any_instance: bool = False, max_body: int | None = None,
                 timeout_s: float | None = None, pk_projection: str = "full", server_options=None,
                 console: bool = True):
-    """Open the store in ``data`` and wrap it in a (not yet started) OTSServer;
-    ``server_options``: a regions.ServerOptions (tests make regions split early)."""
+    """Open the store in ``data`` (None: in memory) and wrap it in a (not yet
+    started) OTSServer; ``server_options``: a regions.ServerOptions (tests make regions split early)."""
     # The SDK's modules warn on import when its native codec is absent; the
     # server does not use that codec, so keep the console clean.
     logging.getLogger("tablestore").addHandler(logging.NullHandler())
@@ -104,7 +109,8 @@ def main(argv=None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     server.start()
-    print("regions-server: serving %s (data in %s)" % (server.endpoint, os.path.abspath(args.data)))
+    where = "in memory, gone at stop" if args.in_memory else "in %s" % os.path.abspath(args.data)
+    print("regions-server: serving %s (data %s)" % (server.endpoint, where))
     if server.console is not None:
         print("regions-server: console at %s/ , Prometheus metrics at %s/metrics"
               % (server.endpoint, server.endpoint))

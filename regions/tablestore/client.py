@@ -57,10 +57,13 @@ _SDK_CONNECTION_OPTIONS = frozenset((
     "max_connection", "logger_name", "retry_policy", "ssl_version", "extra_headers",
     "enable_native", "native_fallback", "keepalive_timeout", "force_close"))
 _CLIENT_OPTIONS = frozenset(("server", "server_options", "pk_projection", "transaction_timeout"))
+#: ``OTSClient(MEMORY)`` (or None): an instance in memory, gone at close.
+MEMORY = ":memory:"
 
 
 class OTSClient:
-    """``OTSClient(path, **options)``: an embedded Tablestore instance in ``path``.
+    """``OTSClient(path, **options)``: an embedded Tablestore instance in ``path``;
+    ``":memory:"`` or None: a fresh one in memory, nothing on disk, gone at close.
 
     Options: ``server_options`` (regions.ServerOptions for a new server) or
     ``server`` (an open server with the RegionServer interface; the client
@@ -91,7 +94,8 @@ class OTSClient:
         self._owns_server = server is None
         if server is None:
             import regions
-            server = regions.RegionServer.open(path, options.pop("server_options", None))
+            server = regions.RegionServer.open(None if path == MEMORY else path,
+                                               options.pop("server_options", None))
         self._server = server
         self._schemas = {}
         self._meta_lock = threading.Lock()
