@@ -28,8 +28,9 @@ class RegionInfo:
     """A read-only snapshot of one region, as ``RegionServer.regions()`` reports it.
 
     ``size_bytes``: bytes of the region's table files (views counted by their
-    range); ``key_count``: the store's entry-count estimate; ``reads`` /
-    ``writes``: operations served since the region was opened;
+    range); ``key_count``: the store's entry-count estimate; ``reads``: read
+    operations served since the region was opened, ``writes``: keys written
+    since then (each key of a batch counts);
     ``split_blocker``: why the region cannot split (e.g. a hot partition key),
     or None.
     """
@@ -101,6 +102,12 @@ class Region:
             elif write is not None:      # None: maintenance, not a client read
                 self.reads += 1
             return True
+
+    def count_writes(self, n) -> None:
+        """Count ``n`` more keys written by the admitted write (a batch's part:
+        ``writes`` counts keys, as HBase counts each mutation of a batch)."""
+        with self._mutex:
+            self.writes += n
 
     def exit(self) -> None:
         with self._mutex:

@@ -574,6 +574,8 @@ class RegionServer:
             try:
                 mine = [op for op in ops if r.contains(op[1])]
                 r.db.write(batch if len(mine) == len(ops) else _batch_of(mine), sync)
+                if len(mine) > 1:
+                    r.count_writes(len(mine) - 1)
             except Exception as e:
                 if not applied:
                     raise
