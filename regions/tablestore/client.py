@@ -38,7 +38,7 @@ from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowReq
                        BatchWriteRowResponse, BatchWriteRowType, CapacityUnit,
                        DescribeTableResponse, Direction, PK_AUTO_INCR, ReservedThroughput,
                        ReservedThroughputDetails, Row, RowDataItem, TableMeta, TableOptions,
-                       UpdateTableResponse, INF_MAX, INF_MIN)
+                       UpdateTableResponse, INF_MAX, INF_MIN, own_marker)
 from .reads import PK_PROJECTIONS, assemble, row_entries, visible, whole_read
 from .schema import ATTRIBUTE, Schema, table_attributes
 from .transactions import TIMEOUT_S, TransactionManager, partition_of
@@ -553,7 +553,7 @@ def _validate_split_points(split_points, pk_type):
     if not split_points:
         raise OTSClientError("The split-point list cannot be empty.")
     for point in split_points:
-        if point is INF_MIN or point is INF_MAX:
+        if own_marker(point) is INF_MIN or own_marker(point) is INF_MAX:
             raise OTSClientError("The split-point can't be set as an INF value.")
     expected = {"INTEGER": (int,), "STRING": (str,), "BINARY": (bytes, bytearray)}[pk_type]
     for point in split_points:

@@ -4,8 +4,15 @@ These mirror ``tablestore.metadata`` of the official Python SDK 6.4.8 so code
 written for the cloud service builds its requests unchanged.  Constructors
 raise :class:`OTSClientError` exactly where the SDK's do.  Instances are plain
 value holders, not thread-safe to mutate while a request uses them.
+
+Code written for the cloud may also keep importing its classes from the SDK
+and change only the client: an instance of the SDK's class of the same name
+counts as an instance of ours (``isinstance``, through the ``_Mirror``
+metaclass; the fields are the same), and ``own_marker`` maps the SDK's
+INF_MIN / INF_MAX / PK_AUTO_INCR to ours where primary keys come in.  The
+SDK itself is never imported here.
 """
-from enum import IntEnum
+from enum import EnumMeta, IntEnum
 
 from .errors import OTSClientError
 
@@ -23,7 +30,32 @@ __all__ = [
 ]
 
 
-class _Value:
+_SDK_PACKAGE = "tablestore"
+
+
+def _from_sdk(cls, name):
+    """Whether class ``cls`` is, or derives from, the SDK's class ``name``."""
+    return any(c.__name__ == name and c.__module__.partition(".")[0] == _SDK_PACKAGE
+               for c in cls.__mro__)
+
+
+class _Mirror(type):
+    """Metaclass of the mirrored classes: ``isinstance(x, TableMeta)`` also holds
+    for the SDK's ``tablestore.TableMeta``.  (An exact type match never gets
+    here: Python answers it first, so our own objects pay nothing.)"""
+
+    def __instancecheck__(cls, obj):
+        return type.__instancecheck__(cls, obj) or _from_sdk(type(obj), cls.__name__)
+
+
+class _MirrorEnum(EnumMeta):
+    """``_Mirror`` for the SDK's enums (CastType)."""
+
+    def __instancecheck__(cls, obj):
+        return type.__instancecheck__(cls, obj) or _from_sdk(type(obj), cls.__name__)
+
+
+class _Value(metaclass=_Mirror):
     """Readable repr and field equality, like the SDK's JSON repr (handy in tests)."""
 
     def __repr__(self):
@@ -46,6 +78,17 @@ class INF_MAX:
 
 class PK_AUTO_INCR:
     """Marker class: the auto-increment option in a schema, the placeholder in a put."""
+
+
+_MARKERS = {"INF_MIN": INF_MIN, "INF_MAX": INF_MAX, "PK_AUTO_INCR": PK_AUTO_INCR}
+
+
+def own_marker(value):
+    """Our INF_MIN / INF_MAX / PK_AUTO_INCR for the SDK's marker classes of
+    those names; any other value unchanged."""
+    if type(value) is type and value.__module__.partition(".")[0] == _SDK_PACKAGE:
+        return _MARKERS.get(value.__name__, value)
+    return value
 
 
 class TableMeta(_Value):
@@ -266,7 +309,7 @@ class SingleColumnCondition(ColumnCondition):
         return self.comparator
 
 
-class CastType(IntEnum):
+class CastType(IntEnum, metaclass=_MirrorEnum):
     """What the regex's match is cast to before the comparison."""
     VT_INTEGER = 0
     VT_DOUBLE = 1

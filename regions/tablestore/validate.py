@@ -11,7 +11,7 @@ import re
 
 from .errors import OTSClientError, not_a_string, service_error
 from .metadata import (INF_MAX, INF_MIN, PK_AUTO_INCR, BatchWriteRowType, TableMeta,
-                       TableOptions)
+                       TableOptions, own_marker)
 
 __all__ = ["MAX_PK_COLUMNS", "MAX_PK_BYTES", "MAX_VALUE_BYTES", "MAX_COLUMNS_TO_GET",
            "BATCH_WRITE_ROWS", "BATCH_WRITE_BYTES", "BATCH_GET_ROWS", "RANGE_ROWS",
@@ -108,7 +108,7 @@ def check_table_meta(table_meta):
         if col[1] not in _PK_TYPES:
             raise OTSClientError("primary_key_type should be one of [%s], not %s"
                                  % (", ".join(sorted(_PK_TYPES)), col[1]))
-        if len(col) == 3 and col[2] is not PK_AUTO_INCR:
+        if len(col) == 3 and own_marker(col[2]) is not PK_AUTO_INCR:
             raise OTSClientError("primary_key_option should be one of [%s], not %s"
                                  % (PK_AUTO_INCR, col[2]))
         names.append(check_name(col[0]))
@@ -242,15 +242,17 @@ def check_pk(schema, primary_key, mode="row"):
     values = _plain_pk(schema, primary_key)
     if values is not None:
         return values
-    kinds = []
+    given, kinds = [], []
     for col in primary_key:
         if not isinstance(col, tuple) or len(col) < 2:
             raise OTSClientError("Unsupported primary key type: " + str(type(col)))
-        kinds.append(_pk_value_kind(col[1]))
+        value = own_marker(col[1])
+        given.append((col[0], value))
+        kinds.append(_pk_value_kind(value))
     if len(primary_key) != len(schema.names):
         raise service_error("pk_size_mismatch", input=len(primary_key), meta=len(schema.names))
     values = []
-    for i, ((name, value), kind) in enumerate(zip(primary_key, kinds)):
+    for i, ((name, value), kind) in enumerate(zip(given, kinds)):
         if isinstance(name, bytes):
             name = name.decode("utf-8")
         if name != schema.names[i]:
