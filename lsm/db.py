@@ -19,6 +19,7 @@ Thread-safety: any number of threads may call any method.  Writers are
 serialised by one lock; readers take no lock on the point-read path; flush
 and compaction run in one background thread and never block readers.
 """
+import bisect
 import logging
 import os
 import threading
@@ -26,7 +27,7 @@ import time
 
 from . import filenames
 from ._db_iter import DBIterator
-from ._iter import LevelIterator, MergingIterator
+from ._iter import LevelIterator, ListIterator, MergingIterator
 from ._read import PointPath
 from ._record import frame_single
 from .background import BackgroundWork
@@ -47,6 +48,8 @@ from .version import FileMeta, VersionEdit, VersionSet
 from .wal import LogReader, LogWriter
 
 __all__ = ["DB", "Snapshot"]
+
+_bisect_left = bisect.bisect_left
 
 log = logging.getLogger("lsm")
 
@@ -453,28 +456,45 @@ class DB(BackgroundWork):
             return min(self._snapshots, default=self._last_seq)
 
     def iterator(self, start=None, end=None, snapshot=None) -> DBIterator:
-        """A positionable iterator (seek/next/prev) over ``[start, end)``."""
+        """A positionable iterator (seek/next/prev) over ``[start, end)``.
+
+        Its merging iterator holds only the sources that may have keys in the
+        range: a memtable with a key in it, the L0 tables and the tables of
+        each deeper level whose key ranges meet it (a level's one table
+        directly, several through a LevelIterator).  A short range, such as
+        one row, usually reads one source, with no merge at all.
+        """
         check_bound("start", start)
         check_bound("end", end)
         if self._closed:
             self._check_open()
         seq = self._last_seq if snapshot is None else self._snapshot_seq(snapshot)
+        # After seq: every entry at or below it is in these memtables by now.
         mem, imm = self._mem, self._imm
         v = self.versions.ref()
         pin = _Pin(self.versions, v)
-        children = [mem.iterator()]
-        if imm is not None:
-            children.append(imm.iterator())
         lo, hi = start, end
+        bounded = lo is not None or hi is not None
+        children = []
+        for m in (mem, imm):
+            if m is not None and (not bounded or m.has_keys_in(lo, hi)):
+                children.append(m.iterator())
         for f in v.levels[0]:
             if (hi is None or f.smallest_user < hi) and (lo is None or f.largest_user >= lo):
                 children.append(self._table_iter(f))
-        for level in range(1, len(v.levels)):
-            files = v.levels[level]
-            if files:
-                children.append(LevelIterator([f.largest for f in files],
-                                              lambda i, files=files: self._table_iter(files[i])))
-        it = children[0] if len(children) == 1 else MergingIterator(children)
+        for files, largest, smallest_users, largest_users in v.bounds:
+            i = 0 if lo is None else _bisect_left(largest_users, lo)
+            j = len(files) if hi is None else _bisect_left(smallest_users, hi)
+            if j - i == 1:
+                children.append(self._table_iter(files[i]))
+            elif j - i > 1:
+                sub = files[i:j]
+                children.append(LevelIterator(largest[i:j],
+                                              lambda k, sub=sub: self._table_iter(sub[k])))
+        if len(children) == 1:
+            it = children[0]
+        else:
+            it = MergingIterator(children) if children else ListIterator([], [])
         return DBIterator(it, seq, start, end, pin)
 
     def scan(self, start: bytes = None, end: bytes = None, reverse: bool = False, snapshot: Snapshot = None):

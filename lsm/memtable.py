@@ -19,6 +19,7 @@ GIL.  Versions added after an iterator was created have sequence numbers
 above its snapshot, so it may or may not see them: either is correct.
 """
 import threading
+from bisect import bisect_left as _bisect_left
 
 from sortedcontainers import SortedList
 
@@ -64,6 +65,26 @@ class MemTable:
         pending, self._pending = self._pending, []
         if pending:
             self._sorted.update(pending)
+
+    def has_keys_in(self, lo, hi) -> bool:
+        """Whether a user key lies in ``[lo, hi)`` (None: unbounded), pending
+        ones included: a bounded scan leaves out a memtable without one."""
+        with self.lock:
+            self._merge_pending()
+            # SortedList keeps sorted sublists (_lists) and their last keys
+            # (_maxes): two bisects, without SortedList's positional index.
+            maxes = self._sorted._maxes
+            if not maxes:
+                return False
+            if lo is None:
+                first = self._sorted._lists[0][0]
+            else:
+                pos = _bisect_left(maxes, lo)
+                if pos == len(maxes):
+                    return False
+                sub = self._sorted._lists[pos]
+                first = sub[_bisect_left(sub, lo)]
+            return hi is None or first < hi
 
     def iterator(self) -> MemTableIterator:
         """An ordered iterator of internal entries (see ext/lsm/_memtable.pyx)."""

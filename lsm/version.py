@@ -127,7 +127,7 @@ class Version:
     ``refs`` counts iterators pinning it (changed under VersionSet.lock): the
     files of a version with refs are never deleted.
     """
-    __slots__ = ("levels", "refs", "l0", "search")
+    __slots__ = ("levels", "refs", "l0", "search", "bounds")
 
     def __init__(self, levels: List[List[FileMeta]]):
         self.levels = levels
@@ -137,6 +137,10 @@ class Version:
         # binary search.
         self.l0 = [(f.smallest_user, f.largest_user, f) for f in levels[0]]
         self.search = [(lv, [f.largest for f in lv]) for lv in levels[1:] if lv]
+        # What a bounded scan walks: per non-empty deeper level (files, largest
+        # ikeys, smallest user keys, largest user keys).
+        self.bounds = [(lv, largest, [f.smallest_user for f in lv], [f.largest_user for f in lv])
+                       for lv, largest in self.search]
 
     def files(self):
         for level, files in enumerate(self.levels):

@@ -5,6 +5,7 @@ through ``iterator_conformance.check_iterator``; the user-facing DBIterator
 (``db.iterator(start, end, snapshot)``) goes through ``check_db_iterator``
 below, against a sorted dict of what the snapshot must see.
 """
+import bisect
 import os
 import random
 import threading
@@ -15,7 +16,8 @@ import pytest
 import lsm
 from lsm._db_iter import DBIterator
 from lsm._iter import LevelIterator, ListIterator, MergingIterator
-from lsm.dbformat import KIND_DELETE, KIND_VALUE, internal_sort_key, make_internal_key, parse_internal_key
+from lsm.dbformat import (KIND_DELETE, KIND_VALUE, internal_sort_key, lookup_key, make_internal_key,
+                          parse_internal_key, user_key)
 from lsm.fs import OSFileSystem
 from lsm.memtable import MemTable
 from lsm.options import Options
@@ -106,6 +108,62 @@ def test_memtable_iterator_conforms_with_several_versions_per_key(seed):
     mem = memtable_of(items)
     check_iterator(mem.iterator, items, seed=seed)
     check_iterator(MemTable().iterator, [])
+
+
+def test_memtable_iterator_crosses_chunks_and_sorted_sublists():
+    # 3,000 keys: SortedList holds them in several sublists, and a walk loads
+    # many CHUNKs of keys, forward and backward, from any seek.
+    rng = random.Random(7)
+    keys = sorted({b"k%06d" % rng.randrange(10 ** 6) for _ in range(3000)})
+    mem = MemTable()
+    for seq, k in enumerate(rng.sample(keys, len(keys)), 1):
+        mem.add(seq, KIND_VALUE, k, b"v")
+    assert len(mem.keys._lists) > 1
+    top = len(keys)
+    it = mem.iterator()
+    it.seek_to_first()
+    got = []
+    while it.valid():
+        got.append(user_key(it.key()))
+        it.next()
+    assert got == keys
+    it.seek_to_last()
+    got = []
+    while it.valid():
+        got.append(user_key(it.key()))
+        it.prev()
+    assert got == keys[::-1]
+    for _ in range(200):
+        probe = b"k%06d" % rng.randrange(10 ** 6)
+        i = bisect.bisect_left(keys, probe)
+        it.seek(lookup_key(probe, top))
+        for step in range(rng.randrange(1, 300)):
+            assert (user_key(it.key()) if it.valid() else None) == (keys[i] if 0 <= i < top else None)
+            if not it.valid():
+                break
+            if rng.random() < 0.5:
+                it.next()
+                i += 1
+            else:
+                it.prev()
+                i -= 1
+            if not 0 <= i < top:
+                assert not it.valid()
+                break
+
+
+def test_memtable_knows_whether_a_range_holds_a_key():
+    rng = random.Random(8)
+    keys = sorted({b"k%06d" % rng.randrange(10 ** 6) for _ in range(3000)})
+    mem = MemTable()
+    assert not mem.has_keys_in(None, None) and not mem.has_keys_in(b"a", b"z")
+    for seq, k in enumerate(keys, 1):
+        mem.add(seq, KIND_VALUE, k, b"v")
+    for _ in range(2000):
+        lo = rng.choice([None, b"k%06d" % rng.randrange(10 ** 6)])
+        hi = rng.choice([None, b"k%06d" % rng.randrange(10 ** 6)])
+        want = any((lo is None or k >= lo) and (hi is None or k < hi) for k in keys)
+        assert mem.has_keys_in(lo, hi) == want, (lo, hi)
 
 
 def test_table_and_bounded_view_iterators_conform(tmp_path):

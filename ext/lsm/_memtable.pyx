@@ -17,6 +17,8 @@ from libc.stdint cimport uint64_t
 
 from lsm._keys cimport ikey_of, pack_tag, tag_of, user_of
 
+from bisect import bisect_left as _bisect_left, bisect_right as _bisect_right
+
 cdef enum:
     CHUNK = 128
 
@@ -90,13 +92,13 @@ cdef class MemTableIterator(InternalIterator):
 
     cdef _load_forward(self, object after, bint inclusive):
         with self._lock:
-            self._chunk = _take(self._sorted.irange(after, None, (inclusive, True)), CHUNK)
+            self._chunk = _chunk_after(self._sorted, after, inclusive)
         self._ci = 0
         self._forward = True
 
     cdef _load_backward(self, object before, bint inclusive):
         with self._lock:
-            self._chunk = _take(self._sorted.irange(None, before, (True, inclusive), reverse=True), CHUNK)
+            self._chunk = _chunk_before(self._sorted, before, inclusive)
         self._ci = 0
         self._forward = False
 
@@ -190,10 +192,54 @@ cdef class MemTableIterator(InternalIterator):
         return (<tuple>self._vers[self._vi])[2]
 
 
-cdef list _take(object it, Py_ssize_t n):
-    cdef list out = []
-    for x in it:
-        out.append(x)
-        if len(out) >= n:
-            break
+# A chunk of the sorted keys, read from SortedList's own layout: sorted
+# sublists (``_lists``) and their last keys (``_maxes``).  Two bisects and
+# list slices, instead of stepping SortedList.irange's generator key by key
+# (a seek loads CHUNK keys; through irange that was most of a short scan).
+
+cdef list _chunk_after(object sl, object after, bint inclusive):
+    """Up to CHUNK keys >= ``after`` (> with not ``inclusive``; None: from the first), ascending."""
+    cdef list maxes = sl._maxes, lists = sl._lists, sub, out
+    cdef Py_ssize_t pos = 0, idx = 0, n = len(lists)
+    if after is not None:
+        pos = _bisect_left(maxes, after) if inclusive else _bisect_right(maxes, after)
+        if pos == n:
+            return []
+        sub = <list>lists[pos]
+        idx = _bisect_left(sub, after) if inclusive else _bisect_right(sub, after)
+    out = []
+    while pos < n and len(out) < CHUNK:
+        sub = <list>lists[pos]
+        out.extend(sub[idx:idx + CHUNK - len(out)])
+        pos += 1
+        idx = 0
+    return out
+
+
+cdef list _chunk_before(object sl, object before, bint inclusive):
+    """Up to CHUNK keys <= ``before`` (< with not ``inclusive``; None: from the last), descending."""
+    cdef list maxes = sl._maxes, lists = sl._lists, sub, out
+    cdef Py_ssize_t pos, idx, lo, n = len(lists)
+    if n == 0:
+        return []
+    pos = n - 1 if before is None else _bisect_left(maxes, before)
+    if pos == n:
+        pos = n - 1
+        idx = len(<list>lists[pos])
+    else:
+        sub = <list>lists[pos]
+        if before is None:
+            idx = len(sub)
+        else:
+            idx = _bisect_right(sub, before) if inclusive else _bisect_left(sub, before)
+    out = []
+    while pos >= 0 and len(out) < CHUNK:
+        sub = <list>lists[pos]
+        lo = idx - (CHUNK - len(out))
+        if lo < 0:
+            lo = 0
+        out.extend(reversed(sub[lo:idx]))
+        pos -= 1
+        if pos >= 0:
+            idx = len(<list>lists[pos])
     return out
