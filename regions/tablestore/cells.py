@@ -8,7 +8,7 @@ A row is stored HBase-style as cells, written without rewriting the row:
 
 ``R`` is the row key (pkcodec: self-delimiting, so all of a row's entries are
 contiguous and sort head first).  Column names never contain 0x00 or 0x01
-(validated: ``[A-Za-z0-9_]``).  ``gen`` is a write generation, unique and
+(validated: validate.check_name refuses control characters).  ``gen`` is a write generation, unique and
 increasing per client (``Generations``); ``~gen`` puts a column's newest
 delta first.
 

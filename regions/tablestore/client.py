@@ -9,8 +9,9 @@ reads (reads.py, and the C twins in _rows), and the dispatch of writes to the
 write path (writes.py: prepare, then run under the row lock).  BatchWriteRow
 prepares every row first (an OTSClientError or a whole-request error refuses
 the request before any row is written; a row's service error becomes that
-row's result), then runs the rows one by one: every row gets its own result,
-and no exception leaves a batch half-applied and unreported.
+row's result), then writes each table's rows together (writes.RowWriter
+.run_batch: one region write per region): every row gets its own result, and
+no exception leaves a batch half-applied and unreported.
 
 Thread-safety: one client may be used by many threads.  Writes hold their
 row's striped lock (writes.RowWriter); a row's entries always live in one
