@@ -62,6 +62,9 @@ class FakeServer:
             else:
                 data.pop(key, None)
 
+    def read_range(self, table, start, end):
+        return list(self.scan(table, start, end))
+
     def scan(self, table, start=None, end=None, reverse=False):
         data = self.tables[table]["data"]
         keys = list(data.irange(start, end, inclusive=(True, False), reverse=reverse))

@@ -149,6 +149,18 @@ def test_long_scans_cross_chunks_and_regions(server):
     assert [k for k, _ in server.scan("t", reverse=True)] == got[::-1]
 
 
+def test_read_range_is_the_scan_as_a_list_within_and_across_regions(server):
+    server.create_table("t", [key(3000), key(3001), key(7000)])
+    fill(server, "t", 10000)
+    for lo, hi in ((5, 6), (2990, 2995), (2999, 3002), (100, 5000), (0, 10000), (6999, 7001),
+                   (9999, 10000)):
+        start, end = key(lo), key(hi) if hi < 10000 else b"\xff"
+        assert server.read_range("t", start, end) == list(server.scan("t", start, end)), (lo, hi)
+    assert server.read_range("t", key(5) + b"\x00", key(5) + b"\x01") == []
+    with pytest.raises(regions.UnknownTableError):
+        server.read_range("nope", b"a", b"b")
+
+
 def test_write_batches_within_and_across_regions(server):
     server.create_table("t", [b"m"])
     b = lsm.WriteBatch()

@@ -29,7 +29,7 @@ __all__ = ["row_entries", "visible", "select", "read_columns", "project", "assem
 
 def row_entries(server, table, row_key):
     """The (key, value) entries of row ``row_key`` of ``table``: one region-server scan."""
-    return list(server.scan(table, row_key, cells.row_end(row_key)))
+    return server.read_range(table, row_key, cells.row_end(row_key))
 
 
 def visible(row_key_len, head, deltas, ttl, max_versions, now_ms):

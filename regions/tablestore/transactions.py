@@ -127,6 +127,10 @@ class Transaction:
                 self.overlay.irange(start, end, inclusive=(True, False), reverse=reverse)]
         return _merge(committed, mine, reverse) if mine else committed
 
+    def read_range(self, table, start, end):
+        """``list(scan(table, start, end))`` (the RegionServer interface)."""
+        return list(self.scan(table, start, end))
+
     def batch(self):
         """Every buffered entry as one ``lsm.WriteBatch`` (key order)."""
         import lsm
