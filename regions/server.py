@@ -41,6 +41,7 @@ from .metrics import RateTracker, SplitHistory
 from .options import ServerOptions
 from .policy import jitter_rate
 from .region import Region
+from .reports import ServerReports
 
 __all__ = ["RegionServer"]
 
@@ -86,10 +87,6 @@ def _check_key(key, name="key"):
 def _check_bound(key, name):
     if key is not None:
         _check_key(key, name)
-
-
-def _int_or_none(x):
-    return None if x is None else int(x)
 
 
 def _batch_of(ops):
@@ -165,7 +162,7 @@ class _SplitHost:
         return self._s._split_point(table, r, None)
 
 
-class RegionServer:
+class RegionServer(ServerReports):
     """Hosts tables of regions in one directory.  Use ``RegionServer.open``."""
 
     # -- lifecycle --------------------------------------------------------
@@ -426,79 +423,6 @@ class RegionServer:
             hooks.split_boundary = split_boundary
         if compaction_filter_factory is not _UNCHANGED:
             hooks.compaction_filter_factory = compaction_filter_factory
-
-    def regions(self, name: str) -> list:
-        """``RegionInfo`` of every region of the table, in key order."""
-        out = []
-        for r in self._table(name).layout[1]:
-            stats = self._stats(r)
-            out.append(r.info(stats))
-        return out
-
-    def _stats(self, r):
-        if not r.enter(None):
-            return {}
-        try:
-            return r.db.stats()
-        finally:
-            r.exit()
-
-    def metrics(self) -> dict:
-        """The server's numbers as one dict (the console, ``/metrics`` and
-        library users read this): ``path``, ``uptime_seconds``, ``sync``
-        (durability mode), ``split_policy``, ``block_cache`` (hits, misses,
-        usage, capacity), ``splits`` (regions.metrics.SplitHistory.snapshot)
-        and ``tables``: name -> list of region dicts in key order with
-        ``region_id, start_key, end_key, state, size_bytes, key_count,
-        memtable_bytes, files_per_level, flushes, compactions, bytes_flushed,
-        bytes_compacted, wal_appends, wal_fsyncs, reads, writes,
-        reads_per_second, writes_per_second`` (None until sampled a second
-        apart), ``split_threshold`` (bytes; None: never splits) and
-        ``split_blocker`` (why it cannot split) with ``split_blocker_key``
-        (the split boundary of its one key group, or None)."""
-        self._check_open()
-        cache = self._block_cache.stats() if self._block_cache is not None else {}
-        tables, seen = {}, set()
-        for name, t in sorted(self._tables.items()):
-            regs = t.layout[1]
-            out = tables[name] = []
-            for r in regs:
-                st = self._stats(r)
-                rates = self._rates.observe(r.id, (r.reads, r.writes))
-                seen.add(r.id)
-                out.append({
-                    "region_id": r.id, "start_key": r.start, "end_key": r.end,
-                    "state": r.state, "size_bytes": int(st.get("table_bytes", 0)),
-                    "key_count": int(st.get("num_entries", 0)),
-                    "memtable_bytes": int(st.get("memtable_bytes", 0)),
-                    "files_per_level": list(st.get("files_per_level", ())),
-                    **{k: int(st.get(k, 0)) for k in ("flushes", "compactions", "bytes_flushed",
-                                                      "bytes_compacted", "wal_appends",
-                                                      "wal_fsyncs")},
-                    "reads": r.reads, "writes": r.writes,
-                    "reads_per_second": rates[0] if rates else None,
-                    "writes_per_second": rates[1] if rates else None,
-                    "split_threshold": _int_or_none(self._policy.threshold(len(regs),
-                                                                           r.jitter_rate)),
-                    "split_blocker": r.split_blocker,
-                    "split_blocker_key": self._blocker_key(t, r) if r.split_blocker else None})
-        self._rates.forget(seen)
-        return {"path": self.path, "uptime_seconds": time.time() - self._opened_at,
-                "sync": bool(self.options.sync), "split_policy": repr(self._policy),
-                "block_cache": {k: cache.get(k, 0) for k in ("hits", "misses", "usage", "capacity")},
-                "splits": self._split_history.snapshot(), "tables": tables}
-
-    @staticmethod
-    def _blocker_key(t, r):
-        """The key group a blocked region holds (its first key's split boundary)."""
-        boundary = t.hooks.split_boundary
-        if boundary is None or not r.enter(None):
-            return None
-        try:
-            first = next((k for k, _ in r.db.scan(r.start or None, r.end or None)), None)
-        finally:
-            r.exit()
-        return boundary(first) if first is not None else None
 
     # -- data -------------------------------------------------------------
     def _enter(self, table, key, write):
