@@ -17,7 +17,8 @@ BINARY     base64 (standard alphabet, padded)                       base64
 Limits are the service's (regions.tablestore.validate): a primary-key value
 at most 1 KB, an attribute value at most 2 MB, integers in int64, doubles
 finite.  A value that breaks a rule raises ``BadValue`` naming it, here,
-before anything is sent.  Pure functions.
+before anything is sent.  BINARY values are ``bytearray``: the SDK sends
+``bytes`` as a STRING.  Pure functions.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ def from_text(text: str, kind: str, pk: bool = False):
                 raise ValueError
             value = low in _TRUE
         else:
-            value = base64.b64decode(text, validate=True)
+            value = bytearray(base64.b64decode(text, validate=True))
     except (ValueError, binascii.Error):
         raise BadValue(f"{_short(text)} is not "
                        f"{'a base64 ' if kind == 'BINARY' else 'an ' if kind[0] in 'AEIOU' else 'a '}"
@@ -131,8 +132,8 @@ def from_json(value, kind: str | None, pk: bool = False):
     ``from_text``, an int to DOUBLE; nothing else is coerced)."""
     if kind is None:
         kind = type_of(value)
-        if isinstance(value, bytearray):
-            value = bytes(value)
+        if isinstance(value, bytes):
+            value = bytearray(value)
         return check_value(value, kind, pk)
     if isinstance(value, str) and kind != "STRING":
         return from_text(value, kind, pk)
@@ -141,7 +142,7 @@ def from_json(value, kind: str | None, pk: bool = False):
     have = type_of(value)
     if have != kind:
         raise BadValue(f"{_short(str(value))} is {have}, not {kind}")
-    return check_value(bytes(value) if kind == "BINARY" else value, kind, pk)
+    return check_value(bytearray(value) if kind == "BINARY" else value, kind, pk)
 
 
 def to_json(value):

@@ -325,7 +325,7 @@ def import_file(path: str, target, opts: ImportOptions) -> ImportResult:
     if not 1 <= opts.batch_rows <= BATCH_WRITE_ROWS:
         raise TransferError(f"batch rows must be in [1, {BATCH_WRITE_ROWS}], got {opts.batch_rows}")
     started = time.monotonic()
-    source = os.path.basename(path)
+    source = path
     reader = open_reader(path, opts.fmt)
     try:
         primary_key = _resolve_table(target, opts)

@@ -113,7 +113,7 @@ class Target:
                 consumed.read if consumed else 0)
 
     def close(self) -> None:
-        if self._owns:
+        if self._owns and hasattr(self.client, "close"):  # the SDK's client has none
             self.client.close()
 
 
