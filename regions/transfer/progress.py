@@ -27,7 +27,7 @@ class Progress:
             except ImportError:
                 return
             self._bar = tqdm(total=total or None, desc=desc, unit=" rows", unit_scale=True,
-                             file=file, dynamic_ncols=True, smoothing=0.1, mininterval=0.2)
+                             file=file, smoothing=0.1, mininterval=0.2)
 
     @property
     def shown(self) -> bool:
