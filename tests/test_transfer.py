@@ -116,6 +116,28 @@ def test_bad_rows_are_named_rejected_and_the_rest_is_written(tmp_path, capsys):
     assert rejects[0]["column"] == "3 (price)" and rejects[0]["row"]["price"] == "abc"
 
 
+def test_batches_stay_under_the_services_4_mb_and_200_rows(tmp_path, monkeypatch):
+    sizes = []
+    real = EmbeddedTarget.write_rows
+    monkeypatch.setattr(EmbeddedTarget, "write_rows",
+                        lambda self, table, rows: sizes.append(len(rows)) or real(self, table, rows))
+    big = "y" * (1_500_000)
+    src = write(tmp_path / "big.csv", "uid,oid,blob\n" + "".join(f"{i},b{i},{big}\n"
+                                                                 for i in range(7)))
+    assert load(tmp_path, src, "--no-shuffle") == 0
+    assert sizes == [2, 2, 2, 1]
+    sizes.clear()
+    assert load(tmp_path, orders_csv(tmp_path, 450), table="small") == 0
+    assert sorted(sizes) == [50, 200, 200]
+
+
+def test_the_input_is_never_its_own_rejects_file(tmp_path, capsys):
+    src = orders_csv(tmp_path, 3)
+    assert load(tmp_path, src, "--rejects", src) == 2
+    assert "is the input itself" in capsys.readouterr().err
+    assert open(src).read().startswith(HEADER)
+
+
 def test_allow_duplicates_sends_them_all_and_the_service_keeps_one(tmp_path):
     src = write(tmp_path / "d.csv", "uid,oid,v\n1,a,1\n1,a,2\n1,a,3\n")
     assert load(tmp_path, src, "--allow-duplicates", "--no-shuffle", "--workers", "1") == 0
@@ -296,7 +318,7 @@ def test_an_interrupted_import_lists_every_row_it_did_not_write(tmp_path, monkey
 # -- pieces ----------------------------------------------------------------
 
 def test_shuffle_yields_each_item_once_in_a_new_order_also_when_it_spills(tmp_path):
-    for memory in (10_000, 7):  # in memory; dealt into piles of piles
+    for memory in (10_000, 100):  # in memory; dealt into piles, then piles of piles
         got = list(shuffled(range(3000), memory, random.Random(1), tmpdir=tmp_path))
         assert sorted(got) == list(range(3000)) and got != list(range(3000))
         assert sum(a < b for a, b in zip(got, got[1:])) < 1700  # no long sorted runs

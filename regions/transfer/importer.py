@@ -179,7 +179,7 @@ class _Typer:
             pk = []
             for name, kind in self.pk:
                 if name not in values:
-                    raise BadValue(f"the primary-key column is missing")
+                    raise BadValue("the primary-key column is missing")
                 raw = values[name]
                 pk.append((name, col.from_text(raw, kind, True) if self.text
                            else col.from_json(raw, kind, True)))
@@ -333,6 +333,8 @@ def import_file(path: str, target, opts: ImportOptions) -> ImportResult:
         types = _column_types(reader, source, primary_key, opts.columns, head)
         typer = _Typer(reader, source, primary_key, types)
         result = ImportResult(rejects_path=opts.rejects or path + ".rejects.jsonl")
+        if os.path.exists(result.rejects_path) and os.path.samefile(result.rejects_path, path):
+            raise TransferError(f"the rejects file {result.rejects_path} is the input itself")
         rejects = _Ledger(result.rejects_path, opts.errors_to)
         progress = rejects.progress = Progress(reader.estimate(), f"import {opts.table}",
                                                opts.progress)
@@ -345,7 +347,8 @@ def import_file(path: str, target, opts: ImportOptions) -> ImportResult:
                 writer.queue.put(batch)
         except KeyboardInterrupt:
             result.interrupted = True
-        writer.finish()
+        finally:
+            writer.finish()
         if result.interrupted:
             _reject_unwritten(path, opts.fmt, source, rejects)
         rejects.close()
