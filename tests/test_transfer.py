@@ -149,7 +149,10 @@ def test_a_run_that_cannot_start_writes_nothing(tmp_path, capsys):
     assert load(tmp_path, src) == 2
     assert capsys.readouterr().err == (f"regions-import: error: {src}: no column 'uid' of the "
                                        "primary key; the file has: user, oid, v\n")
-    assert rows_of(tmp_path) == {}
+    with emb.OTSClient(str(tmp_path / "db")) as c:
+        assert c.list_table() == ()  # --create made no table for a file that cannot load
+    src = write(tmp_path / "o.csv", "uid,oid,v\n1,a,1\n")
+    assert load(tmp_path, src) == 0
     assert load(tmp_path, src, table="missing", create=False) == 2
     assert "cannot describe table 'missing'" in capsys.readouterr().err
     assert load(tmp_path, src) == 2
@@ -340,6 +343,14 @@ def test_without_tqdm_there_is_no_bar_and_the_tool_still_runs(tmp_path, monkeypa
     assert not Progress(10, "x", show=True).shown
     assert load(tmp_path, orders_csv(tmp_path, 10), "--progress") == 0
     assert "rows written: 10" in capsys.readouterr().out
+
+
+def test_without_pyarrow_parquet_is_one_clear_error(tmp_path, monkeypatch, capsys):
+    pq.write_table(pa.table({"uid": [1], "oid": ["a"]}), tmp_path / "in.parquet")
+    monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)
+    assert load(tmp_path, str(tmp_path / "in.parquet")) == 2
+    assert capsys.readouterr().err == ("regions-import: error: Parquet needs pyarrow: "
+                                       "pip install 'lsm-regions[transfer]'\n")
 
 
 def test_progress_bar_shows_rows_when_asked(tmp_path, capsys):

@@ -278,14 +278,14 @@ def _batches(rows, max_rows, max_bytes):
 
 
 def _resolve_table(target, opts):
-    """The primary key to load with (creating the table when asked)."""
+    """The primary key to load with (the table is created later, by
+    ``_create``, once the input is known to fit it)."""
     if opts.create:
         if not opts.primary_key:
             raise TransferError("--create needs --primary-key NAME:TYPE,...")
         if target.exists(opts.table):
             raise TransferError(f"table {opts.table!r} already exists in {target.where}; "
                                 "drop --create to load into it")
-        target.create_table(opts.table, opts.primary_key, opts.split_points)
         return opts.primary_key
     schema = target.schema(opts.table)
     if opts.primary_key and [tuple(c) for c in opts.primary_key] != schema:
@@ -331,6 +331,8 @@ def import_file(path: str, target, opts: ImportOptions) -> ImportResult:
         primary_key = _resolve_table(target, opts)
         head = list(itertools.islice(iter(reader), INFER_ROWS))
         types = _column_types(reader, source, primary_key, opts.columns, head)
+        if opts.create:
+            target.create_table(opts.table, primary_key, opts.split_points)
         typer = _Typer(reader, source, primary_key, types)
         result = ImportResult(rejects_path=opts.rejects or path + ".rejects.jsonl")
         if os.path.exists(result.rejects_path) and os.path.samefile(result.rejects_path, path):
