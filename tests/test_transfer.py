@@ -55,7 +55,8 @@ def rows_of(tmp_path, table="orders"):
     with emb.OTSClient(str(tmp_path / "db")) as c:
         pk = [(n, emb.INF_MIN) for n, _ in c.describe_table(table).table_meta.schema_of_primary_key]
         end = [(n, emb.INF_MAX) for n, _ in pk]
-        return {tuple(v for _, v in r.primary_key): {a[0]: a[1] for a in r.attribute_columns}
+        return {tuple(bytes(v) if isinstance(v, bytearray) else v for _, v in r.primary_key):
+                {a[0]: a[1] for a in r.attribute_columns}
                 for r in c.xget_range(table, emb.Direction.FORWARD, pk, end, emb.CapacityUnit())}
 
 
@@ -234,6 +235,17 @@ def test_create_pre_split_from_a_splits_file_and_flag_a_hot_region(tmp_path, cap
     assert "HOT region 0 [*, 20): 62.5% of the rows, over 2x an even share (25.0%)" in out
     with emb.OTSClient(str(tmp_path / "db")) as c:
         assert c.describe_table("orders").shard_splits == [20, 40, 60]
+
+
+def test_a_binary_partition_key_loads_and_spreads(tmp_path, capsys):
+    keys = [base64.b64encode(bytes([i])).decode() for i in range(0, 256, 5)]
+    src = write(tmp_path / "b.csv", "k,v\n" + "".join(f"{k},{i}\n" for i, k in enumerate(keys)))
+    splits = write(tmp_path / "splits.txt", "\\x80\n")
+    assert import_main([src, "--data", str(tmp_path / "db"), "--table", "bin", "--create",
+                        "--primary-key", "k:BINARY", "--split-points", splits]) == 0
+    out = capsys.readouterr().out
+    assert "spread of the written rows over 2 regions:" in out and "\\x80" in out
+    assert len(rows_of(tmp_path, "bin")) == len(keys)
 
 
 # -- retries ---------------------------------------------------------------

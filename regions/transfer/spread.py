@@ -54,6 +54,8 @@ class Spread:
         self._sample, self._kept, self._seen = sample, [], 0
 
     def add(self, partition_value) -> None:
+        if isinstance(partition_value, bytearray):  # BINARY, as the SDK holds it
+            partition_value = bytes(partition_value)
         n = self._seen
         self._seen += 1
         if n < self._sample:

@@ -33,6 +33,10 @@ class RowResult:
     read_cu: int = 0
 
 
+def _plain(value):
+    return bytes(value) if isinstance(value, bytearray) else value
+
+
 class Target:
     """The operations the tools need, over a client of the SDK's API (``lib``:
     the module its classes come from)."""
@@ -81,8 +85,9 @@ class Target:
         self.client.create_table(*args, split_points=split_points or None)
 
     def split_points(self, table: str) -> list:
-        """The table's partition boundaries now: typed partition-key values."""
-        return list(self.client.describe_table(table).shard_splits)
+        """The table's partition boundaries now: typed partition-key values
+        (BINARY as ``bytes``, as the planner takes them)."""
+        return [_plain(p) for p in self.client.describe_table(table).shard_splits]
 
     # -- rows ------------------------------------------------------------
     def write_rows(self, table: str, rows) -> list[RowResult]:
@@ -174,5 +179,5 @@ class EndpointTarget(Target):
         points = []
         for split in proto.shard_splits:
             pk, _ = PlainBufferCodedInputStream(PlainBufferInputStream(split)).read_row()
-            points.append(pk[0][1])
+            points.append(_plain(pk[0][1]))
         return points
