@@ -72,7 +72,7 @@ def test_csv_rows_land_typed_with_one_write_cu_each(tmp_path, capsys):
     assert load(tmp_path, src, "--workers", "3") == 0
     out = capsys.readouterr().out
     assert "rows written: 500" in out and "capacity units consumed: write 500, read 0" in out
-    assert "rows rejected: 0" in out and "spread of the written rows over 1 regions" in out
+    assert "rows rejected: 0" in out and "spread of the written rows over 1 region:" in out
     rows = rows_of(tmp_path)
     assert len(rows) == 500
     assert rows[(3, "o3")] == {"price": 0.75, "item": "item 3", "paid": True}
@@ -137,6 +137,12 @@ def test_the_input_is_never_its_own_rejects_file(tmp_path, capsys):
     assert load(tmp_path, src, "--rejects", src) == 2
     assert "is the input itself" in capsys.readouterr().err
     assert open(src).read().startswith(HEADER)
+
+
+def test_a_csv_with_a_byte_order_mark_names_its_first_column_right(tmp_path):
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbfuid,oid,v\n1,a,2\n")
+    assert load(tmp_path, str(tmp_path / "bom.csv")) == 0
+    assert rows_of(tmp_path) == {(1, "a"): {"v": 2}}
 
 
 def test_allow_duplicates_sends_them_all_and_the_service_keeps_one(tmp_path):

@@ -72,8 +72,10 @@ def _pyarrow():
 
 
 def _open_text(path: str, mode: str):
+    # Reading: a UTF-8 byte-order mark (Excel's CSV) is skipped, not taken
+    # for part of the first column's name.
     try:
-        return open(path, mode, encoding="utf-8", newline="")
+        return open(path, mode, encoding="utf-8-sig" if mode == "r" else "utf-8", newline="")
     except OSError as e:
         raise TransferError(f"cannot open {path}: {e.strerror or e}") from None
 

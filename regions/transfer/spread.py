@@ -37,7 +37,8 @@ class SpreadReport:
         if self.error:
             return f"spread over the regions: not available ({self.error})"
         r = self.report
-        head = (f"spread of the written rows over {len(r.regions)} regions"
+        n = len(r.regions)
+        head = (f"spread of the written rows over {n} region{'s' if n > 1 else ''}"
                 + (f" (a sample of {r.total_keys})" if self.sampled else "") + ":")
         lines = [head, render_table(r)]
         for i in self.hot_regions():
