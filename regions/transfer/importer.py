@@ -324,8 +324,12 @@ def import_file(path: str, target, opts: ImportOptions) -> ImportResult:
         raise TransferError(f"--workers must be at least 1, got {opts.workers}")
     if not 1 <= opts.batch_rows <= BATCH_WRITE_ROWS:
         raise TransferError(f"batch rows must be in [1, {BATCH_WRITE_ROWS}], got {opts.batch_rows}")
+    result = ImportResult(rejects_path=opts.rejects or path + ".rejects.jsonl")
+    if os.path.exists(result.rejects_path) and os.path.exists(path) \
+            and os.path.samefile(result.rejects_path, path):
+        raise TransferError(f"the rejects file {result.rejects_path} is the input itself")
     started = time.monotonic()
-    source = path
+    source = path  # as the user named it, in every message
     reader = open_reader(path, opts.fmt)
     try:
         primary_key = _resolve_table(target, opts)
@@ -334,9 +338,6 @@ def import_file(path: str, target, opts: ImportOptions) -> ImportResult:
         if opts.create:
             target.create_table(opts.table, primary_key, opts.split_points)
         typer = _Typer(reader, source, primary_key, types)
-        result = ImportResult(rejects_path=opts.rejects or path + ".rejects.jsonl")
-        if os.path.exists(result.rejects_path) and os.path.samefile(result.rejects_path, path):
-            raise TransferError(f"the rejects file {result.rejects_path} is the input itself")
         rejects = _Ledger(result.rejects_path, opts.errors_to)
         progress = rejects.progress = Progress(reader.estimate(), f"import {opts.table}",
                                                opts.progress)
