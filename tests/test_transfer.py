@@ -253,6 +253,18 @@ def test_a_binary_partition_key_loads_and_spreads(tmp_path, capsys):
     assert len(rows_of(tmp_path, "bin")) == len(keys)
 
 
+def test_split_points_from_the_planners_json_plan(tmp_path, capsys):
+    from regions.presplit import IntegerSplit, points_json
+    plan = write(tmp_path / "plan.json", points_json(IntegerSplit(0, 99).split(4), "integer"))
+    assert load(tmp_path, orders_csv(tmp_path, 100), "--split-points", plan) == 0
+    assert "spread of the written rows over 4 regions:" in capsys.readouterr().out
+    hexplan = write(tmp_path / "hex.json", points_json(["4", "8"], "hex"))
+    assert load(tmp_path, orders_csv(tmp_path, 100), "--split-points", hexplan, table="t2") == 2
+    assert capsys.readouterr().err == (f"regions-import: error: --split-points {hexplan}: the "
+                                       "plan's points are str but partition key 'uid' is "
+                                       "INTEGER\n")
+
+
 # -- retries ---------------------------------------------------------------
 
 class Flaky(EmbeddedTarget):

@@ -87,7 +87,8 @@ def import_parser() -> argparse.ArgumentParser:
                         "others are typed from the data")
     p.add_argument("--create", action="store_true", help="create the table (it must not exist)")
     p.add_argument("--split-points", metavar="FILE",
-                   help="with --create: pre-split on these points (regions-presplit's SPLITS file)")
+                   help="with --create: pre-split on these points (regions-presplit's SPLITS "
+                        "file, or its JSON plan: FILE.json)")
     p.add_argument("--workers", type=int, default=4, help="writer threads (4)")
     p.add_argument("--no-shuffle", dest="shuffle", action="store_false",
                    help="write in the file's order")
@@ -102,12 +103,23 @@ def import_parser() -> argparse.ArgumentParser:
 
 
 def _split_points(path, primary_key):
-    from regions.presplit import PresplitError, read_splits_file
+    """The points of a regions-presplit plan: a SPLITS file, or its JSON
+    (``--format json``, by the ``.json`` extension), typed like the
+    partition key."""
+    from regions.presplit import PresplitError, points_from_json, read_splits_file
     from regions.presplit.cli import PK_TYPES
+    from regions.presplit.formats import read_lines
+    key_type = PK_TYPES[primary_key[0][1]]
     try:
-        return read_splits_file(path, PK_TYPES[primary_key[0][1]])
+        if not path.endswith(".json"):
+            return read_splits_file(path, key_type)
+        points = points_from_json("\n".join(read_lines(path)))
+        if points and type(points[0]).__name__ != key_type:
+            raise PresplitError(f"the plan's points are {type(points[0]).__name__} but partition "
+                                f"key {primary_key[0][0]!r} is {primary_key[0][1]}")
+        return points
     except PresplitError as e:
-        raise TransferError(f"--split-points: {e}") from None
+        raise TransferError(f"--split-points {path}: {e}") from None
 
 
 def import_options(args) -> ImportOptions:
