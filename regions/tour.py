@@ -69,12 +69,15 @@ def purchases(count: int, seed: int = 2017):
                "Amount": round(rng.uniform(1, 60), 2), "Time": t}
 
 
-def plan(rows):
+def plan(rows, data):
     step(1, f"plan {REGIONS} regions with the planner (regions-presplit)")
     algorithm = HashPrefixSplit(WIDTH)
     points = algorithm.split(REGIONS)
+    sample = os.path.join(data, "hashorder.txt")
+    with open(sample, "w", encoding="utf-8") as f:
+        f.writelines(r["HashOrderNumber"] + "\n" for r in rows)
     say(f"$ regions-presplit hash-prefix --width {WIDTH} -n {REGIONS} --evaluate file "
-        f"--key-file hashorder.txt")
+        f"--key-file {sample}")
     say(f"# {algorithm.describe()}: split points {', '.join(points)}")
     report = evaluate(points, [r["HashOrderNumber"] for r in rows])
     say(render_table(report))
@@ -134,7 +137,7 @@ def run(data: str, count: int) -> None:
     say(f"lsm-regions tour: the Tablestore guide's student-card purchase table in {data}")
     say(f"{count:,} purchases of one term: primary key HashOrderNumber (md5 prefix + order "
         f"number), DeviceID; attributes OrderNumber, CardID, SellerID, Amount, Time")
-    points = plan(rows)
+    points = plan(rows, data)
     source = os.path.join(data, "purchases.csv")
     write_csv(rows, source)
     options = regions.ServerOptions(**TOUR_OPTIONS)
