@@ -217,6 +217,10 @@ def test_export_reads_a_key_range_page_by_page(tmp_path, capsys):
                   if uid == 10 or uid == 11 or (uid == 12 and oid < "o500"))
     assert [(r["uid"], r["oid"]) for r in got] == want
     assert set(got[0]) == {"uid", "oid", "price"}
+    assert export_main([str(out), "--data", str(tmp_path / "db"), "--table", "orders",
+                        "--start", "10", "--end", "11", "--columns", "nothing"]) == 0
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [
+        {"uid": uid, "oid": oid} for uid, oid in want if uid == 10]
     pages = -(-len(want) // 7)
     assert f"rows exported: {len(want)} in {pages} GetRange pages" in capsys.readouterr().out
 

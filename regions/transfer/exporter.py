@@ -3,7 +3,8 @@
 GetRange pages (at most 5000 rows / 4 MB each, the service's cut) are read
 forward from ``start`` (inclusive) to ``end`` (exclusive), following
 ``next_start_primary_key``; each row is written with its primary key and
-the latest version of its attribute columns (``columns``: only those).
+the latest version of its attribute columns (``columns``: only those; a
+row that has none of them is still written, with its key).
 
 Keys on the command line (``--start``/``--end``) are the primary-key values
 in schema order, comma-separated (CSV quoting for a comma inside a value),
@@ -89,10 +90,12 @@ def _pages(target, opts, schema, result, progress):
     lib = target.lib
     start = parse_key(opts.start, schema, lib, "start")
     end = parse_key(opts.end, schema, lib, "end")
+    # Naming the key columns too keeps the rows that have none of the asked
+    # attributes (columns_to_get returns a row only if it has a named column).
+    names = [n for n, _ in schema] + list(opts.columns) if opts.columns else None
     while start is not None:
         try:
-            rows, start, cu = target.read_range(opts.table, start, end, opts.columns,
-                                                opts.page_rows)
+            rows, start, cu = target.read_range(opts.table, start, end, names, opts.page_rows)
         except Exception as e:  # noqa: BLE001
             code, message, _ = target.error_fields(e)
             raise TransferError(f"GetRange of {opts.table!r} in {target.where} failed after "
