@@ -20,17 +20,16 @@ CSV, the shuffle, the writes).  Bounded: one import per case.
 import logging
 import os
 import random
-import subprocess
 import sys
 import tempfile
 
 import pytest
 
 from regions.transfer import EmbeddedTarget, EndpointTarget, ImportOptions, import_file
+from test_bench_otsserver import INSTANCE, KEY_ID, SECRET, _start_server
 
 ROWS = int(os.environ.get("BENCH_IMPORT_ROWS", 20_000))
 WORKERS = (1, 2, 4)
-KEY_ID, SECRET, INSTANCE = "ak", "sk", "inst"
 PRIMARY_KEY = [("uid", "INTEGER"), ("oid", "STRING")]
 
 
@@ -43,19 +42,6 @@ def make_csv(path, rows=ROWS):
                     f"{rng.randrange(1, 20)},item number {rng.randrange(10**6):06d} "
                     f"{'x' * rng.randrange(20, 60)},{'true' if i % 3 else 'false'}\n")
     return path
-
-
-def start_server(data):
-    proc = subprocess.Popen([sys.executable, "-m", "regions.otsserver", "--data", str(data),
-                             "--port", "0", "--instance", INSTANCE, "--access-key-id", KEY_ID,
-                             "--access-key-secret", SECRET, "--no-console"],
-                            stdout=subprocess.PIPE, text=True)
-    while True:
-        line = proc.stdout.readline()
-        if not line:
-            raise RuntimeError("regions-server did not start")
-        if line.startswith("export OTS_TEST_ENDPOINT="):
-            return proc, line.strip().split("=", 1)[1]
 
 
 class Setup:
@@ -71,7 +57,7 @@ class Setup:
         if kind == "embedded":
             return EmbeddedTarget(os.path.join(self.tmp, f"store{self.runs}"))
         if self.proc is None:
-            self.proc, self.endpoint = start_server(os.path.join(self.tmp, "server"))
+            self.proc, self.endpoint = _start_server(os.path.join(self.tmp, "server"), "--no-console")
         return EndpointTarget(self.endpoint, INSTANCE, KEY_ID, SECRET)
 
     def run(self, kind, workers):
