@@ -329,6 +329,30 @@ def test_console_direct_refuses_malformed_credentials():
         assert c.handle("/", {"authorization": header}).status == 401
 
 
+def test_number_pages_render_at_most_once_a_second_and_rows_never_cached(tmp_path):
+    now = [100.0]
+    with emb.OTSClient(str(tmp_path / "s")) as client:
+        client.create_table(emb.TableMeta("t", [("pk", "STRING")]), emb.TableOptions())
+        c = Console(client, "i", {}, open_access=True, sample_seconds=0, clock=lambda: now[0])
+
+        def body(path):
+            reply = c.handle(path, {})
+            assert reply.status == 200, reply
+            return reply.body
+
+        first = {p: body(p) for p in ("/metrics", "/?format=json", "/tables/t?format=json")}
+        rows = body("/tables/t/rows?format=json")
+        client.put_row("t", emb.Row([("pk", "a")], [("v", 1)]))
+        now[0] += 0.5           # within the second: the same renderings
+        assert {p: body(p) for p in first} == first
+        assert body("/tables/t/rows?format=json") != rows          # the row browser reads now
+        now[0] += 0.6           # past it: rendered again, with the write counted
+        assert body("/metrics") != first["/metrics"]
+        before = json.loads(first["/?format=json"])["requests_total"]
+        assert json.loads(body("/?format=json"))["requests_total"] > before
+        assert c.handle("/tables/nope", {}).status == 404
+
+
 def test_split_and_hot_partition_key_show_on_the_table_page(server):
     create_events(server)
     c = sdk(server)

@@ -42,6 +42,7 @@ import html
 import ipaddress
 import json
 import threading
+import time
 from importlib import resources
 from typing import NamedTuple
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, unquote
@@ -51,6 +52,10 @@ from regions.tablestore.errors import OTSClientError, OTSServiceError
 from regions.tablestore.metadata import INF_MAX, INF_MIN, Direction
 
 SAMPLE_SECONDS = 2.0
+#: Pages that show the server's numbers (/metrics, the overview, a table) are
+#: rendered at most once per this many seconds (per page and format): a scrape
+#: every 100 ms costs one rendering a second.  The row browser is never cached.
+RENDER_SECONDS = 1.0
 CUT_CHARS = 200          # longer strings are cut (their length is shown)
 CUT_BYTES = 64           # longer binaries are cut
 DEFAULT_LIMIT = 20
@@ -214,11 +219,16 @@ class Console:
     """The console of one data API client (module docstring)."""
 
     def __init__(self, client, instance: str, keys, open_access: bool,
-                 sample_seconds: float = SAMPLE_SECONDS):
+                 sample_seconds: float = SAMPLE_SECONDS, render_seconds: float = RENDER_SECONDS,
+                 clock=time.monotonic):
         self.client = client
         self.instance = instance
         self.keys = dict(keys)
         self.open_access = open_access
+        self._render_seconds = render_seconds
+        self._clock = clock
+        self._rendered = {}             # (path, as_json) -> (time, Reply)
+        self._rendered_lock = threading.Lock()
         self._stop = threading.Event()
         self._sampler = None
         if sample_seconds:
@@ -248,6 +258,22 @@ class Console:
         path = unquote(url.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         as_json = query.pop("format", "html") == "json"
+        if path.endswith("/rows") or path.startswith("/static/"):
+            return self._render(path, query, as_json)
+        key, now = (path, as_json), self._clock()
+        with self._rendered_lock:
+            hit = self._rendered.get(key)
+        if hit is not None and now - hit[0] < self._render_seconds:
+            return hit[1]
+        reply = self._render(path, query, as_json)
+        if reply.status == 200:
+            with self._rendered_lock:
+                if len(self._rendered) > 256:     # table names come from requests
+                    self._rendered.clear()
+                self._rendered[key] = (now, reply)
+        return reply
+
+    def _render(self, path, query, as_json) -> Reply:
         try:
             if path == "/metrics":
                 from regions.otsserver.metrics import CONTENT_TYPE, exposition
