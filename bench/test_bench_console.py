@@ -22,6 +22,7 @@ follows without the noise of throughput runs: 10 x CPU per GET / 1 s of one
 core.
 
     python bench/test_bench_console.py 5      # the table in docs/performance.md
+    python bench/test_bench_console.py three 4   # CPU per request: off, quiet, scraped
     pytest bench/test_bench_console.py --benchmark-only -s
 """
 import multiprocessing as mp
@@ -183,5 +184,51 @@ def compare(repeats=3):
             s.close()
 
 
+def cpu_three_ways(repeats=4, op="GetRow"):
+    """Server CPU per API request of three servers on copies of one store, runs
+    interleaved: console off, console on but not scraped, console scraped 10
+    times a second.  quiet - off is the noise floor of the comparison; scraped
+    - quiet is what serving the scrapes costs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = "%s/base" % tmp
+        proc, endpoint = _start_server(base, "--no-console")
+        try:
+            _bodies, requests = _load(endpoint)
+        finally:
+            _stop(proc)
+        for name in ("quiet", "scraped"):
+            shutil.copytree(base, "%s/%s" % (tmp, name))
+        servers = {"off": _start_server(base, "--no-console"),
+                   "quiet": _start_server("%s/quiet" % tmp),
+                   "scraped": _start_server("%s/scraped" % tmp)}
+        ctx = mp.get_context("spawn")
+        cpu = {name: [] for name in servers}
+        try:
+            for _ in range(repeats):
+                for name, (proc, endpoint) in servers.items():
+                    stop, counter = ctx.Event(), ctx.Value("i", 0)
+                    scraper = None
+                    if name == "scraped":
+                        scraper = ctx.Process(target=_scraper, args=(endpoint, stop, counter))
+                        scraper.start()
+                    try:
+                        runs = [hammer(endpoint, op, proc.pid, replay=requests[op])
+                                for _ in range(ROUNDS)]
+                    finally:
+                        stop.set()
+                        if scraper is not None:
+                            scraper.join(60)
+                    cpu[name].append(statistics.mean(r["server_cpu_us_per_request"] for r in runs))
+        finally:
+            for proc, _ in servers.values():
+                _stop(proc)
+        for name, values in cpu.items():
+            print("%s: server CPU per %s %.1f us (median) %s" % (
+                name, op, statistics.median(values), [round(v) for v in values]))
+
+
 if __name__ == "__main__":
-    compare(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    if sys.argv[1:2] == ["three"]:
+        cpu_three_ways(int(sys.argv[2]) if len(sys.argv) > 2 else 4)
+    else:
+        compare(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
