@@ -1,0 +1,122 @@
+"""Experiment 3: simulated power loss (sync=True), reopen, verify.
+
+In-process, through ``lsm.faultfs.FaultInjectionFS`` over the real file
+system, with every write fsynced before it is acknowledged (``sync=True``)
+and all work inline (no background thread: lsm ``background=False``,
+``background_workers=0``, ``RegionServer.maintain()`` every few operations),
+so that a cycle is deterministic for its seed.  Each cycle:
+
+1. opens the server on the fault-injecting file system and runs 1 to 80
+   operations of the shared workload (workload.py) on the tiny-threshold
+   table, whose memtables flush, whose stores compact and whose regions split;
+2. cuts the power at a random point: three cycles in four at a random file
+   operation (``crash_at``: the i-th append, sync, rename, directory sync,
+   atomic write, create or remove, anywhere: in a WAL write, a flush, a
+   compaction, a split step, or the open's own recovery), after which nothing
+   more reaches the disk; otherwise between two operations;
+3. drops every unsynced byte and every directory entry not made durable by a
+   directory sync (``drop_unsynced``), reopens and checks: every acknowledged
+   write present (they were all synced), the one operation in flight all or
+   nothing, the linked list without holes, the regions and every table
+   checksum sound (workload.check_state, workload.check_store).
+
+    python -m regions.soak powerloss --seed 1 --count 300
+"""
+import random
+
+import lsm
+import regions
+from lsm.faultfs import FaultInjectionFS, SimulatedCrash
+from lsm.fs import OSFileSystem
+from regions.tablestore import OTSClient
+
+from . import Summary
+from . import workload
+from .harness import WorkDir, parser, report
+
+__all__ = ["run", "main"]
+
+#: File operations a power cut may interrupt, each with how many of them may
+#: pass first (about what one cycle makes: rare operations get small bounds).
+CRASH_OPS = {"append": 150, "sync": 80, "rename": 3, "sync_dir": 6, "write_atomic": 3,
+             "open_append": 6, "remove": 4}
+MAX_OPS = 80
+MAINTAIN_EVERY = 8
+
+
+def _options(fs):
+    return workload.server_options(
+        sync=True, fs=fs, background_workers=0,
+        lsm_options=lsm.Options(block_size=512, compression=False, background=False))
+
+
+def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
+        stats: dict = None) -> Summary:
+    """Run ``count`` power cuts (or as many as fit in ``seconds``; 300 when
+    neither is given) in ``dir`` (harness.WorkDir).  ``stats``, if given,
+    receives the operations acknowledged, the cuts with one in flight, where
+    the cuts fell (between operations or at a file operation of each kind)
+    and the splits seen."""
+    if count is None and seconds is None:
+        count = 300
+    summary = Summary("powerloss", seed, "unsynced bytes and directory entries dropped")
+    work = WorkDir("powerloss", dir)
+    path = work.path("store")
+    rng = random.Random(seed)
+    st = stats if stats is not None else {}
+    st.update(ops=0, pending=0, cuts_between_ops=0, splits=0, regions=0)
+    st.update({f"cuts_at_{op}": 0 for op in CRASH_OPS})
+    fs = FaultInjectionFS(OSFileSystem())
+    model, next_id, regions_before = {}, 0, workload.INITIAL_REGIONS
+    while work.more(summary, count, seconds):
+        crash_op = rng.choice(sorted(CRASH_OPS)) if rng.random() < 0.75 else None
+        if crash_op:
+            fs.crash_at(crash_op, after=rng.randrange(CRASH_OPS[crash_op]))
+        log = workload.MemoryLog()
+        wl = workload.Workload(None, random.Random(rng.getrandbits(32)), log, next_id,
+                               workload.next_node(model))
+        cut = _run_until_cut(summary, fs, path, wl, rng.randint(1, MAX_OPS))
+        st[f"cuts_at_{crash_op}" if cut else "cuts_between_ops"] += 1
+        fs.drop_unsynced()
+        fs.clear_faults()
+        fs.ops.clear()
+        summary.cycles += 1
+        acked, pending = log.result()
+        st["ops"] += len(acked)
+        st["pending"] += pending is not None
+        next_id = wl.next_id
+        try:
+            server = regions.RegionServer.open(path, _options(fs))
+        except Exception as e:
+            summary.failure("crashes", f"cycle {summary.cycles}: reopen failed: {e!r}")
+            fs.drop_unsynced()
+            continue
+        model, n = workload.verify_reopened(summary, server, path, model, acked, pending)
+        st["splits"] += max(0, n - regions_before)
+        st["regions"] = regions_before = n
+    return work.finish(summary)
+
+
+def _run_until_cut(summary, fs, path, wl, n_ops) -> bool:
+    """Open the store and run ``n_ops`` operations; True if the power was cut
+    inside a file operation.  The server is abandoned, never closed: after a
+    power cut nothing may run its clean shutdown."""
+    try:
+        server = regions.RegionServer.open(path, _options(fs))
+        wl.client = OTSClient(path, server=server)
+        workload.create_table(wl.client)
+        for i in range(n_ops):
+            wl.step()
+            if i % MAINTAIN_EVERY == MAINTAIN_EVERY - 1:
+                server.maintain()
+    except SimulatedCrash:
+        return True
+    except Exception as e:
+        summary.failure("crashes", f"cycle {summary.cycles}: the workload raised {e!r}")
+    return False
+
+
+def main(argv=None) -> int:
+    args = parser("powerloss", "power cuts (default 300)").parse_args(argv)
+    stats = {}
+    return report(run(args.seed, args.count, args.seconds, args.dir, stats=stats), stats)
