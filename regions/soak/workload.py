@@ -248,6 +248,10 @@ class AckFile:
     def ack(self, op_id: int, oks: list) -> None:
         self._line("A %d %s" % (op_id, json.dumps(oks)))
 
+    def note(self, tag: str, obj) -> None:
+        """Any other line: ``tag`` and ``obj`` as JSON."""
+        self._line(tag + " " + json.dumps(obj))
+
     def close(self) -> None:
         os.close(self._fd)
 
