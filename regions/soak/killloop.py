@@ -75,7 +75,7 @@ def _wait_ready(proc, timeout):
 
 
 def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
-        window: float = 0.6, epoch: int = 40, stats: dict = None) -> Summary:
+        window: float = 0.4, epoch: int = 25, stats: dict = None) -> Summary:
     """Run ``count`` kill cycles (or as many as fit in ``seconds``; 150 when
     neither is given) in ``dir`` (harness.WorkDir).  ``stats``, if given,
     receives the operations acknowledged, the kills with one in flight, the
@@ -129,7 +129,7 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
 
 def main(argv=None) -> int:
     ap = parser("killloop", "kill cycles (default 150)")
-    ap.add_argument("--window", type=float, default=0.6,
+    ap.add_argument("--window", type=float, default=0.4,
                     help="longest run of a child after it is ready, in seconds")
     args = ap.parse_args(argv)
     stats = {}

@@ -1,8 +1,8 @@
-"""Experiment 3: simulated power loss (sync=True), reopen, verify.
+"""Experiment 3: simulated power loss, reopen, verify.
 
 In-process, through ``lsm.faultfs.FaultInjectionFS`` over the real file
-system, with every write fsynced before it is acknowledged (``sync=True``)
-and all work inline (no background thread: lsm ``background=False``,
+system, with every write fsynced before it is acknowledged (``sync=True``;
+one cycle in four runs with ``sync=False`` instead) and all work inline (no background thread: lsm ``background=False``,
 ``background_workers=0``, ``RegionServer.maintain()`` every few operations),
 so that a cycle is deterministic for its seed.  Each cycle:
 
@@ -18,10 +18,14 @@ so that a cycle is deterministic for its seed.  Each cycle:
    directory sync (``drop_unsynced``), reopens and checks: every acknowledged
    write present (they were all synced), the one operation in flight all or
    nothing, the linked list without holes, the regions and every table
-   checksum sound (workload.check_state, workload.check_store).
+   checksum sound (workload.check_state, workload.check_store).  After a
+   ``sync=False`` cycle acknowledged writes may be lost, but each partition
+   key value must come back as a prefix of its writes, with no hole
+   (workload.check_prefix).
 
     python -m regions.soak powerloss --seed 1 --count 300
 """
+import functools
 import random
 
 import lsm
@@ -42,21 +46,24 @@ CRASH_OPS = {"append": 150, "sync": 80, "rename": 3, "sync_dir": 6, "write_atomi
              "open_append": 6, "remove": 4}
 MAX_OPS = 80
 MAINTAIN_EVERY = 8
+#: Share of the cycles run without fsync (sync=False): their check is the prefix one.
+UNSYNCED = 0.25
 
 
-def _options(fs):
+def _options(fs, sync=True):
     return workload.server_options(
-        sync=True, fs=fs, background_workers=0,
+        sync=sync, fs=fs, background_workers=0,
         lsm_options=lsm.Options(block_size=512, compression=False, background=False))
 
 
 def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
-        stats: dict = None) -> Summary:
+        epoch: int = 50, stats: dict = None) -> Summary:
     """Run ``count`` power cuts (or as many as fit in ``seconds``; 300 when
     neither is given) in ``dir`` (harness.WorkDir).  ``stats``, if given,
     receives the operations acknowledged, the cuts with one in flight, where
     the cuts fell (between operations or at a file operation of each kind)
-    and the splits seen."""
+    and the splits seen.  Every ``epoch`` cycles the table is dropped and
+    created again, so that regions keep splitting in a long run."""
     if count is None and seconds is None:
         count = 300
     summary = Summary("powerloss", seed, "unsynced bytes and directory entries dropped")
@@ -64,7 +71,8 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     path = work.path("store")
     rng = random.Random(seed)
     st = stats if stats is not None else {}
-    st.update(ops=0, pending=0, cuts_between_ops=0, splits=0, regions=0)
+    st.update(ops=0, pending=0, unsynced_cycles=0, unsynced_writes_lost=0, cuts_between_ops=0,
+              splits=0, regions=0)
     st.update({f"cuts_at_{op}": 0 for op in CRASH_OPS})
     fs = FaultInjectionFS(OSFileSystem())
     model, next_id, regions_before = {}, 0, workload.INITIAL_REGIONS
@@ -72,10 +80,11 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         crash_op = rng.choice(sorted(CRASH_OPS)) if rng.random() < 0.75 else None
         if crash_op:
             fs.crash_at(crash_op, after=rng.randrange(CRASH_OPS[crash_op]))
+        synced = rng.random() >= UNSYNCED
         log = workload.MemoryLog()
         wl = workload.Workload(None, random.Random(rng.getrandbits(32)), log, next_id,
-                               workload.next_node(model))
-        cut = _run_until_cut(summary, fs, path, wl, rng.randint(1, MAX_OPS))
+                               workload.next_node(model), nodes=synced)
+        cut = _run_until_cut(summary, _options(fs, synced), path, wl, rng.randint(1, MAX_OPS))
         st[f"cuts_at_{crash_op}" if cut else "cuts_between_ops"] += 1
         fs.drop_unsynced()
         fs.clear_faults()
@@ -84,6 +93,7 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         acked, pending = log.result()
         st["ops"] += len(acked)
         st["pending"] += pending is not None
+        st["unsynced_cycles"] += not synced
         next_id = wl.next_id
         try:
             server = regions.RegionServer.open(path, _options(fs))
@@ -91,18 +101,21 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
             summary.failure("crashes", f"cycle {summary.cycles}: reopen failed: {e!r}")
             fs.drop_unsynced()
             continue
-        model, n = workload.verify_reopened(summary, server, path, model, acked, pending)
+        model, n = workload.verify_reopened(
+            summary, server, path, model, acked, pending, drop=summary.cycles % epoch == 0,
+            check=workload.check_state if synced else functools.partial(workload.check_prefix,
+                                                                         stats=st))
         st["splits"] += max(0, n - regions_before)
         st["regions"] = regions_before = n
     return work.finish(summary)
 
 
-def _run_until_cut(summary, fs, path, wl, n_ops) -> bool:
+def _run_until_cut(summary, options, path, wl, n_ops) -> bool:
     """Open the store and run ``n_ops`` operations; True if the power was cut
     inside a file operation.  The server is abandoned, never closed: after a
     power cut nothing may run its clean shutdown."""
     try:
-        server = regions.RegionServer.open(path, _options(fs))
+        server = regions.RegionServer.open(path, options)
         wl.client = OTSClient(path, server=server)
         workload.create_table(wl.client)
         for i in range(n_ops):

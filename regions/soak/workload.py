@@ -39,6 +39,13 @@ value}}``) that the caller carries from cycle to cycle:
   (a *dangling link* counts as a loss: an earlier write vanished while a later
   one survived, a hole).
 
+``check_prefix`` is the check after a power cut without fsync
+(``sync=False``): acknowledged writes not yet synced may be lost, but each
+partition key value (whose rows live in one region, hence one WAL) must come
+back as its state after a *prefix* of its writes (a row of a batch, a single
+write, or a whole transaction each count as one write): a later write kept
+while an earlier one is lost (a hole) is a loss.
+
 The caller then carries the state it read as the next cycle's model.
 ``check_store`` adds the store-level checks: ``RegionServer.check()`` (regions
 sorted, contiguous, covering the key space; meta and files agree) and
@@ -58,14 +65,14 @@ from regions.tablestore import (OTSClient, BatchWriteRowRequest, Condition, Dele
 
 __all__ = ["TABLE", "server_options", "create_table", "Workload", "AckFile", "MemoryLog",
            "read_log", "read_state", "check_state", "check_store", "next_node", "verify_reopened",
-           "INITIAL_REGIONS"]
+           "INITIAL_REGIONS", "check_prefix"]
 
 TABLE = "soak"
-PARTITIONS = 48
+PARTITIONS = 32
 ROWS = 16                       # r in [0, ROWS): the rows operations pick from
-SPLIT_POINTS = [12, 24, 36]
+SPLIT_POINTS = [8, 16, 24]
 INITIAL_REGIONS = len(SPLIT_POINTS) + 1
-NODE_BASE, NODE_SLOTS = 1000, 192   # linked-list ring: r = NODE_BASE + slot
+NODE_BASE, NODE_SLOTS = 1000, 128   # linked-list ring: r = NODE_BASE + slot
 MAX_BATCH = 200
 KiB = 1 << 10
 
@@ -103,17 +110,21 @@ class Workload:
     """Seeded operations, run one at a time through ``client`` and logged to ``log``.
 
     ``next_id``: the first operation id (ids stay unique across cycles, so a
-    value always names one write); ``next_node``: the next linked-list node.
+    value always names one write); ``next_node``: the next linked-list node;
+    ``nodes=False``: write no node (writes that may be lost without fsync
+    must not become link targets: a node points at a durable one).
     """
 
     KINDS = (("put", 18), ("update", 12), ("increment", 16), ("delete", 8), ("batch", 10),
              ("txn", 8), ("node", 10))
 
-    def __init__(self, client, rng: random.Random, log, next_id: int, next_node: int):
+    def __init__(self, client, rng: random.Random, log, next_id: int, next_node: int,
+                 nodes: bool = True):
         self.client, self.rng, self.log = client, rng, log
         self.next_id, self.next_node = next_id, next_node
-        self._kinds = [k for k, _ in self.KINDS]
-        self._weights = [w for _, w in self.KINDS]
+        kinds = [(k, w) for k, w in self.KINDS if nodes or k != "node"]
+        self._kinds = [k for k, _ in kinds]
+        self._weights = [w for _, w in kinds]
 
     def step(self) -> None:
         """Generate one operation, log it, run it, log its outcomes."""
@@ -373,6 +384,43 @@ def check_state(summary, model: dict, acked, pending, actual: dict) -> dict:
     return actual
 
 
+def check_prefix(summary, model: dict, acked, pending, actual: dict, stats=None) -> dict:
+    """``check_state`` for unsynced writes (module docstring): every partition
+    key value of ``actual`` is its state in ``model`` after a prefix of its
+    writes in ``acked`` then ``pending``.  Returns ``actual``; adds to
+    ``stats["unsynced_writes_lost"]`` (if given) the writes past the prefixes."""
+    units = {}                      # partition -> [[row, ...] applied at once], in order
+    base = dict(model)
+    for op, oks in acked:
+        want = apply_op(model, op)  # ``model``: the state before the cut, for the outcomes
+        if want != list(oks):
+            summary.failure("wrong", f"op {op['id']} ({op['kind']}) reported {oks}, "
+                                     f"the model says {want}")
+        summary.verified += 1
+    for op in [op for op, _ in acked] + ([pending] if pending else []):
+        if op["kind"] == "txn":
+            units.setdefault(op["rows"][0]["k"][0], []).append(op["rows"])
+        else:
+            for row in op["rows"]:
+                units.setdefault(row["k"][0], []).append([row])
+    for p in sorted(set(units) | {k[0] for k in base} | {k[0] for k in actual}):
+        state = {k: c for k, c in base.items() if k[0] == p}
+        found = {k: c for k, c in actual.items() if k[0] == p}
+        steps = units.get(p, [])
+        for i in range(len(steps) + 1):
+            if state == found:
+                if stats is not None:
+                    stats["unsynced_writes_lost"] = (stats.get("unsynced_writes_lost", 0)
+                                                     + len(steps) - i)
+                break
+            if i < len(steps):
+                apply_op(state, {"rows": steps[i]})
+        else:
+            summary.failure("losses", f"partition {p}: the state is no prefix of its "
+                                      f"{len(steps)} writes (a hole or a phantom): {found}")
+    return actual
+
+
 def _missing(want, got):
     return want is not None and any(c not in got for c in want)
 
@@ -423,16 +471,17 @@ def check_store(summary, server, path: str) -> None:
             summary.failure("wrong", f"lsm.tools verify {name}: {problem}")
 
 
-def verify_reopened(summary, server, path, model, acked, pending, drop=False):
+def verify_reopened(summary, server, path, model, acked, pending, drop=False, check=check_state):
     """Check the reopened ``server`` (at ``path``) against ``model`` and the
-    log (``check_state``, ``check_store``); close it.  Returns ``(next model,
+    log (``check``: ``check_state`` or ``check_prefix``; ``check_store``);
+    close it.  Returns ``(next model,
     regions of the table)``; ``drop``: delete the table afterwards (the next
     model is then empty).  An exception counts as a crash."""
     try:
         client = OTSClient(path, server=server)
         exists = TABLE in client.list_table()
         actual = read_state(client) if exists else {}
-        model = check_state(summary, model, acked, pending, actual)
+        model = check(summary, model, acked, pending, actual)
         check_store(summary, server, path)
         n = len(server.regions(TABLE)) if exists else INITIAL_REGIONS
         if drop and exists:
