@@ -34,14 +34,12 @@ with the union of the models, and ``RegionServer.check()`` must pass.
     python -m regions.soak concurrency --seed 1 --seconds 60
 """
 import faulthandler
-import os
 import random
 import sys
 import threading
 import time
 
 import lsm
-import lsm.tools
 import regions
 from regions.tablestore import (BatchWriteRowRequest, CapacityUnit, ComparatorType, Condition,
                                 DeleteRowItem, Direction, INF_MAX, INF_MIN, OTSClient,
@@ -50,6 +48,7 @@ from regions.tablestore import (BatchWriteRowRequest, CapacityUnit, ComparatorTy
                                 TableInBatchWriteRowItem, TableMeta, TableOptions)
 
 from . import Summary
+from . import workload
 from .harness import WorkDir, parser, report
 
 __all__ = ["run", "main"]
@@ -342,9 +341,7 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         _final_check(summary, server, client, workers, shared, st)
     finally:
         server.close()
-    if summary.ok:
-        for problem in _verify_files(path):
-            summary.failure("wrong", problem)
+    workload.check_files(summary, path)
     return work.finish(summary)
 
 
@@ -367,22 +364,13 @@ def _final_check(summary, server, client, workers, shared, st):
                             f"final state of {key}: {rows.get(key)}, the models say "
                             f"{model.get(key)}")
     summary.verified = len(rows) + sum(w.ops for w in workers)
-    try:
-        server.check()
-    except regions.InvariantError as e:
-        summary.failure("wrong", f"RegionServer.check: {e}")
+    workload.check_regions(summary, server)
     splits = server.metrics()["splits"]
     st.update(ops=summary.cycles, increments=increments,
               cas=cas, cas_failed=sum(w.cas_failed for w in workers),
               splits=splits["finished"], rolled_back=splits["rolled_back"],
               regions=len(server.regions(TABLE)), rows=len(rows))
     st.update(scans=shared.counts["scans"], pages=shared.counts["pages"])
-
-
-def _verify_files(path):
-    root = os.path.join(path, "regions")
-    return [f"lsm.tools verify {name}: {p}" for name in sorted(os.listdir(root))
-            for p in lsm.tools.verify(os.path.join(root, name))]
 
 
 def main(argv=None) -> int:

@@ -7,7 +7,7 @@ The parent SIGKILLs it at a random moment: usually ``uniform(0.05,
 window)`` seconds after the child said it was ready, one cycle in ten
 during its start (while it recovers the previous kill's WAL).  Then the
 parent reopens the same directory and checks the expected state and the
-store (workload.check_state, workload.check_store); the state read becomes
+store (workload.check_state, check_regions, check_files); the state read becomes
 the next cycle's model, so state and crashes accumulate in one directory
 (RocksDB's crash test).  Every ``epoch`` cycles the table is dropped and
 created again, so that pre-split regions keep splitting in a long run.

@@ -18,7 +18,7 @@ so that a cycle is deterministic for its seed.  Each cycle:
    directory sync (``drop_unsynced``), reopens and checks: every acknowledged
    write present (they were all synced), the one operation in flight all or
    nothing, the linked list without holes, the regions and every table
-   checksum sound (workload.check_state, workload.check_store).  After a
+   checksum sound (workload.check_state, check_regions, check_files).  After a
    ``sync=False`` cycle acknowledged writes may be lost, but each partition
    key value must come back as a prefix of its writes, with no hole
    (workload.check_prefix).

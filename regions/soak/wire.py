@@ -366,9 +366,10 @@ def _check(summary, data, logs, st):
             for k, v in (counts or {}).items():
                 totals[k] = totals.get(k, 0) + v
             _check_writer(summary, c, rows, acked, pending)
-        workload.check_store(summary, server, data)
+        workload.check_regions(summary, server)
     finally:
         server.close()
+    workload.check_files(summary, data)
     st.update(totals)
 
 

@@ -47,9 +47,10 @@ write, or a whole transaction each count as one write): a later write kept
 while an earlier one is lost (a hole) is a loss.
 
 The caller then carries the state it read as the next cycle's model.
-``check_store`` adds the store-level checks: ``RegionServer.check()`` (regions
-sorted, contiguous, covering the key space; meta and files agree) and
-``lsm.tools.verify`` of every region store (every table checksum).
+``check_regions`` and ``check_files`` add the store-level checks:
+``RegionServer.check()`` (regions sorted, contiguous, covering the key space;
+meta and files agree) and ``lsm.tools.verify`` of every region store (every
+table checksum).
 """
 import json
 import os
@@ -64,7 +65,7 @@ from regions.tablestore import (OTSClient, BatchWriteRowRequest, Condition, Dele
                                 TableMeta, TableOptions, UpdateRowItem)
 
 __all__ = ["TABLE", "server_options", "create_table", "Workload", "AckFile", "MemoryLog",
-           "read_log", "read_state", "check_state", "check_store", "next_node", "verify_reopened",
+           "read_log", "read_state", "check_state", "check_regions", "check_files", "next_node", "verify_reopened",
            "INITIAL_REGIONS", "check_prefix"]
 
 TABLE = "soak"
@@ -458,13 +459,18 @@ def next_node(state: dict) -> int:
     return 1 + max((c.get("node", -1) for k, c in state.items() if k[1] >= NODE_BASE), default=-1)
 
 
-def check_store(summary, server, path: str) -> None:
-    """``RegionServer.check()`` and ``lsm.tools.verify`` of every region store
-    under ``path``; failures count as wrong results."""
+def check_regions(summary, server) -> None:
+    """``RegionServer.check()``; a broken invariant counts as a wrong result."""
     try:
         server.check()
     except regions.InvariantError as e:
         summary.failure("wrong", f"RegionServer.check: {e}")
+
+
+def check_files(summary, path: str) -> None:
+    """``lsm.tools.verify`` of every region store of the server at ``path``,
+    which must be closed (an open store may compact meanwhile and delete the
+    files the manifest read first names); problems count as wrong results."""
     root = os.path.join(path, "regions")
     for name in sorted(os.listdir(root)):
         for problem in lsm.tools.verify(os.path.join(root, name)):
@@ -473,7 +479,8 @@ def check_store(summary, server, path: str) -> None:
 
 def verify_reopened(summary, server, path, model, acked, pending, drop=False, check=check_state):
     """Check the reopened ``server`` (at ``path``) against ``model`` and the
-    log (``check``: ``check_state`` or ``check_prefix``; ``check_store``);
+    log (``check``: ``check_state`` or ``check_prefix``; ``check_regions``,
+    ``check_files``);
     close it.  Returns ``(next model,
     regions of the table)``; ``drop``: delete the table afterwards (the next
     model is then empty).  An exception counts as a crash."""
@@ -482,10 +489,13 @@ def verify_reopened(summary, server, path, model, acked, pending, drop=False, ch
         exists = TABLE in client.list_table()
         actual = read_state(client) if exists else {}
         model = check(summary, model, acked, pending, actual)
-        check_store(summary, server, path)
+        check_regions(summary, server)
         n = len(server.regions(TABLE)) if exists else INITIAL_REGIONS
+        server.close()
+        check_files(summary, path)
         if drop and exists:
-            client.delete_table(TABLE)
+            with regions.RegionServer.open(path, server.options) as server:
+                OTSClient(path, server=server).delete_table(TABLE)
             model, n = {}, INITIAL_REGIONS
         return model, n
     except Exception as e:
