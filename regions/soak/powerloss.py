@@ -10,10 +10,12 @@ so that a cycle is deterministic for its seed.  Each cycle:
    operations of the shared workload (workload.py) on the tiny-threshold
    table, whose memtables flush, whose stores compact and whose regions split;
 2. cuts the power at a random point: three cycles in four at a random file
-   operation (``crash_at``: the i-th append, sync, rename, directory sync,
-   atomic write, create or remove, anywhere: in a WAL write, a flush, a
-   compaction, a split step, or the open's own recovery), after which nothing
-   more reaches the disk; otherwise between two operations;
+   operation (``crash_at`` one of ``CRASH_POINTS``: the i-th append, sync or
+   creation of a WAL, of a table (a flush or a compaction), of a manifest,
+   the i-th write of META (a split's steps), a directory rename, sync or
+   creation, a removal, wherever it happens, the open's own recovery
+   included), after which nothing more reaches the disk; otherwise between
+   two operations;
 3. drops every unsynced byte and every directory entry not made durable by a
    directory sync (``drop_unsynced``), reopens and checks: every acknowledged
    write present (they were all synced), the one operation in flight all or
@@ -40,10 +42,19 @@ from .harness import WorkDir, parser, report
 
 __all__ = ["run", "main"]
 
-#: File operations a power cut may interrupt, each with how many of them may
-#: pass first (about what one cycle makes: rare operations get small bounds).
-CRASH_OPS = {"append": 150, "sync": 80, "rename": 3, "sync_dir": 6, "write_atomic": 3,
-             "open_append": 6, "remove": 4}
+#: Where a power cut may fall: name -> (file operation, a part of its path,
+#: how many such operations may pass first; about what one cycle makes).
+CRASH_POINTS = {
+    "wal_append": ("append", ".log", 120), "wal_sync": ("sync", ".log", 60),
+    "wal_create": ("open_append", ".log", 6),
+    "table_append": ("append", ".sst", 80), "table_sync": ("sync", ".sst", 6),
+    "table_create": ("open_append", ".sst", 6),
+    "manifest_append": ("append", "MANIFEST", 12), "manifest_sync": ("sync", "MANIFEST", 12),
+    "current_rename": ("rename", "CURRENT", 4),
+    "meta_write": ("write_atomic", "META", 4), "meta_rename": ("rename", "META", 4),
+    "daughter_rename": ("rename", ".creating", 2), "dir_create": ("makedirs", "", 4),
+    "dir_sync": ("sync_dir", "", 10), "remove": ("remove", "", 8), "rmtree": ("rmtree", "", 2),
+}
 MAX_OPS = 80
 MAINTAIN_EVERY = 8
 #: Share of the cycles run without fsync (sync=False): their check is the prefix one.
@@ -60,9 +71,9 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         epoch: int = 50, stats: dict = None) -> Summary:
     """Run ``count`` power cuts (or as many as fit in ``seconds``; 300 when
     neither is given) in ``dir`` (harness.WorkDir).  ``stats``, if given,
-    receives the operations acknowledged, the cuts with one in flight, where
-    the cuts fell (between operations or at a file operation of each kind)
-    and the splits seen.  Every ``epoch`` cycles the table is dropped and
+    receives the operations acknowledged, the cuts with one in flight, the
+    cycles without fsync and the writes they lost, where the cuts fell
+    (between operations or at each crash point) and the splits seen.  Every ``epoch`` cycles the table is dropped and
     created again, so that regions keep splitting in a long run."""
     if count is None and seconds is None:
         count = 300
@@ -73,19 +84,20 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     st = stats if stats is not None else {}
     st.update(ops=0, pending=0, unsynced_cycles=0, unsynced_writes_lost=0, cuts_between_ops=0,
               splits=0, regions=0)
-    st.update({f"cuts_at_{op}": 0 for op in CRASH_OPS})
+    st.update({f"cut_{name}": 0 for name in CRASH_POINTS})
     fs = FaultInjectionFS(OSFileSystem())
     model, next_id, regions_before = {}, 0, workload.INITIAL_REGIONS
     while work.more(summary, count, seconds):
-        crash_op = rng.choice(sorted(CRASH_OPS)) if rng.random() < 0.75 else None
-        if crash_op:
-            fs.crash_at(crash_op, after=rng.randrange(CRASH_OPS[crash_op]))
+        point = rng.choice(sorted(CRASH_POINTS)) if rng.random() < 0.75 else None
+        if point:
+            op, part, bound = CRASH_POINTS[point]
+            fs.crash_at(op, part, after=rng.randrange(bound))
         synced = rng.random() >= UNSYNCED
         log = workload.MemoryLog()
         wl = workload.Workload(None, random.Random(rng.getrandbits(32)), log, next_id,
                                workload.next_node(model), nodes=synced)
         cut = _run_until_cut(summary, _options(fs, synced), path, wl, rng.randint(1, MAX_OPS))
-        st[f"cuts_at_{crash_op}" if cut else "cuts_between_ops"] += 1
+        st[f"cut_{point}" if cut else "cuts_between_ops"] += 1
         fs.drop_unsynced()
         fs.clear_faults()
         fs.ops.clear()
