@@ -15,6 +15,8 @@ def test_killloop_150_kill_9_cycles_lose_nothing():
     assert s.cycles == 150 and s.verified == stats["ops"] > 150 * 50
     assert stats["pending"] > 50           # most kills land with an operation in flight
     assert stats["kills_in_start"] > 0 and stats["splits"] >= 10
+    # the plan's coverage (R7): kills inside flushes or compactions and inside splits
+    assert stats["kills_in_table_write"] >= 10 and stats["kills_in_split"] >= 10
 
 
 def test_powerloss_300_power_cuts_lose_no_synced_write():

@@ -17,6 +17,7 @@ loses no acknowledged write.
 
     python -m regions.soak killloop --seed 1 --count 150
 """
+import logging
 import os
 import random
 import select
@@ -26,6 +27,7 @@ import sys
 import time
 
 import regions
+from lsm.fs import AppendFile, OSFileSystem
 from regions.tablestore import OTSClient
 
 from . import Summary
@@ -42,14 +44,61 @@ _START_TIMEOUT_S = 60.0
 def child(argv=None) -> None:
     """The child: ``PATH LOG SEED NEXT_ID NEXT_NODE``; runs until killed."""
     path, log_path, seed, next_id, next_node = (argv or sys.argv[1:])[:5]
-    server = regions.RegionServer.open(path, workload.server_options())
+    log = workload.AckFile(log_path)
+    server = regions.RegionServer.open(path, workload.server_options(fs=_TableNotingFS(log)))
     client = OTSClient(path, server=server)
     workload.create_table(client)
     os.write(1, _READY)
-    wl = workload.Workload(client, random.Random(int(seed)), workload.AckFile(log_path),
-                           int(next_id), int(next_node))
+    wl = workload.Workload(client, random.Random(int(seed)), log, int(next_id), int(next_node))
     while True:
         wl.step()
+
+
+class _TableNotingFS(OSFileSystem):
+    """The child's file system: notes in the log when a table file is
+    created (``T+``, a flush or compaction writing) and closed (``T-``), so
+    the parent knows which kills landed inside one."""
+
+    def __init__(self, log):
+        self._log = log
+
+    def open_append(self, path: str, truncate: bool = True):
+        f = super().open_append(path, truncate)
+        if not path.endswith(".sst"):
+            return f
+        self._log.note("T+", path)
+        return _NotedTableFile(f, self._log)
+
+
+class _NotedTableFile(AppendFile):
+    def __init__(self, inner, log):
+        self._inner, self._log, self.path = inner, log, inner.path
+
+    @property
+    def size(self):
+        return self._inner.size
+
+    def append(self, data):
+        self._inner.append(data)
+
+    def sync(self):
+        self._inner.sync()
+
+    def close(self):
+        self._inner.close()
+        self._log.note("T-", self.path)
+
+
+class _SplitRecoveries(logging.Handler):
+    """Counts the splits a reopen finished or undid: kills inside a split."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def emit(self, record):
+        if record.getMessage().startswith("recovery: split of region"):
+            self.count += 1
 
 
 def _child_env():
@@ -79,7 +128,9 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     """Run ``count`` kill cycles (or as many as fit in ``seconds``; 150 when
     neither is given) in ``dir`` (harness.WorkDir).  ``stats``, if given,
     receives the operations acknowledged, the kills with one in flight, the
-    kills during the child's start, the splits seen and the regions."""
+    kills during the child's start, inside a table write (a flush or a
+    compaction) and inside a split (one the reopen rolled back or forward),
+    the splits seen and the regions."""
     if count is None and seconds is None:
         count = 150
     summary = Summary("killloop", seed, "SIGKILL at a random moment")
@@ -87,7 +138,10 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     path, log_path = work.path("store"), work.path("acks.log")
     rng = random.Random(seed)
     st = stats if stats is not None else {}
-    st.update(ops=0, pending=0, kills_in_start=0, splits=0, regions=0)
+    st.update(ops=0, pending=0, kills_in_start=0, kills_in_table_write=0, kills_in_split=0,
+              splits=0, regions=0)
+    recoveries = _SplitRecoveries()
+    logging.getLogger("regions").addHandler(recoveries)
     model, next_id, regions_before = {}, 0, workload.INITIAL_REGIONS
     env = _child_env()
     while work.more(summary, count, seconds):
@@ -111,7 +165,10 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         if proc.returncode != -signal.SIGKILL:
             summary.failure("crashes", f"cycle {summary.cycles}: the child exited with "
                                        f"{proc.returncode}: {err.decode()[-1500:]}")
-        acked, pending = workload.read_log(log_path) if os.path.exists(log_path) else ([], None)
+        notes = {}
+        acked, pending = (workload.read_log(log_path, notes) if os.path.exists(log_path)
+                          else ([], None))
+        st["kills_in_table_write"] += bool(set(notes.get("T+", ())) - set(notes.get("T-", ())))
         st["ops"] += len(acked)
         st["pending"] += pending is not None
         next_id += len(acked) + (pending is not None)
@@ -124,6 +181,8 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
                                             drop=summary.cycles % epoch == 0)
         st["splits"] += max(0, n - regions_before)
         st["regions"] = regions_before = n
+    logging.getLogger("regions").removeHandler(recoveries)
+    st["kills_in_split"] = recoveries.count
     return work.finish(summary)
 
 

@@ -285,10 +285,12 @@ class MemoryLog:
         return _split(self.ops, self.oks)
 
 
-def read_log(path: str):
+def read_log(path: str, notes: dict = None):
     """``(acked, pending)``: the acknowledged operations in order as ``(op,
     oks)`` pairs, and the operation begun but never acknowledged (or None).
-    A torn last line (the kill landed mid-write) counts as never written."""
+    A torn last line (the kill landed mid-write) counts as never written.
+    Lines of other tags (``AckFile.note``) go to ``notes`` (tag -> list of
+    objects) when given, else are an error."""
     ops, oks = [], {}
     with open(path, "rb") as f:
         data = f.read()
@@ -299,6 +301,8 @@ def read_log(path: str):
         elif tag == "A":
             op_id, _, outcome = rest.partition(" ")
             oks[int(op_id)] = json.loads(outcome)
+        elif notes is not None:
+            notes.setdefault(tag, []).append(json.loads(rest))
         else:
             raise ValueError(f"{path}: unreadable log line {line[:80]!r}")
     return _split(ops, oks)
