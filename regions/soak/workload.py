@@ -59,14 +59,14 @@ import random
 import lsm
 import lsm.tools
 import regions
-from regions.tablestore import (OTSClient, BatchWriteRowRequest, Condition, DeleteRowItem, Direction,
-                                INF_MAX, INF_MIN, OTSServiceError, PutRowItem, ReservedThroughput,
-                                CapacityUnit, Row, RowExistenceExpectation, TableInBatchWriteRowItem,
-                                TableMeta, TableOptions, UpdateRowItem)
+from regions.tablestore import (BatchWriteRowRequest, CapacityUnit, Condition, DeleteRowItem,
+                                Direction, INF_MAX, INF_MIN, OTSClient, OTSServiceError,
+                                PutRowItem, ReservedThroughput, Row, RowExistenceExpectation,
+                                TableInBatchWriteRowItem, TableMeta, TableOptions, UpdateRowItem)
 
-__all__ = ["TABLE", "server_options", "create_table", "Workload", "AckFile", "MemoryLog",
-           "read_log", "read_state", "check_state", "check_regions", "check_files", "next_node", "verify_reopened",
-           "INITIAL_REGIONS", "check_prefix"]
+__all__ = ["TABLE", "INITIAL_REGIONS", "server_options", "create_table", "node_key", "Workload",
+           "AckFile", "MemoryLog", "read_log", "read_state", "check_state", "check_prefix",
+           "check_regions", "check_files", "next_node", "verify_reopened"]
 
 TABLE = "soak"
 PARTITIONS = 32
