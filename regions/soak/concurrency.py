@@ -29,11 +29,14 @@ checks it on every read.  A worker's operations, drawn from a seeded RNG:
 A watchdog samples each worker's progress every second: a worker stuck for
 ``HANG_S`` seconds is a hang (every thread's stack is dumped on stderr by
 ``faulthandler``) and stops the run.  At the end the whole table is compared
-with the union of the models, and ``RegionServer.check()`` must pass.
+with the union of the models, ``RegionServer.check()`` must pass, and once
+the server is closed no file it opened may still be open, and
+``lsm.tools verify`` must pass.
 
     python -m regions.soak concurrency --seed 1 --seconds 60
 """
 import faulthandler
+import os
 import random
 import sys
 import threading
@@ -308,6 +311,7 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     path = work.path("store")
     st = stats if stats is not None else {}
     shared = _Shared(summary, threads)
+    fds = _open_fds()
     server = regions.RegionServer.open(path, server_options())
     client = OTSClient(path, server=server)
     client.create_table(TableMeta(TABLE, [("p", "INTEGER"), ("r", "INTEGER")]), TableOptions(),
@@ -341,6 +345,10 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         _final_check(summary, server, client, workers, shared, st)
     finally:
         server.close()
+    leaked = _open_fds() - fds
+    st["leaked_fds"] = len(leaked)
+    if leaked:
+        summary.failure("wrong", f"file descriptors left open after close: {sorted(leaked)[:10]}")
     workload.check_files(summary, path)
     return work.finish(summary)
 
@@ -371,6 +379,21 @@ def _final_check(summary, server, client, workers, shared, st):
               splits=splits["finished"], rolled_back=splits["rolled_back"],
               regions=len(server.regions(TABLE)), rows=len(rows))
     st.update(scans=shared.counts["scans"], pages=shared.counts["pages"])
+
+
+def _open_fds():
+    """The process's open files (Linux: /proc/self/fd) as ``{fd: target}``
+    items; an empty set where /proc is not mounted."""
+    root = "/proc/self/fd"
+    if not os.path.isdir(root):
+        return set()
+    out = set()
+    for fd in os.listdir(root):
+        try:
+            out.add((int(fd), os.readlink(os.path.join(root, fd))))
+        except OSError:         # the listing's own descriptor, already closed
+            pass
+    return out
 
 
 def main(argv=None) -> int:
