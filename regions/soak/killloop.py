@@ -42,7 +42,8 @@ _START_TIMEOUT_S = 60.0
 
 
 def child(argv=None) -> None:
-    """The child: ``PATH LOG SEED NEXT_ID NEXT_NODE``; runs until killed."""
+    """The child: ``PATH LOG SEED NEXT_ID NEXT_NODE``; runs until killed (or
+    until its parent is gone)."""
     path, log_path, seed, next_id, next_node = (argv or sys.argv[1:])[:5]
     log = workload.AckFile(log_path)
     server = regions.RegionServer.open(path, workload.server_options(fs=_TableNotingFS(log)))
@@ -50,8 +51,10 @@ def child(argv=None) -> None:
     workload.create_table(client)
     os.write(1, _READY)
     wl = workload.Workload(client, random.Random(int(seed)), log, int(next_id), int(next_node))
-    while True:
+    parent = os.getppid()
+    while os.getppid() == parent:       # an orphan (its parent killed) stops
         wl.step()
+    os._exit(3)
 
 
 class _TableNotingFS(OSFileSystem):
