@@ -6,7 +6,9 @@ import shutil
 import tempfile
 import time
 
-__all__ = ["parser", "report", "WorkDir"]
+from lsm.fs import AppendFile, OSFileSystem
+
+__all__ = ["parser", "report", "WorkDir", "AppendFileProxy", "NoSyncFileSystem"]
 
 
 def parser(prog: str, count_help: str, seconds_help: str = "stop after this many seconds"):
@@ -59,3 +61,40 @@ class WorkDir:
         elif self.own:
             shutil.rmtree(self.root, ignore_errors=True)
         return summary
+
+
+class AppendFileProxy(AppendFile):
+    """An ``AppendFile`` forwarding to ``inner``; subclasses change one step."""
+
+    def __init__(self, inner):
+        self._inner, self.path = inner, inner.path
+
+    @property
+    def size(self):
+        return self._inner.size
+
+    def append(self, data):
+        self._inner.append(data)
+
+    def sync(self):
+        self._inner.sync()
+
+    def close(self):
+        self._inner.close()
+
+
+class _NoSyncFile(AppendFileProxy):
+    def sync(self):
+        pass
+
+
+class NoSyncFileSystem(OSFileSystem):
+    """The OS file system without fsync (file or directory).  Under
+    ``FaultInjectionFS``, which itself records what was synced and drops the
+    rest at a simulated power cut, the real fsyncs only cost time."""
+
+    def open_append(self, path: str, truncate: bool = True):
+        return _NoSyncFile(super().open_append(path, truncate))
+
+    def sync_dir(self, path: str) -> None:
+        pass

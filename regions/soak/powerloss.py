@@ -1,7 +1,8 @@
 """Experiment 3: simulated power loss, reopen, verify.
 
 In-process, through ``lsm.faultfs.FaultInjectionFS`` over the real file
-system, with every write fsynced before it is acknowledged (``sync=True``;
+system (without its fsyncs: the fault-injecting layer records what was
+synced and drops the rest itself; harness.NoSyncFileSystem), with every write fsynced before it is acknowledged (``sync=True``;
 one cycle in four runs with ``sync=False`` instead) and all work inline (no background thread: lsm ``background=False``,
 ``background_workers=0``, ``RegionServer.maintain()`` every few operations),
 so that a cycle is deterministic for its seed.  Each cycle:
@@ -33,12 +34,11 @@ import random
 import lsm
 import regions
 from lsm.faultfs import FaultInjectionFS, SimulatedCrash
-from lsm.fs import OSFileSystem
 from regions.tablestore import OTSClient
 
 from . import Summary
 from . import workload
-from .harness import WorkDir, parser, report
+from .harness import NoSyncFileSystem, WorkDir, parser, report
 
 __all__ = ["run", "main"]
 
@@ -85,7 +85,7 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     st.update(ops=0, pending=0, unsynced_cycles=0, unsynced_writes_lost=0, cuts_between_ops=0,
               splits=0, regions=0)
     st.update({f"cut_{name}": 0 for name in CRASH_POINTS})
-    fs = FaultInjectionFS(OSFileSystem())
+    fs = FaultInjectionFS(NoSyncFileSystem())
     model, next_id, regions_before = {}, 0, workload.INITIAL_REGIONS
     while work.more(summary, count, seconds):
         point = rng.choice(sorted(CRASH_POINTS)) if rng.random() < 0.75 else None
