@@ -301,9 +301,11 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     """Run ``threads`` workers for ``seconds`` (60 when neither ``seconds``
     nor ``count`` is given; ``count``: stop once the workers made that many
     operations in all) in ``dir`` (harness.WorkDir).  ``summary.cycles`` is
-    the number of operations, ``verified`` the reads checked against a model
-    and the final rows checked.  ``stats``, if given, receives operations,
-    scans, pages, increments, CAS outcomes, splits and regions."""
+    the number of operations, ``verified`` that number (each operation's
+    outcome is checked: a write's in the model, a read against it) plus the
+    rows of the final comparison.  ``stats``, if given, receives operations,
+    scans, pages, increments, CAS outcomes, splits, regions and descriptors
+    left open."""
     if count is None and seconds is None:
         seconds = 60.0
     summary = Summary("concurrency", seed, f"{threads} threads, splits, switch interval 1e-5")
