@@ -8,7 +8,7 @@ import time
 
 from lsm.fs import AppendFile, OSFileSystem
 
-__all__ = ["parser", "report", "WorkDir", "AppendFileProxy", "NoSyncFileSystem"]
+__all__ = ["parser", "report", "WorkDir", "child_env", "AppendFileProxy", "NoSyncFileSystem"]
 
 
 def parser(prog: str, count_help: str, seconds_help: str = "stop after this many seconds"):
@@ -61,6 +61,14 @@ class WorkDir:
         elif self.own:
             shutil.rmtree(self.root, ignore_errors=True)
         return summary
+
+
+def child_env() -> dict:
+    """The environment of a child process: it imports this very package (a
+    worktree or an install), whatever its working directory."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.environ.get("PYTHONPATH")
+    return dict(os.environ, PYTHONPATH=root + (os.pathsep + path if path else ""))
 
 
 class AppendFileProxy(AppendFile):

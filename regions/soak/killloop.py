@@ -31,7 +31,7 @@ from regions.tablestore import OTSClient
 
 from . import Summary
 from . import workload
-from .harness import AppendFileProxy, NoSyncFileSystem, WorkDir, parser, report
+from .harness import AppendFileProxy, NoSyncFileSystem, WorkDir, child_env, parser, report
 
 __all__ = ["run", "main", "child"]
 
@@ -95,13 +95,6 @@ class _SplitRecoveries(logging.Handler):
             self.count += 1
 
 
-def _child_env():
-    # the child imports this very package (a worktree or an install), whatever its cwd
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.environ.get("PYTHONPATH")
-    return dict(os.environ, PYTHONPATH=root + (os.pathsep + path if path else ""))
-
-
 def _wait_ready(proc, timeout):
     """True once the child printed its ready line; False if it died or timed out."""
     deadline = time.monotonic() + timeout
@@ -137,7 +130,7 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     recoveries = _SplitRecoveries()
     logging.getLogger("regions").addHandler(recoveries)
     model, next_id, regions_before = {}, 0, workload.INITIAL_REGIONS
-    env = _child_env()
+    env = child_env()
     while work.more(summary, count, seconds):
         if os.path.exists(log_path):
             os.remove(log_path)

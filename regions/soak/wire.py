@@ -47,8 +47,7 @@ from regions.tablestore import INF_MAX, INF_MIN, OTSClient
 
 from . import Summary
 from . import workload
-from .harness import WorkDir, parser, report
-from .killloop import _child_env
+from .harness import WorkDir, child_env, parser, report
 
 __all__ = ["run", "main", "client"]
 
@@ -284,7 +283,7 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None, cl
     rng = random.Random(seed)
     st = stats if stats is not None else {}
     st.update(sigkill=0, sigterm=0)
-    env = _child_env()
+    env = child_env()
     server = _Server(data, _free_port(), env)
     server.start()
     _create_table(server.endpoint)
