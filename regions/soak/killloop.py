@@ -27,6 +27,7 @@ import sys
 import time
 
 import regions
+from lsm.fs import OSFileSystem
 from regions.tablestore import OTSClient
 
 from . import Summary
@@ -56,11 +57,12 @@ def child(argv=None) -> None:
     os._exit(3)
 
 
-class _TableNotingFS(NoSyncFileSystem):
+class _TableNotingFS(OSFileSystem):
     """The child's file system: notes in the log when a table file is
     created (``T+``, a flush or compaction writing) and closed (``T-``), so
-    the parent knows which kills landed inside one.  Without fsync: a kill -9
-    loses nothing the OS holds, so fsyncs would only slow the loop down."""
+    the parent knows which kills landed inside one.  With the real fsyncs,
+    so that the windows of flushes, compactions and splits are as long as in
+    production."""
 
     def __init__(self, log):
         self._log = log
@@ -160,6 +162,7 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         st["pending"] += pending is not None
         next_id += len(acked) + (pending is not None)
         try:
+            # the parent's reopen is never killed: its fsyncs would only cost time
             server = regions.RegionServer.open(path, workload.server_options(
                 background_workers=0, fs=NoSyncFileSystem()))
         except Exception as e:      # a store that does not reopen: the worst outcome
