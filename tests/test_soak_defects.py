@@ -6,6 +6,7 @@ import gc
 import os
 
 import lsm
+import regions
 from lsm.faultfs import FaultInjectionFS
 from lsm.fs import OSFileSystem
 
@@ -62,3 +63,38 @@ def test_closing_a_store_releases_every_table_file_without_the_garbage_collector
         assert _fds_under(path) == []
     finally:
         gc.enable()
+
+
+class _CompactingOnExists(OSFileSystem):
+    """``exists`` of a table file first runs ``hook`` once: a compaction that
+    lands between the checker's listing of a region's tables and its look."""
+
+    hook = None
+
+    def exists(self, path):
+        hook, self.hook = self.hook, None
+        if hook is not None and path.endswith(".sst"):
+            hook()
+        return super().exists(path)
+
+
+def test_server_check_does_not_report_a_table_a_compaction_just_replaced(tmp_path):
+    """killloop (the full suite's run, seed 1): RegionServer.check() on a
+    server compacting in the background reported "table file ... is
+    missing" for a table that a compaction had replaced and deleted between
+    the checker's listing of the region's tables and its look at the file."""
+    fs = _CompactingOnExists()
+    opts = regions.ServerOptions(memtable_bytes=1024, background_workers=0, fs=fs,
+                                 split_policy=regions.DisabledSplitPolicy(),
+                                 lsm_options=lsm.Options(block_size=256, compression=False,
+                                                         background=False))
+    with regions.RegionServer.open(str(tmp_path / "srv"), opts) as server:
+        server.create_table("t")
+        for i in range(400):
+            server.put("t", b"k%04d" % (i % 150), b"v" * 40)
+        db = server._table("t").layout[1][0].db
+        before = {p for _lv, p, _lo, _hi in db.live_tables()}
+        fs.hook = db.compact_range
+        server.check()
+        assert fs.hook is None                                  # the compaction ran inside the check
+        assert before - {p for _lv, p, _lo, _hi in db.live_tables()}   # and replaced tables
