@@ -17,17 +17,19 @@ checks it on every read.  A worker's operations, drawn from a seeded RNG:
 * GetRow and GetRange over one of its partitions (small pages, FORWARD or
   BACKWARD): the rows must equal the model exactly, pages sorted, gap-free,
   duplicate-free;
-* GetRange over the whole table in pages of 50: keys strictly increasing,
-  no duplicate, and every *anchor* row (one per partition, written when a
-  worker starts a partition and never changed) written before the scan
-  began must be in it;
+* GetRange over ``SPAN`` partition key values (all workers', crossing
+  regions) in pages of 50: keys strictly increasing, inside the range, no
+  duplicate, and every *anchor* row of the range (one per partition,
+  written when a worker starts a partition and never changed) written
+  before the scan began must be in it (its cost does not grow with the
+  table, so a long run's operations stay short);
 * INCREMENT of a shared hot counter, and a compare-and-set on it
   (``cas == expected`` -> ``expected + 1``) whose failures must be
   OTSConditionCheckFail: at the end the counter equals the increments
   acknowledged and ``cas`` the successful sets, exactly.
 
-A watchdog samples each worker's progress every second: a worker stuck for
-``HANG_S`` seconds is a hang (every thread's stack is dumped on stderr by
+A watchdog samples each worker's progress (operations and GetRange pages)
+every second: a worker stuck for ``HANG_S`` seconds is a hang (every thread's stack is dumped on stderr by
 ``faulthandler``) and stops the run.  At the end the whole table is compared
 with the union of the models, ``RegionServer.check()`` must pass, and once
 the server is closed no file it opened may still be open, and
@@ -61,6 +63,7 @@ ROWS = 24               # rows of a partition: r in [0, ROWS); r = -1 is its anc
 WINDOW = 3              # partitions a worker writes at a time
 MOVE_EVERY = 150        # operations before a worker starts a fresh partition
 HOT = (-1, 0)           # the shared counter row
+SPAN = 32               # partitions a cross-partition GetRange covers
 HANG_S = 30.0
 KiB = 1 << 10
 _IGNORE = Condition(RowExistenceExpectation.IGNORE)
@@ -118,10 +121,14 @@ class _Worker:
                     self._new_partition()
                 self._step()
                 self.ops += 1
-                self.shared.progress[self.n] = self.ops
+                self._tick()
         except BaseException as e:          # the run must report, not die silently
             self.shared.fail("crashes", f"worker {self.n} after {self.ops} operations: {e!r}")
             self.shared.stop.set()
+
+    def _tick(self):
+        """Progress the watchdog sees: every operation and every page."""
+        self.shared.progress[self.n] += 1
 
     def _new_partition(self):
         p = self.n + self.threads * (len(self.partitions) + 1)
@@ -142,7 +149,7 @@ class _Worker:
         elif x < 0.62:
             self._range_own()
         elif x < 0.66:
-            self._range_all()
+            self._range_across()
         elif x < 0.84:
             self._increment()
         else:
@@ -246,38 +253,45 @@ class _Worker:
                                       f"{missing[:5]}, extra {extra[:5]}, order ok: "
                                       f"{keys == sorted(got, reverse=not forward)}")
 
-    def _range_all(self):
+    def _range_across(self):
         with self.shared.lock:
             anchors = list(self.shared.anchors)
-        rows = self._pages(Direction.FORWARD, _pk(INF_MIN, INF_MIN), _pk(INF_MAX, INF_MAX), 50)
+        top = max(p for p, _ in anchors)
+        lo = self.rng.randint(-1, max(-1, top - SPAN // 2))
+        hi = lo + SPAN
+        rows = self._pages(Direction.FORWARD, _pk(lo, INF_MIN), _pk(hi, INF_MIN), 50)
         keys = [k for k, _ in rows]
         if any(a >= b for a, b in zip(keys, keys[1:])):
             bad = next(i for i, (a, b) in enumerate(zip(keys, keys[1:])) if a >= b)
-            self.shared.fail("wrong", f"worker {self.n}: full GetRange out of order or "
+            self.shared.fail("wrong", f"worker {self.n}: GetRange [{lo}, {hi}) out of order or "
                                       f"duplicated at {keys[bad]}, {keys[bad + 1]}")
+        outside = [k for k in keys if not lo <= k[0] < hi]
         present = set(keys)
-        lost = [a for a in anchors if a not in present]
-        if lost:
-            self.shared.fail("wrong", f"worker {self.n}: full GetRange skipped anchors {lost[:5]}")
+        lost = [a for a in anchors if lo <= a[0] < hi and a not in present]
+        if lost or outside:
+            self.shared.fail("wrong", f"worker {self.n}: GetRange [{lo}, {hi}) skipped anchors "
+                                      f"{lost[:5]}, returned rows outside {outside[:5]}")
         with self.shared.lock:
             self.shared.counts["scans"] += 1
 
     def _pages(self, direction, start, end, limit):
-        rows, pages = read_pages(self.client, direction, start, end, limit)
+        rows, pages = read_pages(self.client, direction, start, end, limit, self._tick)
         with self.shared.lock:
             self.shared.counts["pages"] += pages
         return rows
 
 
-def read_pages(client, direction, start, end, limit):
+def read_pages(client, direction, start, end, limit, tick=None):
     """``([(key, columns)], pages)``: every row of [start, end) by GetRange
-    pages of ``limit`` rows."""
+    pages of ``limit`` rows; ``tick()`` after each page (progress)."""
     out, pages = [], 0
     while start is not None:
         _, start, rows, _ = client.get_range(TABLE, direction, start, end, max_version=1,
                                              limit=limit)
         out += [(tuple(v for _, v in r.primary_key), _cols(r)) for r in rows]
         pages += 1
+        if tick is not None:
+            tick()
     return out, pages
 
 
@@ -330,7 +344,7 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         while not shared.stop.is_set():
             if seconds is not None and time.monotonic() - work.began >= seconds:
                 break
-            if count is not None and sum(shared.progress) >= count:
+            if count is not None and sum(w.ops for w in workers) >= count:
                 break
             time.sleep(0.05)
         shared.stop.set()
