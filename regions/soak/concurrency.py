@@ -357,15 +357,16 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     summary.cycles = sum(w.ops for w in workers)
     if summary.hangs:
         return work.finish(summary)     # a stuck thread holds the store: leave it open
+    served = []
     try:
-        _final_check(summary, server, client, workers, shared, st)
+        served = _final_check(summary, server, client, workers, shared, st)
     finally:
         server.close()
     leaked = _open_fds() - fds
     st["leaked_fds"] = len(leaked)
     if leaked:
         summary.failure("wrong", f"file descriptors left open after close: {sorted(leaked)[:10]}")
-    workload.check_files(summary, path)
+    workload.check_files(summary, path, served)
     return work.finish(summary)
 
 
@@ -388,13 +389,14 @@ def _final_check(summary, server, client, workers, shared, st):
                             f"final state of {key}: {rows.get(key)}, the models say "
                             f"{model.get(key)}")
     summary.verified = len(rows) + sum(w.ops for w in workers)
-    workload.check_regions(summary, server)
+    served = workload.check_regions(summary, server)
     splits = server.metrics()["splits"]
     st.update(ops=summary.cycles, increments=increments,
               cas=cas, cas_failed=sum(w.cas_failed for w in workers),
               splits=splits["finished"], rolled_back=splits["rolled_back"],
               regions=len(server.regions(TABLE)), rows=len(rows))
     st.update(scans=shared.counts["scans"], pages=shared.counts["pages"])
+    return served
 
 
 def _open_fds():

@@ -348,7 +348,7 @@ def _writer_log(path):
 
 
 def _check(summary, data, logs, st):
-    totals = {}
+    totals, served = {}, []
     server = regions.RegionServer.open(data)
     try:
         cl = OTSClient(data, server=server)
@@ -365,10 +365,10 @@ def _check(summary, data, logs, st):
             for k, v in (counts or {}).items():
                 totals[k] = totals.get(k, 0) + v
             _check_writer(summary, c, rows, acked, pending)
-        workload.check_regions(summary, server)
+        served = workload.check_regions(summary, server)
     finally:
         server.close()
-    workload.check_files(summary, data)
+    workload.check_files(summary, data, served)
     st.update(totals)
 
 
