@@ -108,7 +108,8 @@ class _Worker:
         self.n, self.client, self.shared, self.threads = number, client, shared, threads
         self.rng = random.Random(seed)
         self.model = {}                 # (p, r) -> {column: value}
-        self.partitions = []
+        self.partitions = []            # the window: the newest WINDOW partitions
+        self.started = 0                # partitions started so far
         self.ops = 0
         self.increments = self.cas = self.cas_failed = 0
         self.token = 0
@@ -131,7 +132,8 @@ class _Worker:
         self.shared.progress[self.n] += 1
 
     def _new_partition(self):
-        p = self.n + self.threads * (len(self.partitions) + 1)
+        self.started += 1
+        p = self.n + self.threads * self.started
         self.partitions = (self.partitions + [p])[-WINDOW:]
         self.client.put_row(TABLE, Row(_pk(p, -1), [("anchor", p)]))
         self.model[(p, -1)] = {"anchor": p}
