@@ -1,10 +1,13 @@
-"""The fault-injecting file system of the tests (LevelDB's FaultInjectionTestEnv).
+"""The fault-injecting file system of the tests and the soak harness
+(LevelDB's FaultInjectionTestEnv).
 
 ``FaultInjectionFS`` wraps any ``FileSystem`` (lsm/fs.py) and simulates
 power loss (unsynced bytes and directory entries dropped), I/O errors and
 crash points (``SimulatedCrash``), and records every mutating operation so
-that tests can audit the order of writes, syncs and renames.  Production
-code never imports this module.
+that tests can audit the order of writes, syncs and renames.  The engine and
+the region server never import this module; the reliability harness does
+(``regions.soak``: powerloss cuts the power at random file operations of a
+workload through it), so it ships with the package.
 """
 import errno
 import os

@@ -152,6 +152,36 @@ class TableBuilder(TableBuildCore):
         self.closed = True
 
 
+class _BlockReader:
+    """The block reads of one open table file.  It holds no reference to its
+    ``Table``, so the table's ``PointReader`` (which calls ``fill``) makes no
+    reference cycle: a table's file closes as soon as its last user drops it
+    (TableCache's contract), not at some later cyclic garbage collection."""
+
+    __slots__ = ("f", "name", "verify", "cache", "owner", "data_size")
+
+    def __init__(self, f, name, verify, cache, owner):
+        self.f, self.name, self.verify, self.cache, self.owner = f, name, verify, cache, owner
+        self.data_size = 0          # set once the properties are read
+
+    def read(self, off, size, verify, end, parse=True):
+        # Hot on every cache miss: the error text is built only on error.
+        try:
+            if off + size + TRAILER_SIZE > end:
+                raise CorruptionError("handle past the end of its section")
+            contents = decode_stored_block(self.f.read(off, size + TRAILER_SIZE), verify, "block")
+            return Block(contents) if parse else contents
+        except CorruptionError as e:
+            raise CorruptionError(f"{self.name}: block at {off}: {e}") from None
+
+    def fill(self, off, size):
+        """Read a data block from the file into the cache (after a miss)."""
+        blk = self.read(off, size, self.verify, self.data_size)
+        if self.cache is not None:
+            self.cache.insert((self.owner, off), blk, len(blk.data) + _BLOCK_OVERHEAD)
+        return blk
+
+
 class Table:
     """An open table file: footer, index, properties and filter in memory,
     data blocks read through the (optional) shared ``BlockCache``."""
@@ -161,11 +191,12 @@ class Table:
         return cls(f, options, cache, name)
 
     def __init__(self, f, options, cache=None, name=""):
-        self._f = f
         self.name = name or "<table>"
-        self._verify = options.verify_checksums
         self._cache = cache
         self._owner = new_owner_id()
+        self._blocks = _BlockReader(f, self.name, options.verify_checksums, cache, self._owner)
+        self._read_block = self._blocks.read
+        self._fill = self._blocks.fill
         self._boundaries = None
         self.file_size = size = f.size
         if size < FOOTER_SIZE:
@@ -199,6 +230,7 @@ class Table:
         self.largest = props.get(b"largest")
         if (self.smallest is None) != (self.num_entries == 0) or self.data_size > self._meta_end:
             raise CorruptionError(f"{self.name}: inconsistent properties")
+        self._blocks.data_size = self.data_size
         fh = metaindex.get(bloom.FILTER_BLOCK_NAME)
         self._filter = None if fh is None else self._read_meta(fh, parse=False)
         #: ``get(user_key, seq)``: ``(kind, value)`` of the newest entry of
@@ -207,17 +239,7 @@ class Table:
         self.point = PointReader(self._filter, self._index, self._cache, self._owner, self._fill)
         self.get = self.point.get
 
-    # -- block access ------------------------------------------------------
-    def _read_block(self, off, size, verify, end, parse=True):
-        # Hot on every cache miss: the error text is built only on error.
-        try:
-            if off + size + TRAILER_SIZE > end:
-                raise CorruptionError("handle past the end of its section")
-            contents = decode_stored_block(self._f.read(off, size + TRAILER_SIZE), verify, "block")
-            return Block(contents) if parse else contents
-        except CorruptionError as e:
-            raise CorruptionError(f"{self.name}: block at {off}: {e}") from None
-
+    # -- block access (reads and fills: _BlockReader) -------------------------
     def _read_meta(self, handle, parse=True):
         off, size, _ = decode_handle(handle, self.name)
         return self._read_block(off, size, True, self._meta_end, parse)
@@ -227,13 +249,6 @@ class Table:
         cache = self._cache
         blk = cache.get((self._owner, off)) if cache is not None else None
         return blk if blk is not None else self._fill(off, size)
-
-    def _fill(self, off, size):
-        """Read a data block from the file into the cache (after a miss)."""
-        blk = self._read_block(off, size, self._verify, self.data_size)
-        if self._cache is not None:
-            self._cache.insert((self._owner, off), blk, len(blk.data) + _BLOCK_OVERHEAD)
-        return blk
 
     # -- reads -------------------------------------------------------------
     def may_contain(self, user_key: bytes) -> bool:
@@ -302,7 +317,7 @@ class Table:
 
     def close(self) -> None:
         """Close the file and drop this table's cached blocks.  Idempotent."""
-        f, self._f = self._f, None
+        f, self._blocks.f = self._blocks.f, None
         if f is not None:
             f.close()
             if self._cache is not None:

@@ -299,6 +299,11 @@ class VersionSet:
                     self.current = old_current
                     raise
             else:
+                if any(not f.is_view for _lv, f in edit.added):
+                    # The new tables' directory entries must be durable before
+                    # a durable edit names them (LevelDB's SyncDirIfManifest):
+                    # else a power cut leaves the manifest naming lost files.
+                    self.fs.sync_dir(self.path)
                 self._manifest.add_record(edit.encode())
                 self._manifest.sync()
                 self.current = new

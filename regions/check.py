@@ -68,7 +68,9 @@ def _check_table(host, t, doc):
             problems.append(f"region {r.id} of {t.name!r} is {r.state}")
             continue
         for level, path, lo, hi in r.db.live_tables():
-            if not host.fs.exists(path):
+            # A compaction may replace the version and delete its inputs
+            # meanwhile: a file is missing only if it is still live after.
+            if not host.fs.exists(path) and path in {p for _lv, p, _lo, _hi in r.db.live_tables()}:
                 problems.append(f"region {r.id} of {t.name!r}: table file {path} is missing")
         for path in r.db.external_files():
             real = os.path.realpath(path)

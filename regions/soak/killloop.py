@@ -1,0 +1,187 @@
+"""Experiment 1: kill -9 of a child writing through the Tablestore API, reopen, verify.
+
+Each cycle starts a child process (``child``) that opens the store in
+``--dir`` and runs the shared workload (workload.py) on the pre-split,
+auto-splitting table, logging every operation to an acknowledgement file.
+The parent SIGKILLs it at a random moment: usually ``uniform(0.05,
+window)`` seconds after the child said it was ready, one cycle in ten
+during its start (while it recovers the previous kill's WAL).  Then the
+parent reopens the same directory and checks the expected state and the
+store (workload.check_state, check_regions, check_files); the state read becomes
+the next cycle's model, so state and crashes accumulate in one directory
+(RocksDB's crash test).  Every ``epoch`` cycles the table is dropped and
+created again, so that pre-split regions keep splitting in a long run.
+
+The default durability (no fsync) is the contract under test: a kill -9
+loses no acknowledged write.
+
+    python -m regions.soak killloop --seed 1 --count 150
+"""
+import logging
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import regions
+from lsm.fs import OSFileSystem
+from regions.tablestore import OTSClient
+
+from . import Summary
+from . import workload
+from .harness import AppendFileProxy, NoSyncFileSystem, WorkDir, child_env, parser, report
+
+__all__ = ["run", "main", "child"]
+
+_READY = b"ready\n"
+_CHILD = "from regions.soak.killloop import child; child()"
+_START_TIMEOUT_S = 60.0
+
+
+def child(argv=None) -> None:
+    """The child: ``PATH LOG SEED NEXT_ID NEXT_NODE``; runs until killed (or
+    until its parent is gone)."""
+    path, log_path, seed, next_id, next_node = (argv or sys.argv[1:])[:5]
+    log = workload.AckFile(log_path)
+    server = regions.RegionServer.open(path, workload.server_options(fs=_TableNotingFS(log)))
+    client = OTSClient(path, server=server)
+    workload.create_table(client)
+    os.write(1, _READY)
+    wl = workload.Workload(client, random.Random(int(seed)), log, int(next_id), int(next_node))
+    parent = os.getppid()
+    while os.getppid() == parent:       # an orphan (its parent killed) stops
+        wl.step()
+    os._exit(3)
+
+
+class _TableNotingFS(OSFileSystem):
+    """The child's file system: notes in the log when a table file is
+    created (``T+``, a flush or compaction writing) and closed (``T-``), so
+    the parent knows which kills landed inside one.  With the real fsyncs,
+    so that the windows of flushes, compactions and splits are as long as in
+    production."""
+
+    def __init__(self, log):
+        self._log = log
+
+    def open_append(self, path: str, truncate: bool = True):
+        f = super().open_append(path, truncate)
+        if not path.endswith(".sst"):
+            return f
+        self._log.note("T+", path)
+        return _NotedTableFile(f, self._log)
+
+
+class _NotedTableFile(AppendFileProxy):
+    def __init__(self, inner, log):
+        super().__init__(inner)
+        self._log = log
+
+    def close(self):
+        self._inner.close()
+        self._log.note("T-", self.path)
+
+
+class _SplitRecoveries(logging.Handler):
+    """Counts the splits a reopen finished or undid: kills inside a split."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def emit(self, record):
+        if record.getMessage().startswith("recovery: split of region"):
+            self.count += 1
+
+
+def _wait_ready(proc, timeout):
+    """True once the child printed its ready line; False if it died or timed out."""
+    deadline = time.monotonic() + timeout
+    got = b""
+    while not got.endswith(_READY):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
+            return False
+        chunk = os.read(proc.stdout.fileno(), 64)
+        if not chunk:
+            return False
+        got += chunk
+    return True
+
+
+def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
+        window: float = 0.4, epoch: int = 25, stats: dict = None) -> Summary:
+    """Run ``count`` kill cycles (or as many as fit in ``seconds``; 150 when
+    neither is given) in ``dir`` (harness.WorkDir).  ``stats``, if given,
+    receives the operations acknowledged, the kills with one in flight, the
+    kills during the child's start, inside a table write (a flush or a
+    compaction) and inside a split (one the reopen rolled back or forward),
+    the splits seen and the regions."""
+    if count is None and seconds is None:
+        count = 150
+    summary = Summary("killloop", seed, "SIGKILL at a random moment")
+    work = WorkDir("killloop", dir)
+    path, log_path = work.path("store"), work.path("acks.log")
+    rng = random.Random(seed)
+    st = stats if stats is not None else {}
+    st.update(ops=0, pending=0, kills_in_start=0, kills_in_table_write=0, kills_in_split=0,
+              splits=0, regions=0)
+    recoveries = _SplitRecoveries()
+    logging.getLogger("regions").addHandler(recoveries)
+    model, next_id, regions_before = {}, 0, workload.INITIAL_REGIONS
+    env = child_env()
+    while work.more(summary, count, seconds):
+        if os.path.exists(log_path):
+            os.remove(log_path)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, path, log_path, str(rng.getrandbits(32)),
+             str(next_id), str(workload.next_node(model))],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        if rng.random() < 0.1:
+            time.sleep(rng.uniform(0.0, 0.3))
+            st["kills_in_start"] += 1
+        elif _wait_ready(proc, _START_TIMEOUT_S):
+            time.sleep(rng.uniform(0.05, window))
+        elif proc.poll() is None:
+            summary.failure("hangs", f"cycle {summary.cycles}: the child did not start "
+                                     f"within {_START_TIMEOUT_S} s")
+        proc.kill()                                     # SIGKILL
+        _, err = proc.communicate(timeout=_START_TIMEOUT_S)
+        summary.cycles += 1
+        if proc.returncode != -signal.SIGKILL:
+            summary.failure("crashes", f"cycle {summary.cycles}: the child exited with "
+                                       f"{proc.returncode}: {err.decode()[-1500:]}")
+        notes = {}
+        acked, pending = (workload.read_log(log_path, notes) if os.path.exists(log_path)
+                          else ([], None))
+        st["kills_in_table_write"] += bool(set(notes.get("T+", ())) - set(notes.get("T-", ())))
+        st["ops"] += len(acked)
+        st["pending"] += pending is not None
+        next_id += len(acked) + (pending is not None)
+        try:
+            # the parent's reopen is never killed: its fsyncs would only cost time
+            server = regions.RegionServer.open(path, workload.server_options(
+                background_workers=0, fs=NoSyncFileSystem()))
+        except Exception as e:      # a store that does not reopen: the worst outcome
+            summary.failure("crashes", f"cycle {summary.cycles}: reopen failed: {e!r}")
+            continue
+        model, n = workload.verify_reopened(summary, server, path, model, acked, pending,
+                                            drop=summary.cycles % epoch == 0)
+        st["splits"] += max(0, n - regions_before)
+        st["regions"] = regions_before = n
+    logging.getLogger("regions").removeHandler(recoveries)
+    st["kills_in_split"] = recoveries.count
+    return work.finish(summary)
+
+
+def main(argv=None) -> int:
+    ap = parser("killloop", "kill cycles (default 150)")
+    ap.add_argument("--window", type=float, default=0.4,
+                    help="longest run of a child after it is ready, in seconds")
+    args = ap.parse_args(argv)
+    stats = {}
+    summary = run(args.seed, args.count, args.seconds, args.dir, window=args.window, stats=stats)
+    return report(summary, stats)
