@@ -22,13 +22,11 @@ and ``lsm.tools.verify`` reports the damage the reads saw.  One case goes
 over the wire: a flipped table behind ``regions-server`` answers the
 official SDK with a clean ``OTSServiceError``.
 """
-import argparse
 import faulthandler
 import logging
 import os
 import random
 import shutil
-import sys
 import time
 
 import lsm
@@ -39,7 +37,7 @@ from lsm.tools import verify
 import regions
 from regions.errors import RegionError
 
-from . import Summary
+from . import Summary, _cli
 from .ioerrors import scratch_dir
 
 __all__ = ["run", "main", "cases", "HANG_SECONDS"]
@@ -338,18 +336,4 @@ def run(seed=0, count=None, seconds=None, dir=None) -> Summary:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m regions.soak corruption", description=__doc__.splitlines()[0])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--count", type=int, default=None, help="cases (default: all of them)")
-    ap.add_argument("--seconds", type=float, default=None)
-    ap.add_argument("--dir", default=None, help="where scratch directories go (default /dev/shm)")
-    args = ap.parse_args(argv)
-    s = run(args.seed, args.count, args.seconds, args.dir)
-    print(s.line())
-    for d in s.details:
-        print("  " + d)
-    return 0 if s.ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return _cli.main("corruption", __doc__, run, argv, "cases")

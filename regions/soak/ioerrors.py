@@ -18,18 +18,16 @@ forever.  Every write is one new key with a known value.  Checked:
 
 ``count`` bounds the fault runs (None: all of them, in a seeded order).
 """
-import argparse
 import collections
 import errno
 import os
 import random
 import shutil
-import sys
 import tempfile
 import time
 
 import lsm
-from lsm.errors import LSMError, ReadOnlyError, StorageError
+from lsm.errors import LSMError, StorageError
 from lsm.faultfs import FaultInjectionFS
 from lsm.fs import OSFileSystem
 from lsm.tools import verify
@@ -39,7 +37,7 @@ from regions.errors import RegionError
 from regions.tablestore import OTSClient
 from regions.tablestore.errors import OTSServiceError
 
-from . import Summary
+from . import Summary, _cli
 
 __all__ = ["run", "main", "SCENARIOS", "scratch_dir", "expected_errors"]
 
@@ -359,18 +357,4 @@ def run(seed=0, count=None, seconds=None, dir=None) -> Summary:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m regions.soak ioerrors", description=__doc__.splitlines()[0])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--count", type=int, default=None, help="fault runs (default: every fault point)")
-    ap.add_argument("--seconds", type=float, default=None)
-    ap.add_argument("--dir", default=None, help="where scratch directories go (default /dev/shm)")
-    args = ap.parse_args(argv)
-    s = run(args.seed, args.count, args.seconds, args.dir)
-    print(s.line())
-    for d in s.details:
-        print("  " + d)
-    return 0 if s.ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return _cli.main("ioerrors", __doc__, run, argv, "fault runs")
