@@ -336,4 +336,4 @@ def run(seed=0, count=None, seconds=None, dir=None) -> Summary:
 
 
 def main(argv=None) -> int:
-    return _cli.main("corruption", __doc__, run, argv, "cases")
+    return _cli.main("corruption", __doc__, run, argv, "cases (default: all of them)")

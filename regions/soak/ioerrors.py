@@ -357,4 +357,4 @@ def run(seed=0, count=None, seconds=None, dir=None) -> Summary:
 
 
 def main(argv=None) -> int:
-    return _cli.main("ioerrors", __doc__, run, argv, "fault runs")
+    return _cli.main("ioerrors", __doc__, run, argv, "fault runs (default: all of them)")

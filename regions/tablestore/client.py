@@ -42,7 +42,7 @@ from .transactions import TIMEOUT_S, TransactionManager, partition_of
 from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, INT64_MAX, INT64_MIN,
                        MAX_TABLES, RANGE_BYTES, RANGE_ROWS, Schema, check_batch_rows, check_pk,
                        check_put_columns, check_read_params, check_reserved_cu, check_row_size,
-                       check_table_meta, check_table_options, check_update_columns)
+                       check_table_meta, check_table_options, check_update_columns, decode_name)
 
 __all__ = ["OTSClient"]
 
@@ -174,8 +174,7 @@ class OTSClient:
         if not isinstance(table_name, (str, bytes)):
             raise OTSClientError("expect str or unicode type for string, not %s: %s"
                                  % (table_name.__class__.__name__, table_name))
-        if isinstance(table_name, bytes):
-            table_name = table_name.decode("utf-8")
+        table_name = decode_name(table_name, "table")
         schema = self._schemas.get(table_name)
         if schema is None:
             raise service_error("table_not_exist")

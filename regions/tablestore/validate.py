@@ -85,18 +85,25 @@ def _attribute_name_ok(name):
     return 1 <= len(raw) <= 255 and not any(c < 0x20 or c == 0x7F for c in raw)
 
 
+def decode_name(name, kind="column"):
+    """``name`` as str if it is UTF-8 bytes (anything else is returned as it is);
+    bytes that are not UTF-8 are an invalid table or column name."""
+    if not isinstance(name, bytes):
+        return name
+    try:
+        return name.decode("utf-8")
+    except UnicodeDecodeError:
+        shown = name.decode("utf-8", "replace")
+        if kind == "table":
+            raise service_error("invalid_table_name", table=shown) from None
+        raise service_error("invalid_column_name", column=shown) from None
+
+
 def check_name(name, kind="column"):
     """A table or column name: 1-255 bytes of [A-Za-z0-9_], not starting with a
     digit; an attribute column name (``kind="attribute"``) may also be any
     other 1-255 bytes of UTF-8 without control characters (_attribute_name_ok)."""
-    if isinstance(name, bytes):
-        try:
-            name = name.decode("utf-8")
-        except UnicodeDecodeError:
-            shown = name.decode("utf-8", "replace")
-            if kind == "table":
-                raise service_error("invalid_table_name", table=shown) from None
-            raise service_error("invalid_column_name", column=shown) from None
+    name = decode_name(name, kind)
     if not isinstance(name, str):
         raise OTSClientError("expect str or unicode type for string, not %s: %s"
                              % (name.__class__.__name__, name))
@@ -503,6 +510,8 @@ def check_read_params(columns_to_get, max_version, time_range):
             rng = (lo, hi)
         elif isinstance(time_range, int):
             rng = (time_range, time_range + 1)
+    if max_version is not None and not isinstance(max_version, int):
+        raise OTSClientError("expect int or long for the value, not %s" % max_version.__class__.__name__)
     if max_version is not None and max_version <= 0:
         raise service_error("max_version_invalid")
     if max_version is None and rng is None:
