@@ -110,6 +110,15 @@ def test_corruption_every_offset_of_every_target_never_gives_wrong_data():
     assert s.verified > 50000
 
 
+def test_a_corrupt_table_read_over_the_wire_is_the_services_corruption_error(tmp_path):
+    # Found by corruption: it was answered as an internal error with a
+    # traceback in the server's log, like a bug of the server.
+    s = corruption.Summary("corruption", 0, "wire")
+    corruption.wire_case(str(tmp_path), s)
+    assert s.ok, s.details
+    assert s.cycles == 2
+
+
 def _three_flushes(path):
     with lsm.DB.open(path, _small(None)) as db:
         for n in range(3):
@@ -223,3 +232,22 @@ def test_a_table_name_of_bytes_that_are_not_utf8_is_an_invalid_table_name(client
         assert (e.value.http_status, e.value.code) == (400, "OTSParameterInvalid")
         assert "Invalid table name" in e.value.message
     assert client.list_table() == ("t",)
+
+
+def test_malformed_keys_and_names_in_any_call_are_client_or_service_errors(client):
+    # Found by fuzz: each of these raised ValueError, TypeError or
+    # UnicodeDecodeError from inside the validation.
+    import regions.tablestore as ts
+    calls = [
+        lambda: client.put_row("t", ts.Row([("p", "a", 1)], [("v", 1)])),             # a PK column of 3
+        lambda: client.get_range("t", ts.Direction.FORWARD, [("p", "a", 1)], [("p", ts.INF_MAX)], max_version=1),
+        lambda: client.start_local_transaction("t", [("p", "a", 1)]),
+        lambda: client.get_row("t", [("p", "a")], [b"\xb5"], max_version=1),          # columns_to_get not UTF-8
+        lambda: client.get_row("t", [(b"\xb5", "a")], max_version=1),                 # a PK name not UTF-8
+        lambda: client.update_row("t", ts.Row([("p", "a")], {"DELETE": [True]}), None),   # a cell that is a bool
+        lambda: client.update_row("t", ts.Row([("p", "a")], {"DELETE_ALL": [1.5]}), None),
+    ]
+    for call in calls:
+        with pytest.raises((ts.OTSClientError, ts.OTSServiceError)):
+            call()
+    assert client.get_range("t", ts.Direction.FORWARD, [("p", ts.INF_MIN)], [("p", ts.INF_MAX)], max_version=1)[2] == []

@@ -10,7 +10,8 @@ Targets (each a small pristine directory built once, copied for every case):
 * ``meta``: a region server's META (two regions after a split), flipped
   with 0x80 and with 0x01 (an ASCII byte that stays ASCII).
 
-A flip XORs one byte (0x80, LevelDB's ``Corrupt()``); a truncation cuts the
+A flip XORs one byte (0x80, LevelDB's ``Corrupt()``; a ``count`` above the
+number of such cases flips each of the 8 bits instead); a truncation cuts the
 file at evenly spaced lengths and at every offset of the WAL's last record.
 For each case the directory is reopened and every key read, point and scan.
 Checked: every read returns the right value or raises ``CorruptionError``
@@ -104,14 +105,20 @@ _PRISTINE = {"table": _build_tables, "manifest": _build_tables, "current": _buil
              "wal": _build_wal, "meta": _build_meta}
 
 
-def cases(pristine):
-    """Every case: (target, file name, "flip"/"cut", offset or length, xor byte)."""
+_EVERY_BIT = tuple(1 << b for b in range(8))
+
+
+def cases(pristine, every_bit=False):
+    """Every case: (target, file name, "flip"/"cut", offset or length, xor byte).
+
+    A flip is XOR 0x80 (and 0x01 for META), or each of the 8 single-bit flips
+    with ``every_bit``."""
     out = []
     for target in _PRISTINE:
         root = pristine[target]
         for name in _files(root, target):
             size = os.path.getsize(os.path.join(root, name))
-            xors = (0x80, 0x01) if target == "meta" else (0x80,)
+            xors = _EVERY_BIT if every_bit else (0x80, 0x01) if target == "meta" else (0x80,)
             out += [(target, name, "flip", off, x) for off in range(size) for x in xors]
             cuts = {size * j // _TRUNCATIONS for j in range(_TRUNCATIONS)}
             if target == "wal":
@@ -271,9 +278,11 @@ def _verify_regions(root):
 
 def wire_case(root, summary) -> None:
     """A flipped data block behind regions-server: GetRow through the official SDK
-    gets a clean ``OTSServiceError`` and a GetRange too; the server stays up."""
+    gets the service's corruption error (``data_corrupted``), a GetRange too;
+    the server stays up."""
     import tablestore as ts
     from regions.otsserver.cli import make_server
+    from regions.otsserver.errors import data_corrupted
     data = os.path.join(root, "wire")
     client = regions.tablestore.OTSClient(data)
     client.create_table(regions.tablestore.TableMeta("t", [("k", "STRING")]), regions.tablestore.TableOptions(),
@@ -285,6 +294,7 @@ def wire_case(root, summary) -> None:
     store = os.path.join(data, "regions", sorted(os.listdir(os.path.join(data, "regions")))[0])
     table = next(os.path.join(store, n) for n in os.listdir(store) if n.endswith(".sst"))
     _damage(table, "flip", 20, 0x80)
+    expected = data_corrupted()
     srv = make_server(data, "127.0.0.1", 0, "inst", "ak", "sk").start()
     try:
         sdk = ts.OTSClient(srv.endpoint, "ak", "sk", "inst", retry_policy=ts.NoRetryPolicy(), socket_timeout=10)
@@ -296,8 +306,9 @@ def wire_case(root, summary) -> None:
                 call()
                 summary.failure("wrong", "wire: a read of a corrupt table succeeded")
             except ts.OTSServiceError as e:
-                if e.get_http_status() >= 500 and "Traceback" in e.get_error_message():
-                    summary.failure("crashes", f"wire: {e}")
+                got = (e.get_http_status(), e.get_error_code(), e.get_error_message())
+                if got != (expected.http_status, expected.code, expected.message):
+                    summary.failure("crashes", f"wire: {got}, not the corruption error")
             except Exception as e:  # noqa: BLE001
                 summary.failure("crashes", f"wire: {type(e).__name__}: {e}")
             summary.cycles += 1
@@ -307,7 +318,9 @@ def wire_case(root, summary) -> None:
 
 
 def run(seed=0, count=None, seconds=None, dir=None) -> Summary:
-    """Every case (or ``count`` of them, chosen by ``seed``) within ``seconds``, then the wire case."""
+    """Every case (or ``count`` of them, chosen by ``seed``; a count above the
+    number of cases draws from the every-bit cases) within ``seconds``, then
+    the wire case."""
     summary = Summary("corruption", seed, "byte flips at every offset, truncations")
     start = time.monotonic()
     root = scratch_dir(dir)
@@ -315,6 +328,8 @@ def run(seed=0, count=None, seconds=None, dir=None) -> Summary:
     try:
         pristine = _build_pristine(root)
         todo = cases(pristine)
+        if count is not None and count > len(todo):       # a long run: every bit of every byte
+            todo = cases(pristine, every_bit=True)
         if count is not None and count < len(todo):
             todo = random.Random(seed).sample(todo, count)
         work = os.path.join(root, "work")

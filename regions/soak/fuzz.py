@@ -56,6 +56,20 @@ _CLIENT_TIMEOUT_S = 10.0       # no reply or close within this is a hang
 _KEY_ID, _SECRET, _INSTANCE = "ak", "sk", "inst"
 
 
+def _report(summary, kind, text):
+    """Count a failure; keep its text only the first time (the first 60
+    characters say which it is), so that one defect does not hide the others."""
+    seen = _SEEN.setdefault(id(summary), set())
+    if text[:60] in seen:
+        setattr(summary, kind, getattr(summary, kind) + 1)
+        return
+    seen.add(text[:60])
+    summary.failure(kind, text)
+
+
+_SEEN = {}
+
+
 # --------------------------------------------------------------------- embedded
 
 def _table_meta(ts, name):
@@ -185,19 +199,20 @@ def _embedded(root, seed, count, summary, deadline):
             kind, thunk = _call(client, ts, s, data)
             try:
                 thunk()
-            except OTSClientError:
-                pass
-            except OTSServiceError as e:
-                if e.http_status >= 500:
-                    summary.failure("crashes", f"embedded {kind}: {e.http_status} {e.code} {e.message}")
+            except (OTSClientError, OTSServiceError) as e:
+                error = e
+                if isinstance(e, OTSServiceError) and e.http_status >= 500:
+                    _report(summary, "crashes", f"embedded {kind}: {e.http_status} {e.code} {e.message}")
             except Exception as e:  # noqa: BLE001 - the finding
-                summary.failure("crashes", f"embedded {kind}: {type(e).__name__}: {e}"[:300])
+                error = e
+                _report(summary, "crashes", f"embedded {kind}: {type(e).__name__}: {e}"[:300])
             else:
                 state["before"] = _snapshot(client, ts, "t")     # it was a valid call: the new state
                 return
             after = _snapshot(client, ts, "t")
             if after != state["before"]:
-                summary.failure("wrong", f"embedded {kind}: a refused call changed rows")
+                _report(summary, "wrong", f"embedded {kind}: a refused call changed rows: "
+                        f"{type(error).__name__}: {error}"[:300])
                 state["before"] = after
             summary.verified += 1
         one()
@@ -423,7 +438,7 @@ class _Wire:
                 self.before = _snapshot(self.client, self.ts, "t")
             return
         if status >= 500 or b"Traceback" in data:
-            s.failure("crashes", f"wire {what}: HTTP {status} {data[:120]!r}")
+            _report(s, "crashes", f"wire {what}: HTTP {status} {data[:120]!r}")
             return
         err = pb.Error()
         try:
@@ -431,10 +446,10 @@ class _Wire:
         except Exception:  # noqa: BLE001 - any parse failure is the finding
             err.code = ""
         if err.code not in self.codes and err.code not in ("OTSAuthFailed", "OTSParameterInvalid"):
-            s.failure("wrong", f"wire {what}: HTTP {status} with unknown error {data[:80]!r}")
+            _report(s, "wrong", f"wire {what}: HTTP {status} with unknown error {data[:80]!r}")
         after = _snapshot(self.client, self.ts, "t")
         if after != self.before:
-            s.failure("wrong", f"wire {what}: a refused request changed rows")
+            _report(s, "wrong", f"wire {what}: a refused request changed rows")
             self.before = after
         s.verified += 1
 
@@ -458,7 +473,7 @@ class _Wire:
                         break
                     reply += data
             except socket.timeout:
-                s.failure("hangs", f"wire raw {what}: no reply and no close in {_CLIENT_TIMEOUT_S} s")
+                _report(s, "hangs", f"wire raw {what}: no reply and no close in {_CLIENT_TIMEOUT_S} s")
                 return
             except ConnectionError:
                 reply = b""         # reset by the server: a close
@@ -466,7 +481,7 @@ class _Wire:
             sock.close()
         status = reply[9:12]
         if reply and (not reply.startswith(b"HTTP/1.1 ") or status.startswith(b"5") or b"Traceback" in reply):
-            s.failure("crashes", f"wire raw {what}: {reply[:100]!r}")
+            _report(s, "crashes", f"wire raw {what}: {reply[:100]!r}")
         s.verified += 1
 
     def stop(self):
@@ -556,13 +571,13 @@ def _wire(root, seed, count, summary, deadline):
                 status, data = wire.post(api, body)
                 wire.check(f"{api} {what}", status, data, api in _WRITES)
             except socket.timeout:
-                summary.failure("hangs", f"wire {api}: no reply in {_CLIENT_TIMEOUT_S} s")
+                _report(summary, "hangs", f"wire {api}: no reply in {_CLIENT_TIMEOUT_S} s")
     finally:
         good.stop_event.set()
         good.join(_CLIENT_TIMEOUT_S * 2)
         wire.stop()
     for e in good.errors[:5]:
-        summary.failure("wrong", f"wire: the well-behaved client saw {e}"[:300])
+        _report(summary, "wrong", f"wire: the well-behaved client saw {e}"[:300])
     summary.verified += good.ops - len(good.errors)
 
 
@@ -641,7 +656,7 @@ def _parsers(root, seed, count, summary, deadline):
         except LSMError:
             pass
         except Exception as e:  # noqa: BLE001 - the finding
-            summary.failure("crashes", f"parser {kind}: {type(e).__name__}: {e}"[:300])
+            _report(summary, "crashes", f"parser {kind}: {type(e).__name__}: {e}"[:300])
             continue
         summary.verified += 1
 
@@ -668,6 +683,7 @@ def run(seed=0, count=None, seconds=None, dir=None) -> Summary:
         for q, lv in zip(quiet, levels):
             q.setLevel(lv)
         shutil.rmtree(root, ignore_errors=True)
+        _SEEN.pop(id(summary), None)
     summary.seconds = time.monotonic() - start
     return summary
 

@@ -275,15 +275,14 @@ def check_pk(schema, primary_key, mode="row"):
         return values
     kinds = []
     for col in primary_key:
-        if not isinstance(col, tuple) or len(col) < 2:
+        if not isinstance(col, tuple) or len(col) != 2:
             raise OTSClientError("Unsupported primary key type: " + str(type(col)))
         kinds.append(_pk_value_kind(col[1]))
     if len(primary_key) != len(schema.names):
         raise service_error("pk_size_mismatch", input=len(primary_key), meta=len(schema.names))
     values = []
     for i, ((name, value), kind) in enumerate(zip(primary_key, kinds)):
-        if isinstance(name, bytes):
-            name = name.decode("utf-8")
+        name = decode_name(name)
         if name != schema.names[i]:
             raise service_error("pk_name_mismatch", input=name, meta=schema.names[i])
         if kind is PK_AUTO_INCR:
@@ -427,7 +426,7 @@ def check_update_columns(schema, update, now_ms):
         for cell in cells:
             if isinstance(cell, (str, bytes)):
                 name, value, ts = cell, None, None
-            elif len(cell) in (2, 3):
+            elif isinstance(cell, (tuple, list)) and len(cell) in (2, 3):
                 name, value = cell[0], cell[1]
                 ts = cell[2] if len(cell) == 3 else None
             else:
@@ -493,8 +492,7 @@ def check_read_params(columns_to_get, max_version, time_range):
             raise service_error("columns_to_get_limit", limit=MAX_COLUMNS_TO_GET)
         names = set()
         for n in columns_to_get:
-            if isinstance(n, bytes):
-                n = n.decode("utf-8")
+            n = decode_name(n)
             if not isinstance(n, str):
                 raise OTSClientError("expect str or unicode type for string, not %s: %s"
                                      % (n.__class__.__name__, n))
