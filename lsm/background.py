@@ -15,7 +15,8 @@ version, iterator or pending output uses.
 Who runs it: with ``Options.background`` the thread of ``_bg_loop``;
 without, the writer itself (``_run_inline_work``) until nothing is due.
 ``_bg_busy`` (under ``_mutex``) makes steps mutually exclusive; an error in
-the thread is kept in ``_bg_error`` and raised to every later writer.
+work (in the thread or inline) is kept in ``_bg_error``: every later write
+is refused (``ReadOnlyError``) until the store is reopened.
 
 DB state this class reads and writes (defined in ``DB._init``): ``_mutex``,
 ``_cv``, ``_imm``, ``_imm_log_number``, ``_bg_busy``, ``_bg_error``,
@@ -60,6 +61,18 @@ class BackgroundWork:
         self._raise_bg_error()
 
 
+    def _record_bg_error(self, e):
+        """A flush or compaction failed: keep the first error; the store
+        refuses writes from now on (LevelDB's bg_error_).  A failed table or
+        manifest write or fsync leaves the files' state unknown, and a later
+        edit appended after a failed one could make the manifest unreadable:
+        only a reopen, which reads what really is on disk, may continue."""
+        with self._mutex:
+            if self._bg_error is None:
+                self._bg_error = e if isinstance(e, LSMError) else StorageError(str(e))
+            self._cv.notify_all()
+
+
     def _raise_bg_error(self):
         if self._bg_error is not None:
             raise self._bg_error
@@ -86,11 +99,8 @@ class BackgroundWork:
                     return
             try:
                 self._background_step()
-            except BaseException as e:   # noqa: BLE001 - reported to every writer
+            except BaseException:   # noqa: BLE001 - kept in _bg_error, reported to every writer
                 log.exception("lsm background work failed in %s", self.path)
-                with self._mutex:
-                    self._bg_error = e if isinstance(e, LSMError) else StorageError(str(e))
-                    self._cv.notify_all()
                 return
 
 
@@ -114,6 +124,9 @@ class BackgroundWork:
                 if c is not None:
                     c.advance_pointer(self._pointers)
                     self._run_compaction(c, allow_move=True)
+        except BaseException as e:
+            self._record_bg_error(e)
+            raise
         finally:
             with self._mutex:
                 self._bg_busy = False

@@ -301,8 +301,9 @@ class DB(BackgroundWork):
         in the memtable; returns the WAL to append to."""
         if self._closed:
             self._check_open()
-        if self._write_error is not None:
-            raise ReadOnlyError(f"DB refuses writes after an earlier failure: {self._write_error}")
+        failure = self._write_error or self._bg_error
+        if failure is not None:
+            raise ReadOnlyError(f"DB refuses writes after an earlier failure: {failure}")
         if self._mem.approximate_bytes >= self.options.memtable_bytes or self._l0_busy():
             self._make_room()
         return self._log
@@ -406,9 +407,13 @@ class DB(BackgroundWork):
     def _switch_memtable(self):
         """Freeze the memtable and start a new WAL (write lock held)."""
         old = self._log
-        if old.synced < old.file.size and self.options.sync:
-            old.file.sync()
-        self._new_log()
+        try:
+            if old.synced < old.file.size and self.options.sync:
+                old.file.sync()
+            self._new_log()
+        except BaseException as e:      # the old WAL's tail or the new one's entry is unknown
+            self._write_error = e
+            raise
         old.synced = old.file.size
         old.file.close()
         with self._mutex:
@@ -554,6 +559,9 @@ class DB(BackgroundWork):
                 self._bg_busy = True
             try:
                 self._run_compaction(c)
+            except BaseException as e:
+                self._record_bg_error(e)
+                raise
             finally:
                 with self._mutex:
                     self._bg_busy = False

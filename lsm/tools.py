@@ -18,7 +18,7 @@ from .fs import OSFileSystem
 from .options import Options
 from .sstable import Table
 from .views import TableView
-from .version import VersionEdit
+from .version import VersionEdit, VersionSet
 from .wal import LogReader
 
 __all__ = ["dump", "verify", "main"]
@@ -76,14 +76,9 @@ def verify(dbdir: str) -> list:
     fs = OSFileSystem()
     problems = []
     try:
-        name = fs.read_all(os.path.join(dbdir, filenames.CURRENT)).decode().strip()
-        metas = {}
-        for rec in LogReader(fs.read_all(os.path.join(dbdir, name)), name):
-            e = VersionEdit.decode(rec)
-            for lv, n in e.deleted:
-                metas.pop(n, None)
-            for lv, m in e.added:
-                metas[m.number] = (lv, m)
+        versions = VersionSet(fs, dbdir, Options().num_levels)     # the open's own reading of it
+        versions.recover()
+        metas = {m.number: (lv, m) for lv, m in versions.current.files()}
     except (LSMError, OSError, ValueError) as e:
         return [f"manifest: {e}"]
     for n, (lv, m) in sorted(metas.items()):

@@ -233,7 +233,10 @@ class VersionSet:
         if not self.fs.exists(mpath):
             raise CorruptionError(f"CURRENT names {name}, which does not exist")
         version = Version([[] for _ in range(self.num_levels)])
-        for rec in LogReader(self.fs.read_all(mpath), mpath):
+        reader = LogReader(self.fs.read_all(mpath), mpath)
+        edits = 0
+        for rec in reader:
+            edits += 1
             e = VersionEdit.decode(rec)
             version = version.apply(e)
             if e.log_number is not None:
@@ -243,6 +246,17 @@ class VersionSet:
             if e.last_seq is not None:
                 self.last_seq = max(self.last_seq, e.last_seq)
         version.check()
+        if not edits:       # CURRENT switches only to a manifest already synced with its snapshot
+            raise CorruptionError(f"{mpath}: holds no edit (truncated?)")
+        if reader.dropped_tail_bytes and not self.fs.exists(
+                os.path.join(self.path, filenames.log_name(self.log_number))):
+            # A crash can tear only an edit that was never synced, and nothing
+            # acts on an edit before its sync: the WAL it retired is still
+            # here.  That WAL being gone means the dropped edit had been
+            # acted on, and dropping it would silently lose its tables.
+            raise CorruptionError(f"{mpath}: the last edit is damaged ({reader.tail_reason}) and "
+                                  f"{filenames.log_name(self.log_number)}, which the edit before it "
+                                  "needs, was already deleted")
         self.current = version
         self.manifest_number = parsed[1]
         self.mark_file_number_used(parsed[1])

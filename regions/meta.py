@@ -6,7 +6,9 @@ replaced whole by ``fs.write_atomic`` (temp file, fsync, rename, directory
 fsync), so a reader sees the old or the new document, never a mix::
 
     {
-      "format": 1,                      # never renumber; other values are refused
+      "format": 2,                      # never renumber; 1 (no checksum) is still read
+      "checksum": 1234567,              # zlib.crc32 of this document without the field,
+                                        # written as here (format 2 only)
       "epoch": 17,                      # +1 on every write
       "next_region_id": 9,              # region ids are never reused
       "tables": {
@@ -36,12 +38,14 @@ file and ``doc`` as they were.
 import copy
 import json
 import os
+import zlib
 
 from .errors import MetaCorruptionError
 
 __all__ = ["Meta", "RegionRecord", "FORMAT", "check_layout", "region_dir_name"]
 
-FORMAT = 1
+FORMAT = 2
+_UNCHECKED_FORMAT = 1                   # written before META had a checksum
 META_FILE = "META"
 OPEN, SPLITTING = "OPEN", "SPLITTING"     # a region record's persisted state
 STATES = (OPEN, SPLITTING)
@@ -125,14 +129,17 @@ class MetaDoc:
             "parents": self.parents,
             "procedures": [dict(p, split_key=p["split_key"].hex()) for p in self.procedures],
         }
-        return json.dumps(doc, indent=1, sort_keys=True).encode()
+        doc["checksum"] = _checksum(doc)
+        return _dump(doc)
 
     @classmethod
     def from_bytes(cls, data: bytes, where: str = "META") -> "MetaDoc":
         try:
             d = json.loads(data.decode())
-            if d.get("format") != FORMAT:
+            if d.get("format") not in (FORMAT, _UNCHECKED_FORMAT):
                 raise MetaCorruptionError(f"{where}: unknown format {d.get('format')!r}")
+            if d["format"] == FORMAT and d.pop("checksum", None) != _checksum(d):
+                raise MetaCorruptionError(f"{where}: checksum mismatch")
             m = cls()
             m.epoch = int(d["epoch"])
             m.next_region_id = int(d["next_region_id"])
@@ -160,6 +167,16 @@ class MetaDoc:
 
     def clone(self) -> "MetaDoc":
         return copy.deepcopy(self)
+
+
+def _dump(doc: dict) -> bytes:
+    return json.dumps(doc, indent=1, sort_keys=True).encode()
+
+
+def _checksum(doc: dict) -> int:
+    """The checksum of a document (without its "checksum" field): a flipped
+    digit of a region id or a letter of a table name is still valid JSON."""
+    return zlib.crc32(_dump(doc))
 
 
 class Meta:

@@ -220,12 +220,18 @@ class SplitProcedure:
                     db.close()
                 except Exception:
                     log.exception("closing daughter %d during rollback", self.ids[i])
+        if self.parent_closed:
+            p.db = host.open_store(self.table, p.id)
+        # Meta first, directories after: a failed point-of-no-return write may
+        # still have reached the disk (its rename done, its directory fsync
+        # failed), and a meta that names the daughters must find them.  If
+        # this write fails too, the daughters stay (recovery rolls forward or
+        # removes them as orphans) and the parent stays SPLITTING: it serves
+        # nothing until the server is reopened and knows which meta holds.
+        host.update_meta(lambda doc: _rollback_doc(doc, p.id))
         if self.ids:
             for rid in self.ids:
                 host.remove_region_dir(rid)
-        if self.parent_closed:
-            p.db = host.open_store(self.table, p.id)
-        host.update_meta(lambda doc: _rollback_doc(doc, p.id))
         p.set_state(_region.OPEN)
 
 

@@ -84,3 +84,10 @@ def request_timeout() -> WireError:
 
 def internal_error() -> WireError:
     return from_service(service_error("internal_error"))
+
+
+def data_corrupted() -> WireError:
+    """Stored data failed a checksum (lsm's ``CorruptionError``): the read is
+    refused, never answered with wrong data; the server's log names the file."""
+    return WireError(500, "OTSInternalServerError",
+                     "Stored data is corrupt: a checksum failed; see the server's log and lsm.tools verify.")

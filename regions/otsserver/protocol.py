@@ -13,14 +13,20 @@ Ownership: the service owns the client and closes it in ``close()``.
 """
 from __future__ import annotations
 
+import logging
+
 from tablestore.protobuf import search_pb2 as spb
 from tablestore.protobuf import table_store_pb2 as pb
+
+from lsm.errors import CorruptionError
 
 from regions.otsserver import convert as cv
 from regions.otsserver import errors
 from regions.tablestore import metadata as md
 from regions.tablestore.errors import OTSClientError, OTSServiceError, service_error
 from regions.tablestore.validate import BATCH_WRITE_ROWS, check_batch_rows
+
+log = logging.getLogger(__name__)
 
 BATCH_WRITE_TYPES = {pb.PUT: md.PutRowItem, pb.UPDATE: md.UpdateRowItem, pb.DELETE: md.DeleteRowItem}
 ROW_OF_TYPE = {pb.PUT: cv.put_row, pb.UPDATE: cv.update_row, pb.DELETE: cv.delete_row}
@@ -66,6 +72,9 @@ class TablestoreService:
             raise errors.from_service(e) from None
         except OTSClientError as e:
             raise errors.parameter_invalid(e.message) from None
+        except CorruptionError as e:
+            log.error("%s: %s", api, e)
+            raise errors.data_corrupted() from None
 
     def close(self) -> None:
         self.client.close()

@@ -45,7 +45,7 @@ from .schema import ATTRIBUTE, Schema, table_attributes
 from .transactions import TIMEOUT_S, TransactionManager, partition_of
 from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_TABLES,
                        RANGE_BYTES, RANGE_ROWS, check_batch_rows, check_pk, check_read_params,
-                       check_reserved_cu, check_table_meta, check_table_options)
+                       check_reserved_cu, check_table_meta, check_table_options, decode_name)
 from .writes import LOCK_STRIPES, RowWriter, check_repeated, prepare
 
 __all__ = ["OTSClient"]
@@ -177,8 +177,7 @@ class OTSClient:
     def _schema(self, table_name):
         if not isinstance(table_name, (str, bytes)):
             raise not_a_string(table_name)
-        if isinstance(table_name, bytes):
-            table_name = table_name.decode("utf-8")
+        table_name = decode_name(table_name, "table")
         schema = self._schemas.get(table_name)
         if schema is None:
             raise service_error("table_not_exist")

@@ -29,6 +29,7 @@ from collections import namedtuple
 from .conditions import check_condition
 from .errors import OTSClientError, not_a_string, service_error
 from .metadata import ColumnPaginationFilter
+from .validate import decode_name
 
 __all__ = ["Window", "column_window", "read_window"]
 
@@ -61,8 +62,7 @@ def column_window(columns, start_column, end_column, pagination=None, names=None
 def _bound(value):
     if value is None:
         return None
-    if isinstance(value, bytes):
-        value = value.decode("utf-8")
+    value = decode_name(value)
     if not isinstance(value, str):
         raise not_a_string(value)
     return value

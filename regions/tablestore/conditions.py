@@ -46,6 +46,7 @@ import re
 from .errors import OTSClientError, not_a_string, service_error
 from .metadata import (CastType, ColumnCondition, ComparatorType, CompositeColumnCondition,
                        LogicalOperator, SingleColumnCondition, SingleColumnRegexCondition)
+from .validate import decode_name
 
 __all__ = ["check_condition", "check_node_count", "evaluate", "MAX_FILTER_NODES",
            "MAX_REGEX_BYTES"]
@@ -205,9 +206,7 @@ def _transform(rule, value):
 
 
 def _single(cond, columns):
-    name = cond.column_name
-    if isinstance(name, bytes):
-        name = name.decode("utf-8")
+    name = decode_name(cond.column_name)
     versions = columns.get(name) or ()
     if cond.latest_version_only:
         versions = versions[:1]

@@ -62,18 +62,25 @@ def _attribute_name_ok(name):
     return 1 <= len(raw) <= 255 and not any(c < 0x20 or c == 0x7F for c in raw)
 
 
+def decode_name(name, kind="column"):
+    """``name`` as str if it is UTF-8 bytes (anything else is returned as it is);
+    bytes that are not UTF-8 are an invalid table or column name."""
+    if not isinstance(name, bytes):
+        return name
+    try:
+        return name.decode("utf-8")
+    except UnicodeDecodeError:
+        shown = name.decode("utf-8", "replace")
+        if kind == "table":
+            raise service_error("invalid_table_name", table=shown) from None
+        raise service_error("invalid_column_name", column=shown) from None
+
+
 def check_name(name, kind="column"):
     """A table or column name: 1-255 bytes of [A-Za-z0-9_], not starting with a
     digit; an attribute column name (``kind="attribute"``) may also be any
     other 1-255 bytes of UTF-8 without control characters (_attribute_name_ok)."""
-    if isinstance(name, bytes):
-        try:
-            name = name.decode("utf-8")
-        except UnicodeDecodeError:
-            shown = name.decode("utf-8", "replace")
-            if kind == "table":
-                raise service_error("invalid_table_name", table=shown) from None
-            raise service_error("invalid_column_name", column=shown) from None
+    name = decode_name(name, kind)
     if not isinstance(name, str):
         raise not_a_string(name)
     if name in _GOOD_NAMES:
@@ -244,7 +251,7 @@ def check_pk(schema, primary_key, mode="row"):
         return values
     given, kinds = [], []
     for col in primary_key:
-        if not isinstance(col, tuple) or len(col) < 2:
+        if not isinstance(col, tuple) or len(col) != 2:
             raise OTSClientError("Unsupported primary key type: " + str(type(col)))
         value = own_marker(col[1])
         given.append((col[0], value))
@@ -253,8 +260,7 @@ def check_pk(schema, primary_key, mode="row"):
         raise service_error("pk_size_mismatch", input=len(primary_key), meta=len(schema.names))
     values = []
     for i, ((name, value), kind) in enumerate(zip(given, kinds)):
-        if isinstance(name, bytes):
-            name = name.decode("utf-8")
+        name = decode_name(name)
         if name != schema.names[i]:
             raise service_error("pk_name_mismatch", input=name, meta=schema.names[i])
         if kind is PK_AUTO_INCR:
@@ -398,7 +404,7 @@ def check_update_columns(schema, update, now_ms):
         for cell in cells:
             if isinstance(cell, (str, bytes)):
                 name, value, ts = cell, None, None
-            elif len(cell) in (2, 3):
+            elif isinstance(cell, (tuple, list)) and len(cell) in (2, 3):
                 name, value = cell[0], cell[1]
                 ts = cell[2] if len(cell) == 3 else None
             else:
@@ -464,8 +470,7 @@ def check_read_params(columns_to_get, max_version, time_range):
             raise service_error("columns_to_get_limit", limit=MAX_COLUMNS_TO_GET)
         names = set()
         for n in columns_to_get:
-            if isinstance(n, bytes):
-                n = n.decode("utf-8")
+            n = decode_name(n)
             if not isinstance(n, str):
                 raise not_a_string(n)
             names.add(n)
@@ -480,6 +485,8 @@ def check_read_params(columns_to_get, max_version, time_range):
             rng = (lo, hi)
         elif isinstance(time_range, int):
             rng = (time_range, time_range + 1)
+    if max_version is not None and not isinstance(max_version, int):
+        raise OTSClientError("expect int or long for the value, not %s" % max_version.__class__.__name__)
     if max_version is not None and max_version <= 0:
         raise service_error("max_version_invalid")
     if max_version is None and rng is None:
