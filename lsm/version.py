@@ -248,12 +248,14 @@ class VersionSet:
         version.check()
         if not edits:       # CURRENT switches only to a manifest already synced with its snapshot
             raise CorruptionError(f"{mpath}: holds no edit (truncated?)")
-        if reader.dropped_tail_bytes and not self.fs.exists(
+        if reader.dropped_tail_bytes and self.log_number and not self.fs.exists(
                 os.path.join(self.path, filenames.log_name(self.log_number))):
             # A crash can tear only an edit that was never synced, and nothing
             # acts on an edit before its sync: the WAL it retired is still
             # here.  That WAL being gone means the dropped edit had been
             # acted on, and dropping it would silently lose its tables.
+            # Log number 0 (a new store's manifest) names no WAL: the torn
+            # edit is the first open's, which retired none.
             raise CorruptionError(f"{mpath}: the last edit is damaged ({reader.tail_reason}) and "
                                   f"{filenames.log_name(self.log_number)}, which the edit before it "
                                   "needs, was already deleted")

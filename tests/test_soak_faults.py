@@ -167,6 +167,24 @@ def test_a_torn_manifest_edit_that_nothing_acted_on_is_still_dropped_quietly(tmp
         assert db.get(b"a") == b"1"
 
 
+def test_a_new_stores_first_open_edit_torn_by_enospc_still_reopens(tmp_path):
+    # Found by ioerrors after the merge (compaction scenario, append 2 torn by
+    # ENOSPC): a new store's manifest says log number 0; the first open's
+    # edit was torn, and the check above looked for 000000.log, which never
+    # exists, so the store could never open again.  Nothing was written yet.
+    fs = FaultInjectionFS(OSFileSystem())
+    fs.fail("append", path_contains="MANIFEST", after=1, partial=True,
+            exc=StorageError(errno.ENOSPC, "no space"))
+    with pytest.raises(StorageError):
+        lsm.DB.open(str(tmp_path), _small(fs))
+    fs.clear_faults()
+    fs.close_all()
+    with lsm.DB.open(str(tmp_path), _small(None)) as db:
+        db.put(b"a", b"1")
+        assert db.get(b"a") == b"1"
+    assert lsm.tools.verify(str(tmp_path)) == []
+
+
 def test_meta_with_a_flipped_bit_that_is_still_valid_json_is_refused(tmp_path):
     # Found by corruption: META was plain JSON; the table name "t" flipped to
     # "u" (or a region id 2 to 3) parsed, and the server opened without the
