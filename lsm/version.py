@@ -248,17 +248,11 @@ class VersionSet:
         version.check()
         if not edits:       # CURRENT switches only to a manifest already synced with its snapshot
             raise CorruptionError(f"{mpath}: holds no edit (truncated?)")
-        if reader.dropped_tail_bytes and self.log_number and not self.fs.exists(
-                os.path.join(self.path, filenames.log_name(self.log_number))):
-            # A crash can tear only an edit that was never synced, and nothing
-            # acts on an edit before its sync: the WAL it retired is still
-            # here.  That WAL being gone means the dropped edit had been
-            # acted on, and dropping it would silently lose its tables.
-            # Log number 0 (a new store's manifest) names no WAL: the torn
-            # edit is the first open's, which retired none.
-            raise CorruptionError(f"{mpath}: the last edit is damaged ({reader.tail_reason}) and "
-                                  f"{filenames.log_name(self.log_number)}, which the edit before it "
-                                  "needs, was already deleted")
+        if reader.dropped_tail_bytes:
+            lost = self._lost_with_torn_edit()
+            if lost:
+                raise CorruptionError(f"{mpath}: the last edit is damaged ({reader.tail_reason}) "
+                                      f"and {lost}")
         self.current = version
         self.manifest_number = parsed[1]
         self.mark_file_number_used(parsed[1])
@@ -267,6 +261,29 @@ class VersionSet:
         # The next log_and_apply (after the WAL replay succeeded) starts a
         # fresh manifest: never append to one whose tail may be torn, and
         # never switch CURRENT for an open that then fails.
+
+    def _lost_with_torn_edit(self):
+        """Why dropping the manifest's torn last edit would lose data, or None.
+
+        A crash can tear only an edit that was never synced, and nothing acts
+        on an edit before its sync: the WAL it retired is still here.  That
+        WAL being gone means the edit had been acted on (and, the damage
+        being later, bit rot), and dropping it would silently lose its tables.
+        Log number 0 names no WAL: no open of the store synced its edit, so
+        the torn edit is the first open's, and acting on it means writing on;
+        data could be lost only once a flush wrote a table (its WALs deleted).
+        """
+        if self.log_number:
+            name = filenames.log_name(self.log_number)
+            if not self.fs.exists(os.path.join(self.path, name)):
+                return f"{name}, which the edit before it needs, was already deleted"
+            return None
+        tables = [n for n in self.fs.listdir(self.path)
+                  if (filenames.parse(n) or ("", 0))[0] == "sst"]
+        if tables:
+            return (f"table files ({', '.join(sorted(tables)[:3])}...) exist that no intact "
+                    "edit names, while no WAL is recorded")
+        return None
 
     def _snapshot_edit(self) -> VersionEdit:
         e = VersionEdit()
