@@ -152,25 +152,26 @@ class TablestoreService:
         return resp
 
     def put_row(self, body):
-        req = cv.parse(pb.PutRowRequest, body)
-        consumed, row = self.client.put_row(req.table_name, cv.put_row(req.row),
-                                            cv.condition(req.condition), cv.return_type(req),
-                                            cv.transaction_id(req))
-        return self._write_response(pb.PutRowResponse(), consumed, row)
+        return self._write_row(body, pb.PutRowRequest, pb.PutRowResponse, "row", cv.put_row,
+                               self.client.put_row)
 
     def update_row(self, body):
-        req = cv.parse(pb.UpdateRowRequest, body)
-        consumed, row = self.client.update_row(req.table_name, cv.update_row(req.row_change),
-                                               cv.condition(req.condition), cv.return_type(req),
-                                               cv.transaction_id(req))
-        return self._write_response(pb.UpdateRowResponse(), consumed, row)
+        return self._write_row(body, pb.UpdateRowRequest, pb.UpdateRowResponse, "row_change",
+                               cv.update_row, self.client.update_row)
 
     def delete_row(self, body):
-        req = cv.parse(pb.DeleteRowRequest, body)
-        consumed, row = self.client.delete_row(req.table_name, cv.delete_row(req.primary_key),
-                                               cv.condition(req.condition), cv.return_type(req),
-                                               cv.transaction_id(req))
-        return self._write_response(pb.DeleteRowResponse(), consumed, row)
+        return self._write_row(body, pb.DeleteRowRequest, pb.DeleteRowResponse, "primary_key",
+                               cv.delete_row, self.client.delete_row)
+
+    def _write_row(self, body, request_type, response_type, field, convert, write):
+        """PutRow, UpdateRow and DeleteRow: the request's row (in ``field``,
+        decoded by ``convert``), condition, return type and transaction, given
+        to the client's ``write``."""
+        req = cv.parse(request_type, body)
+        consumed, row = write(req.table_name, convert(getattr(req, field)),
+                              cv.condition(req.condition), cv.return_type(req),
+                              cv.transaction_id(req))
+        return self._write_response(response_type(), consumed, row)
 
     @staticmethod
     def _write_response(resp, consumed, row):
