@@ -24,6 +24,7 @@ DB state this class reads and writes (defined in ``DB._init``): ``_mutex``,
 ``_stats``, ``_last_seq``, ``_log``, ``_tables``, ``versions``, ``fs``,
 ``path``, ``options``.
 """
+import contextlib
 import logging
 import os
 import threading
@@ -116,7 +117,7 @@ class BackgroundWork:
                 self._cv.wait(0.1)
                 return
             self._bg_busy = True
-        try:
+        with self._background_job():
             if self._imm is not None:
                 self._flush_imm()
             else:
@@ -124,6 +125,14 @@ class BackgroundWork:
                 if c is not None:
                     c.advance_pointer(self._pointers)
                     self._run_compaction(c, allow_move=True)
+
+    @contextlib.contextmanager
+    def _background_job(self):
+        """The end of one job that set ``_bg_busy``: a failure is recorded (the
+        store refuses writes until reopened) and re-raised; the flag clears and
+        waiters wake either way."""
+        try:
+            yield
         except BaseException as e:
             self._record_bg_error(e)
             raise

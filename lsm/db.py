@@ -557,15 +557,8 @@ class DB(BackgroundWork):
                 if c is None:
                     return
                 self._bg_busy = True
-            try:
+            with self._background_job():
                 self._run_compaction(c)
-            except BaseException as e:
-                self._record_bg_error(e)
-                raise
-            finally:
-                with self._mutex:
-                    self._bg_busy = False
-                    self._cv.notify_all()
 
     # ------------------------------------------------------------- introspection
     def stats(self) -> dict:
