@@ -258,7 +258,10 @@ class _Wire:
         finally:
             sock.close()
         status = reply[9:12]
-        if reply and (not reply.startswith(b"HTTP/1.1 ") or status.startswith(b"5") or b"Traceback" in reply):
+        # 505: the mutation hit the request line's HTTP version, which the server
+        # rightly refuses as HTTP says (RFC 9110 15.6.6); any other 5xx is ours.
+        refused_5xx = status.startswith(b"5") and status != b"505"
+        if reply and (not reply.startswith(b"HTTP/1.1 ") or refused_5xx or b"Traceback" in reply):
             report(s, "crashes", f"wire raw {what}: {reply[:100]!r}")
         if status == b"200":        # a slow or oddly written head of a valid request: it was applied
             self.before = snapshot(self.client, self.ts, "t")
