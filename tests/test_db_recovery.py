@@ -17,42 +17,18 @@ import pytest
 
 import lsm
 from lsm import filenames
-from lsm.fs import AppendFile, OSFileSystem
 from lsm.wal import BLOCK_SIZE
+from regions.soak.harness import NoSyncFileSystem
 
 from conftest import tiny_options
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-class _NoSyncAppendFile(AppendFile):
-    def __init__(self, inner):
-        self._inner = inner
-
-    @property
-    def size(self):
-        return self._inner.size
-
-    def append(self, data):
-        self._inner.append(data)
-
-    def sync(self):
-        pass
-
-    def close(self):
-        self._inner.close()
-
-
-class NoSyncFS(OSFileSystem):
-    """The OS file system without fsyncs, for the tests that reopen a store
-    hundreds of times: they are about process crashes and damaged bytes, not
-    power loss, and an fsync per reopen would make them take minutes."""
-
-    def open_append(self, path, truncate=True):
-        return _NoSyncAppendFile(super().open_append(path, truncate))
-
-    def sync_dir(self, path):
-        pass
+# The OS file system without fsyncs, for the tests that reopen a store
+# hundreds of times: they are about process crashes and damaged bytes, not
+# power loss, and an fsync per reopen would make them take minutes.
+NoSyncFS = NoSyncFileSystem
 
 
 def files_of(path, kind):

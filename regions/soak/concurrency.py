@@ -54,7 +54,7 @@ from regions.tablestore import (BatchWriteRowRequest, CapacityUnit, ComparatorTy
 
 from . import Summary
 from . import workload
-from .harness import WorkDir, parser, report
+from .harness import parser, report, start
 
 __all__ = ["run", "main"]
 
@@ -324,10 +324,9 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     left open."""
     if count is None and seconds is None:
         seconds = 60.0
-    summary = Summary("concurrency", seed, f"{threads} threads, splits, switch interval 1e-5")
-    work = WorkDir("concurrency", dir)
+    summary, work, _rng, st = start("concurrency", f"{threads} threads, splits, switch interval 1e-5",
+                                    seed, dir, stats)
     path = work.path("store")
-    st = stats if stats is not None else {}
     shared = _Shared(summary, threads)
     fds = _open_fds()
     server = regions.RegionServer.open(path, server_options())

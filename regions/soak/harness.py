@@ -2,6 +2,7 @@
 around their loops: the command line, the work directory, the report."""
 import argparse
 import os
+import random
 import shutil
 import tempfile
 import time
@@ -61,6 +62,16 @@ class WorkDir:
         elif self.own:
             shutil.rmtree(self.root, ignore_errors=True)
         return summary
+
+
+def start(experiment: str, faults: str, seed: int, dir, stats, counters=()):
+    """What every loop begins with: ``(summary, work, rng, stats)``: its Summary,
+    its WorkDir, a Random seeded with ``seed``, and ``stats`` (the caller's dict,
+    or a new one) with each name of ``counters`` set to 0."""
+    from . import Summary
+    st = stats if stats is not None else {}
+    st.update(dict.fromkeys(counters, 0))
+    return Summary(experiment, seed, faults), WorkDir(experiment, dir), random.Random(seed), st
 
 
 def child_env() -> dict:

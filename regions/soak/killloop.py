@@ -32,7 +32,7 @@ from regions.tablestore import OTSClient
 
 from . import Summary
 from . import workload
-from .harness import AppendFileProxy, NoSyncFileSystem, WorkDir, child_env, parser, report
+from .harness import AppendFileProxy, NoSyncFileSystem, child_env, parser, report, start
 
 __all__ = ["run", "main", "child"]
 
@@ -122,13 +122,10 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     the splits seen and the regions."""
     if count is None and seconds is None:
         count = 150
-    summary = Summary("killloop", seed, "SIGKILL at a random moment")
-    work = WorkDir("killloop", dir)
+    summary, work, rng, st = start("killloop", "SIGKILL at a random moment", seed, dir, stats, (
+        "ops", "pending", "kills_in_start", "kills_in_table_write", "kills_in_split", "splits",
+        "regions"))
     path, log_path = work.path("store"), work.path("acks.log")
-    rng = random.Random(seed)
-    st = stats if stats is not None else {}
-    st.update(ops=0, pending=0, kills_in_start=0, kills_in_table_write=0, kills_in_split=0,
-              splits=0, regions=0)
     recoveries = _SplitRecoveries()
     logging.getLogger("regions").addHandler(recoveries)
     model, next_id, regions_before = {}, 0, workload.INITIAL_REGIONS

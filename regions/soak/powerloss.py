@@ -38,7 +38,7 @@ from regions.tablestore import OTSClient
 
 from . import Summary
 from . import workload
-from .harness import NoSyncFileSystem, WorkDir, parser, report
+from .harness import NoSyncFileSystem, parser, report, start
 
 __all__ = ["run", "main"]
 
@@ -77,13 +77,11 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     created again, so that regions keep splitting in a long run."""
     if count is None and seconds is None:
         count = 300
-    summary = Summary("powerloss", seed, "unsynced bytes and directory entries dropped")
-    work = WorkDir("powerloss", dir)
+    summary, work, rng, st = start(
+        "powerloss", "unsynced bytes and directory entries dropped", seed, dir, stats,
+        ("ops", "pending", "unsynced_cycles", "unsynced_writes_lost", "cuts_between_ops", "splits",
+         "regions"))
     path = work.path("store")
-    rng = random.Random(seed)
-    st = stats if stats is not None else {}
-    st.update(ops=0, pending=0, unsynced_cycles=0, unsynced_writes_lost=0, cuts_between_ops=0,
-              splits=0, regions=0)
     st.update({f"cut_{name}": 0 for name in CRASH_POINTS})
     fs = FaultInjectionFS(NoSyncFileSystem())
     model, next_id, regions_before = {}, 0, workload.INITIAL_REGIONS

@@ -47,7 +47,7 @@ from regions.tablestore import INF_MAX, INF_MIN, OTSClient
 
 from . import Summary
 from . import workload
-from .harness import WorkDir, child_env, parser, report
+from .harness import child_env, parser, report, start
 
 __all__ = ["run", "main", "client"]
 
@@ -277,12 +277,10 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None, cl
     kills of each kind."""
     if count is None and seconds is None:
         count = 6
-    summary = Summary("wire", seed, "SIGKILL and SIGTERM of regions-server under SDK writers")
-    work = WorkDir("wire", dir)
+    summary, work, rng, st = start(
+        "wire", "SIGKILL and SIGTERM of regions-server under SDK writers", seed, dir, stats,
+        ("sigkill", "sigterm"))
     data = work.path("data")
-    rng = random.Random(seed)
-    st = stats if stats is not None else {}
-    st.update(sigkill=0, sigterm=0)
     env = child_env()
     server = _Server(data, _free_port(), env)
     server.start()
