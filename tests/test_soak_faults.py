@@ -269,3 +269,16 @@ def test_malformed_keys_and_names_in_any_call_are_client_or_service_errors(clien
         with pytest.raises((ts.OTSClientError, ts.OTSServiceError)):
             call()
     assert client.get_range("t", ts.Direction.FORWARD, [("p", ts.INF_MIN)], [("p", ts.INF_MAX)], max_version=1)[2] == []
+
+
+def test_a_primary_key_string_with_a_lone_surrogate_is_not_utf8(tmp_path):
+    # Found by fuzz (embedded, start_local_transaction): a PK STRING holding
+    # a lone surrogate raised UnicodeEncodeError; the service says not UTF-8.
+    import regions.tablestore as ts
+    with ts.OTSClient(str(tmp_path / "s")) as c:
+        c.create_table(ts.TableMeta("t", [("p", "STRING")]), ts.TableOptions())
+        for call in (lambda: c.start_local_transaction("t", [("p", "\ud800")]),
+                     lambda: c.put_row("t", ts.Row([("p", "a\udfff")], [("v", 1)]))):
+            with pytest.raises(ts.OTSServiceError, match="UTF8"):
+                call()
+        assert c.get_range("t", "FORWARD", [("p", ts.INF_MIN)], [("p", ts.INF_MAX)])[2] == []

@@ -276,7 +276,10 @@ def check_pk(schema, primary_key, mode="row"):
         elif kind != "INTEGER":
             if isinstance(value, bytes):
                 _check_utf8(name, value)
-            length = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+            try:
+                length = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+            except UnicodeEncodeError:      # a lone surrogate: not UTF-8
+                raise service_error("not_utf8", column=name) from None
             if length > MAX_PK_BYTES:
                 raise service_error("pk_too_long", column=name, limit=MAX_PK_BYTES, length=length)
         values.append(value)
@@ -298,7 +301,8 @@ def _plain_pk(schema, primary_key):
         if pk_type == "INTEGER":
             if kind is not int or not INT64_MIN <= value <= INT64_MAX:
                 return None
-        elif pk_type != "STRING" or kind is not str or len(value) > _SHORT_PK_STR:
+        elif pk_type != "STRING" or kind is not str or len(value) > _SHORT_PK_STR \
+                or not value.isascii():
             return None
         values.append(value)
     return values
