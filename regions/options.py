@@ -1,6 +1,6 @@
 """Every tunable of the region server, in one place, each with its reason."""
-from dataclasses import dataclass, replace
-from typing import Optional, Union
+from dataclasses import dataclass, fields, replace
+from typing import Iterable, Optional, Union
 
 from .policy import POLICY_NAMES, SplitPolicy, check_int
 
@@ -65,6 +65,29 @@ class ServerOptions:
     def copy(self, **changes) -> "ServerOptions":
         return replace(self, **changes)
 
+    @classmethod
+    def from_settings(cls, settings: Iterable[str], **base) -> "ServerOptions":
+        """Options from ``NAME=VALUE`` strings (``regions-server -D``), over
+        ``base``: any field but ``lsm_options`` and ``fs``; ``*_bytes`` take
+        a KiB/MiB/GiB suffix, booleans true/false.  ValueError names the
+        setting that is wrong; the result is validated."""
+        settable = {f.name: f for f in fields(cls) if f.name not in ("lsm_options", "fs")}
+        values = dict(base)
+        for setting in settings:
+            name, eq, text = setting.partition("=")
+            name, text = name.strip(), text.strip()
+            if not eq or name not in settable:
+                raise ValueError(f"server option {setting!r}: expected NAME=VALUE with NAME one of "
+                                 f"{', '.join(sorted(settable))}")
+            try:
+                values[name] = _parse_setting(name, settable[name].default, text)
+            except ValueError:
+                raise ValueError(f"server option {name}: cannot read {text!r} as "
+                                 f"{_setting_kind(name, settable[name].default)}") from None
+        options = cls(**values)
+        options.validate()
+        return options
+
     def initial_bytes(self) -> int:
         return self.initial_region_bytes or 2 * self.memtable_bytes
 
@@ -101,3 +124,34 @@ class ServerOptions:
         if not isinstance(self.sync, bool):
             raise TypeError(f"ServerOptions.sync must be a bool, got {type(self.sync).__name__}")
         self.make_policy()  # jitter range and threshold checks
+
+
+_BOOLS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+_BYTE_SUFFIXES = {"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "K": 1 << 10, "M": 1 << 20,
+                  "G": 1 << 30}
+
+
+def _setting_kind(name, default) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if name.endswith("_bytes"):
+        return "a byte count (e.g. 8192 or 8KiB)"
+    return {int: "an integer", float: "a number"}.get(type(default), "a name")
+
+
+def _parse_setting(name, default, text):
+    if isinstance(default, bool):
+        if text.lower() not in _BOOLS:
+            raise ValueError(text)
+        return _BOOLS[text.lower()]
+    if isinstance(default, int):
+        unit = 1
+        if name.endswith("_bytes"):
+            for suffix, size in _BYTE_SUFFIXES.items():
+                if text.upper().endswith(suffix):
+                    text, unit = text[:-len(suffix)].strip(), size
+                    break
+        return int(text) * unit
+    if isinstance(default, float):
+        return float(text)
+    return text

@@ -1,4 +1,6 @@
 """Split policies, adjusters and ServerOptions: HBase's formulas, worked by hand."""
+import re
+
 import pytest
 
 import regions
@@ -65,6 +67,37 @@ def test_server_options_build_the_named_policy_with_their_thresholds():
 def test_server_options_validate_names_the_bad_field(field, value, exc):
     with pytest.raises(exc, match=field if field != "split_jitter" else "jitter"):
         regions.ServerOptions(**{field: value}).validate()
+
+
+def test_server_options_from_settings_read_text_by_each_fields_type():
+    o = regions.ServerOptions.from_settings(
+        ["memtable_bytes=8KiB", "max_region_bytes = 2M", "sync=true", "split_policy=constant",
+         "split_jitter=0.1", "max_regions=7"], background_workers=0)
+    assert (o.memtable_bytes, o.max_region_bytes, o.sync, o.split_policy, o.split_jitter,
+            o.max_regions, o.background_workers) == (8192, 2 << 20, True, "constant", 0.1, 7, 0)
+    assert regions.ServerOptions.from_settings([]) == regions.ServerOptions()
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("memtable_bytes", "expected NAME=VALUE"), ("fs=/tmp", "expected NAME=VALUE"),
+    ("memtable_bytes=8x", "memtable_bytes: cannot read '8x' as a byte count"),
+    ("sync=maybe", "sync: cannot read 'maybe' as true or false"),
+    ("split_jitter=much", "split_jitter: cannot read 'much' as a number"),
+    ("memtable_bytes=0", "memtable_bytes must be >= 1"),
+    ("split_policy=sometimes", "unknown policy 'sometimes'"),
+])
+def test_server_options_from_settings_name_the_bad_setting(setting, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        regions.ServerOptions.from_settings([setting])
+
+
+def test_regions_server_refuses_a_bad_server_option_before_opening_anything(tmp_path, capsys):
+    from regions.otsserver.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["--data", str(tmp_path / "d"), "-D", "max_regions=many"])
+    assert e.value.code == 2
+    assert "max_regions: cannot read 'many' as an integer" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
 
 
 def test_key_prefix_and_delimited_prefix_boundaries():

@@ -38,6 +38,7 @@ def test_wire_server_killed_and_stopped_under_sdk_writers_loses_and_doubles_noth
     assert s.cycles == 6 and stats["sigkill"] == stats["sigterm"] == 3
     assert s.verified == stats["ops"] > 100
     assert stats["unknown"] > 0            # the writers did meet broken connections
+    assert stats["regions"] > 1            # and the table split while it was being killed
 
 
 def test_concurrency_eight_threads_during_splits_match_their_models():

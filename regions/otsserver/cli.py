@@ -57,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "columns columns_to_get names (the 2017 guide's examples)")
     p.add_argument("--no-console", action="store_true",
                    help="answer GET with 405 instead of serving the web console and /metrics")
+    p.add_argument("-D", "--server-option", dest="server_options", action="append", default=[],
+                   metavar="NAME=VALUE",
+                   help="a regions.ServerOptions field, e.g. -D memtable_bytes=8MiB "
+                        "-D max_region_bytes=1GiB -D sync=true (repeatable)")
     p.add_argument("--verbose", "-v", action="store_true", help="log every request")
     return p
 
@@ -95,13 +99,20 @@ def make_server(data: str | None, host: str, port: int, instance: str, key_id: s
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from regions.options import ServerOptions
+    try:
+        options = ServerOptions.from_settings(args.server_options)
+    except (TypeError, ValueError) as e:
+        parser.error(str(e))
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         server = make_server(args.data, args.host, args.port, args.instance, args.access_key_id,
                              args.access_key_secret, args.any_instance, args.max_body, args.timeout,
-                             args.pk_projection, console=not args.no_console)
+                             args.pk_projection, server_options=options,
+                             console=not args.no_console)
     except OSError as e:
         print("regions-server: cannot start: %s" % e, file=sys.stderr)
         return 1

@@ -3,7 +3,9 @@
 The parent starts ``python -m regions.otsserver`` on a free port and
 ``clients`` writer processes (``client``), each an official ``tablestore``
 SDK client (``WriteRetryPolicy``, so the SDK retries writes on its own; the
-policy is wrapped to count the retries it makes).  Then, ``count`` times, it
+policy is wrapped to count the retries it makes).  The server runs with the
+killloop's tiny thresholds (``SPLIT_EARLY``), so its one-region table splits
+while it is killed.  Then, ``count`` times, it
 waits a random moment, stops the server (odd cycles SIGKILL, even cycles
 SIGTERM: a clean stop that must let requests in flight finish) and restarts
 it on the same directory and port.  Writers see refused or reset
@@ -56,6 +58,11 @@ INSTANCE, KEY_ID, SECRET = "soak", "soak-ak", "soak-sk"
 _CLIENT = "from regions.soak.wire import client; client()"
 _START_TIMEOUT_S = 60.0
 _BROKEN = "OTSConditionCheckFail"
+#: The server's options (``regions-server -D``): the killloop's tiny
+#: thresholds, so the table splits over and over while it is being killed.
+SPLIT_EARLY = ("-D", "memtable_bytes=8KiB", "-D", "split_policy=constant",
+               "-D", "max_region_bytes=24KiB", "-D", "split_jitter=0.25",
+               "-D", "maintenance_interval=0.02")
 
 
 # -- the writer process ---------------------------------------------------------
@@ -241,7 +248,7 @@ class _Server:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "regions.otsserver", "--data", self.data, "--port",
                  str(self.port), "--instance", INSTANCE, "--access-key-id", KEY_ID,
-                 "--access-key-secret", SECRET, "--no-console"],
+                 "--access-key-secret", SECRET, "--no-console", *SPLIT_EARLY],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env)
             out = b""
             for line in self.proc.stdout:
@@ -273,8 +280,9 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None, cl
     writers, in ``dir`` (harness.WorkDir).  ``summary.verified`` counts the
     acknowledged operations checked.  ``stats``, if given, receives the
     writers' operations, the SDK's own retries, the retries a condition
-    refused (the write had been applied once), the unknown outcomes and the
-    kills of each kind."""
+    refused (the write had been applied once), the unknown outcomes, the
+    kills of each kind and the table's regions at the end (it starts as one
+    and splits from 24 KiB, as in the killloop)."""
     if count is None and seconds is None:
         count = 6
     summary, work, rng, st = start(
@@ -364,6 +372,7 @@ def _check(summary, data, logs, st):
                 totals[k] = totals.get(k, 0) + v
             _check_writer(summary, c, rows, acked, pending)
         served = workload.check_regions(summary, server)
+        totals["regions"] = len(server.regions(TABLE))
     finally:
         server.close()
     workload.check_files(summary, data, served)
