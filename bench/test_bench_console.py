@@ -23,12 +23,24 @@ core.
 
     python bench/test_bench_console.py 5      # the table in docs/performance.md
     python bench/test_bench_console.py three 4   # CPU per request: off, quiet, scraped
+    python bench/test_bench_console.py paired 30  # one server, scraped or not run by run
+
+The paired method (``paired``) is the one that resolves a few percent on a
+shared machine: one server with the console on, one scraper process running
+throughout; run by run (ABBA order) the scraper sends its 10 GETs a second
+either to the server or to a stand-in HTTP server (``python -m http.server``),
+so the scraper's own CPU weighs on both arms and the server and its store are
+the same for both.  Each pair gives a ratio (throughput and server CPU per
+API request, scraped over not); the figure is the median of the ratios with
+a bootstrap 95% interval.
     pytest bench/test_bench_console.py --benchmark-only -s
 """
 import multiprocessing as mp
+import random
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -60,14 +72,16 @@ def _get(url, counter):
         counter.value += 1
 
 
-def _scraper(endpoint, stop, counter):
+def _scraper(endpoint, stop, counter, target=None):
     """Start one GET every 1/SCRAPES_PER_S seconds, each in its own thread, so
-    a slow answer under load does not lower the rate."""
+    a slow answer under load does not lower the rate.  ``endpoint`` may be a
+    pair, the GETs then going to ``endpoint[target.value]``."""
     import threading
     period = 1.0 / SCRAPES_PER_S
     nxt, i, threads = time.monotonic(), 0, []
     while not stop.is_set():
-        t = threading.Thread(target=_get, args=(endpoint + PATHS[i % len(PATHS)], counter))
+        where = endpoint if target is None else endpoint[target.value]
+        t = threading.Thread(target=_get, args=(where + PATHS[i % len(PATHS)], counter))
         t.start()
         threads.append(t)
         i += 1
@@ -227,8 +241,75 @@ def cpu_three_ways(repeats=4, op="GetRow"):
                 name, op, statistics.median(values), [round(v) for v in values]))
 
 
+def _stand_in():
+    """``python -m http.server`` on a free loopback port: what the scraper
+    hits when the server is not being scraped (its 404s cost the scraper
+    what the console's pages do)."""
+    proc = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "--bind", "127.0.0.1",
+                             "--directory", tempfile.gettempdir(), "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()                  # "Serving HTTP on 127.0.0.1 port N (...)"
+    return proc, "http://127.0.0.1:%s" % line.split(" port ")[1].split()[0]
+
+
+def _interval(ratios, rng=random.Random(0), n=2000):
+    """Median of ``ratios`` and its bootstrap 95% interval."""
+    meds = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(n))
+    return statistics.median(ratios), meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
+
+
+def paired(pairs=30, ops=OPS):
+    """Run by run, the one server scraped or not (ABBA); returns per op the
+    pairs' ratios (scraped / not) of throughput and of server CPU per request."""
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, endpoint = _start_server("%s/data" % tmp)
+        decoy = _stand_in()
+        ctx = mp.get_context("spawn")
+        stop, counter, target = ctx.Event(), ctx.Value("i", 0), ctx.Value("i", 1)
+        scraper = ctx.Process(target=_scraper, args=((endpoint, decoy[1]), stop, counter, target))
+        out = {}
+        try:
+            _bodies, requests = _load(endpoint)
+            scraper.start()
+            for op in ops:
+                rate, cpu = [], []
+                for i in range(pairs):
+                    got = {}
+                    for scraped in ((True, False) if i % 2 == 0 else (False, True)):
+                        target.value = 0 if scraped else 1
+                        got[scraped] = hammer(endpoint, op, proc.pid, replay=requests[op])
+                        assert got[scraped]["ok"] == got[scraped]["requests"]
+                    rate.append(got[True]["requests_per_s"] / got[False]["requests_per_s"])
+                    cpu.append(got[True]["server_cpu_us_per_request"]
+                               / got[False]["server_cpu_us_per_request"])
+                out[op] = dict(throughput=_interval(rate), server_cpu=_interval(cpu),
+                               pairs=pairs)
+                print("%s, %d pairs: throughput scraped / not %.3f (95%% %.3f-%.3f); "
+                      "server CPU per request %.3f (95%% %.3f-%.3f)"
+                      % ((op, pairs) + out[op]["throughput"] + out[op]["server_cpu"]), flush=True)
+        finally:
+            stop.set()
+            scraper.join(60)
+            _stop(proc)
+            decoy[0].terminate()
+            decoy[0].wait(10)
+        return out
+
+
+def test_console_cost_paired(benchmark):
+    """Six pairs per op (``python bench/test_bench_console.py paired 30`` for
+    the figure in docs/performance.md)."""
+    result = {}
+    benchmark.pedantic(lambda: result.update(paired(6)), rounds=1, iterations=1)
+    benchmark.extra_info.update(result)
+    for op in OPS:
+        assert 0 < result[op]["throughput"][0] and 0 < result[op]["server_cpu"][0]
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["three"]:
+    if sys.argv[1:2] == ["paired"]:
+        paired(int(sys.argv[2]) if len(sys.argv) > 2 else 30)
+    elif sys.argv[1:2] == ["three"]:
         cpu_three_ways(int(sys.argv[2]) if len(sys.argv) > 2 else 4)
     else:
         compare(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
