@@ -14,6 +14,7 @@ is closed.
 import threading
 import time
 
+from ._gate import Gate
 from .errors import RegionBusyError
 
 __all__ = ["Region", "RegionInfo", "OPEN", "SPLITTING", "CLOSED", "SPLIT"]
@@ -66,67 +67,37 @@ class RegionInfo:
                 f"writes={self.writes}, split_blocker={self.split_blocker!r})")
 
 
-class Region:
-    """One region of one table; see the module docstring."""
+class Region(Gate):
+    """One region of one table; see the module docstring.  The gate's hot
+    half (``enter``, ``exit``, ``count_writes``, ``state``, ``reads``,
+    ``writes``, ``inflight``) is ``regions._gate.Gate``, in C."""
 
     def __init__(self, table: str, region_id: int, start: bytes, end: bytes, db, jitter_rate: float):
+        # The rare waits (close_gate, wait_transition) use this condition.
+        super().__init__(OPEN, threading.Condition())
         self.table = table
         self.id = region_id
         self.start = start
         self.end = end
         self.db = db
         self.jitter_rate = jitter_rate
-        self.state = OPEN
-        self.reads = 0
-        self.writes = 0
         #: Why the last split attempt failed (hot partition key), with the
         #: size at that time so the check is not repeated until it grows.
         self.split_blocker = None
         self.blocked_at_size = 0
-        self._inflight = 0
-        # enter/exit take the bare lock (C-level, the hot path); the rare
-        # waits use the condition built on the same lock.
-        self._mutex = threading.Lock()
-        self._cv = threading.Condition(self._mutex)
-
-    # -- the gate ---------------------------------------------------------
-    def enter(self, write) -> bool:
-        """Admit one operation (``write``: True a write, False a read, None
-        internal work, not counted); False if the region is not serving."""
-        with self._mutex:
-            if self.state is not OPEN:
-                return False
-            self._inflight += 1
-            if write:
-                self.writes += 1
-            elif write is not None:      # None: maintenance, not a client read
-                self.reads += 1
-            return True
-
-    def count_writes(self, n) -> None:
-        """Count ``n`` more keys written by the admitted write (a batch's part:
-        ``writes`` counts keys, as HBase counts each mutation of a batch)."""
-        with self._mutex:
-            self.writes += n
-
-    def exit(self) -> None:
-        with self._mutex:
-            self._inflight -= 1
-            if self._inflight == 0 and self.state is not OPEN:
-                self._cv.notify_all()
 
     def close_gate(self, state: str, timeout: float) -> None:
         """Stop admitting operations and wait for those in flight to finish."""
         with self._cv:
             self.state = state
             deadline = time.monotonic() + timeout
-            while self._inflight:
+            while self.inflight:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     self.state = OPEN
                     self._cv.notify_all()
                     raise RegionBusyError(f"region {self.id} of {self.table!r}: "
-                                          f"{self._inflight} operations still in flight")
+                                          f"{self.inflight} operations still in flight")
                 self._cv.wait(left)
 
     def close(self, timeout: float) -> None:

@@ -40,6 +40,7 @@ from .meta import Meta, RegionRecord, region_dir_name
 from .metrics import RateTracker, SplitHistory
 from .options import ServerOptions
 from .policy import jitter_rate
+from ._gate import Router, check_key as _check_key, route
 from .region import Region
 from .reports import ServerReports
 
@@ -78,10 +79,6 @@ class _Table:
         self.split_lock = threading.Lock()
         self.layout = ([], [])      # (start keys, regions), replaced whole
 
-
-def _check_key(key, name="key"):
-    if type(key) is not bytes:
-        raise TypeError(f"{name} must be bytes, got {type(key).__name__}")
 
 
 def _check_bound(key, name):
@@ -162,7 +159,7 @@ class _SplitHost:
         return self._s._split_point(table, r, None)
 
 
-class RegionServer(ServerReports):
+class RegionServer(Router, ServerReports):
     """Hosts tables of regions in one directory.  Use ``RegionServer.open``."""
 
     # -- lifecycle --------------------------------------------------------
@@ -426,15 +423,10 @@ class RegionServer(ServerReports):
 
     # -- data -------------------------------------------------------------
     def _enter(self, table, key, write):
-        """Route to the region holding ``key`` and enter its gate (the hot path:
-        one dict lookup, one bisect, one lock)."""
-        t = self._tables.get(table)
-        if t is not None:
-            starts, regs = t.layout
-            r = regs[_bisect_right(starts, key) - 1]
-            if r.enter(write):
-                return r
-        return self._enter_slow(table, key, write)
+        """Route to the region holding ``key`` and enter its gate (the hot path,
+        ``_gate.route`` in C: one dict lookup, one bisect, the gate; ``put``,
+        ``get`` and ``delete`` are ``_gate.Router``'s, all in C)."""
+        return route(self._tables, table, key, write) or self._enter_slow(table, key, write)
 
     def _enter_slow(self, table, key, write, before=False):
         """``_enter`` for every other case: an unknown table, a region in
@@ -452,33 +444,6 @@ class RegionServer(ServerReports):
             if self._closed:
                 raise ServerClosedError("the region server is closed")
             r.wait_transition(self.options.busy_wait_seconds)
-
-    def put(self, table: str, key: bytes, value: bytes, sync=None) -> None:
-        if type(key) is not bytes:
-            _check_key(key)
-        r = self._enter(table, key, True)
-        try:
-            r.db.put(key, value, sync)
-        finally:
-            r.exit()
-
-    def delete(self, table: str, key: bytes, sync=None) -> None:
-        if type(key) is not bytes:
-            _check_key(key)
-        r = self._enter(table, key, True)
-        try:
-            r.db.delete(key, sync)
-        finally:
-            r.exit()
-
-    def get(self, table: str, key: bytes):
-        if type(key) is not bytes:
-            _check_key(key)
-        r = self._enter(table, key, False)
-        try:
-            return r.db.get(key)
-        finally:
-            r.exit()
 
     def write(self, table: str, batch, sync=None) -> None:
         """Apply ``batch`` (an ``lsm.WriteBatch``).  Atomic when all its keys lie
@@ -533,7 +498,7 @@ class RegionServer(ServerReports):
         in one read of one store when the range lies in one region and holds
         fewer than a scan chunk's entries (a row: how the data API reads one)."""
         if type(start) is bytes and type(end) is bytes and start:
-            r = self._enter(table, start, False)
+            r = route(self._tables, table, start, False) or self._enter_slow(table, start, False)
             try:
                 if not r.end or end <= r.end:
                     items = r.db.scan_chunk(start, end, _MAX_CHUNK)

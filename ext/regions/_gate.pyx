@@ -1,0 +1,150 @@
+"""The region server's hot path in C: a region's gate and the routing of a
+key to its region (``regions/region.py`` and ``regions/server.py`` say what
+they mean; this module only makes them cheap).
+
+Atomic by the GIL: ``enter``, ``exit`` and ``count_writes`` read and write C
+fields and run no Python code until they are done, so no other thread runs
+in between and the per-call lock of a Python gate is not needed.  State
+changes (``state = ...``, a Python attribute store) are atomic the same way.
+Only the rare wake-up in ``exit`` (the last operation leaving a closing
+gate) takes the region's condition.  A free-threaded Python would need a
+critical section around each method.
+"""
+from libc.string cimport memcmp
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+
+
+cdef class Gate:
+    """A region's gate (HBase's region read/write lock): its ``state``, the
+    operations in flight, and the client reads and writes admitted.
+    ``open_state``: the state in which it admits; ``cv``: the condition that
+    ``close_gate`` waits on (taken here only to wake it)."""
+
+    cdef object _state, _open
+    cdef bint _serving
+    cdef public Py_ssize_t inflight
+    cdef public long long reads, writes
+    cdef public object _cv
+
+    def __init__(self, open_state, cv):
+        self._open = open_state
+        self._cv = cv
+        self.state = open_state
+
+    @property
+    def state(self):
+        return self._state
+
+    @state.setter
+    def state(self, value):
+        self._state = value
+        self._serving = value is self._open
+
+    cpdef bint enter(self, object write):
+        """Admit one operation (``write``: True a write, False a read, None
+        internal work, not counted); False if the region is not serving."""
+        if not self._serving:
+            return False
+        self.inflight += 1
+        if write is True:
+            self.writes += 1
+        elif write is False:
+            self.reads += 1
+        elif write is not None:
+            raise TypeError("write must be True, False or None")
+        return True
+
+    cpdef exit(self):
+        self.inflight -= 1
+        if self.inflight == 0 and not self._serving:
+            with self._cv:
+                self._cv.notify_all()
+
+    cpdef count_writes(self, Py_ssize_t n):
+        """Count ``n`` more keys written by the admitted write (a batch's
+        part: ``writes`` counts keys, as HBase counts each mutation)."""
+        self.writes += n
+
+
+cdef inline int _compare(bytes a, bytes b):
+    cdef Py_ssize_t la = PyBytes_GET_SIZE(a), lb = PyBytes_GET_SIZE(b)
+    cdef int c = memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), la if la < lb else lb)
+    if c:
+        return c
+    return (la > lb) - (la < lb)
+
+
+def check_key(key, name="key"):
+    if type(key) is not bytes:
+        raise TypeError(f"{name} must be bytes, got {type(key).__name__}")
+
+
+def route(dict tables, object table, bytes key, object write):
+    """The region of ``tables[table]`` holding ``key``, entered (``write`` as
+    for ``Gate.enter``); None when the caller must take the slow path (an
+    unknown table, a region not serving).  A table's ``layout`` is its
+    (start keys, regions), the first start key b""."""
+    return _route(tables, table, key, write)
+
+
+cdef object _route(dict tables, object table, bytes key, object write):
+    t = tables.get(table)
+    if t is None:
+        return None
+    layout = t.layout
+    cdef list starts = <list>(<tuple?>layout)[0]
+    cdef list regs = <list>(<tuple?>layout)[1]
+    cdef Py_ssize_t lo = 0, hi = len(starts), mid
+    while lo < hi:                       # bisect_right
+        mid = (lo + hi) >> 1
+        if _compare(key, <bytes>starts[mid]) < 0:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo == 0:
+        return None
+    r = regs[lo - 1]
+    if (<Gate?>r).enter(write):
+        return r
+    return None
+
+
+cdef class Router:
+    """The single-key operations of ``RegionServer`` (its base class), in C:
+    route, enter the gate, call the region's store, exit.  The subclass
+    owns ``_tables`` and ``_enter_slow`` (unknown tables, regions in
+    transition)."""
+
+    cdef public dict _tables
+
+    cdef Gate _enter_fast(self, object table, object key, object write):
+        if type(key) is not bytes:
+            check_key(key)
+        r = _route(self._tables, table, key, write)
+        if r is None:
+            r = self._enter_slow(table, key, write)
+        return <Gate?>r
+
+    def put(self, table, key, value, sync=None):
+        """Set ``key`` of ``table`` to ``value`` (``sync``: as ``lsm.DB.put``)."""
+        cdef Gate r = self._enter_fast(table, key, True)
+        try:
+            r.db.put(key, value, sync)
+        finally:
+            r.exit()
+
+    def delete(self, table, key, sync=None):
+        """Delete ``key`` of ``table`` (no error if it is absent)."""
+        cdef Gate r = self._enter_fast(table, key, True)
+        try:
+            r.db.delete(key, sync)
+        finally:
+            r.exit()
+
+    def get(self, table, key):
+        """The value of ``key`` of ``table``, or None."""
+        cdef Gate r = self._enter_fast(table, key, False)
+        try:
+            return r.db.get(key)
+        finally:
+            r.exit()

@@ -1,0 +1,104 @@
+"""The region gate and routing in C (regions._gate): counts exact under
+threads, a closing gate waits for the operations in flight and wakes when
+the last one leaves, routing finds the region a bisect over start keys
+finds, and the slow path is taken for unknown tables and closed regions."""
+import bisect
+import random
+import threading
+import time
+
+import pytest
+
+import regions
+from regions._gate import route
+from regions.errors import RegionBusyError, UnknownTableError
+from regions.region import CLOSED, OPEN, SPLITTING, Region
+
+
+def _region(start=b"", end=b""):
+    return Region("t", 1, start, end, db=None, jitter_rate=1.0)
+
+
+def test_enter_counts_reads_and_writes_and_refuses_when_not_open():
+    r = _region()
+    assert r.enter(True) and r.enter(False) and r.enter(None)
+    assert (r.inflight, r.reads, r.writes) == (3, 1, 1)
+    r.count_writes(4)
+    assert r.writes == 5
+    for _ in range(3):
+        r.exit()
+    r.state = SPLITTING
+    assert not r.enter(False) and r.inflight == 0 and r.reads == 1
+    r.state = OPEN
+    assert r.enter(False)
+    with pytest.raises(TypeError, match="write must be True, False or None"):
+        r.enter(1)
+
+
+def test_counts_stay_exact_under_eight_threads():
+    r = _region()
+    n = 20_000
+
+    def work():
+        for i in range(n):
+            assert r.enter(i % 2 == 0)
+            r.exit()
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert (r.inflight, r.reads, r.writes) == (0, 4 * n, 4 * n)
+
+
+def test_close_gate_waits_for_the_last_operation_and_wakes_when_it_leaves():
+    r = _region()
+    assert r.enter(True)
+    leave = threading.Timer(0.2, r.exit)
+    leave.start()
+    t0 = time.monotonic()
+    r.close_gate(SPLITTING, timeout=10)
+    assert 0.15 < time.monotonic() - t0 < 5 and r.inflight == 0
+    assert not r.enter(False)
+    r.set_state(OPEN)
+    assert r.enter(False)
+    with pytest.raises(RegionBusyError, match="1 operations still in flight"):
+        r.close_gate(CLOSED, timeout=0.05)
+    assert r.state is OPEN           # a timed-out close opens the gate again
+    leave.join()
+
+
+def test_route_agrees_with_a_bisect_over_the_start_keys():
+    rng = random.Random(3)
+    starts = [b""] + sorted({bytes(rng.randrange(4) for _ in range(rng.randrange(1, 4)))
+                             for _ in range(40)})
+    regs = [_region(s) for s in starts]
+
+    class Table:
+        layout = (starts, regs)
+    tables = {"t": Table()}
+    for _ in range(2000):
+        key = bytes(rng.randrange(4) for _ in range(rng.randrange(0, 5)))
+        r = route(tables, "t", key, False)
+        assert r is regs[bisect.bisect_right(starts, key) - 1]
+        r.exit()
+    assert route(tables, "other", b"k", False) is None
+    regs[0].state = SPLITTING
+    assert route(tables, "t", b"", True) is None
+    with pytest.raises(TypeError):
+        route(tables, "t", "not bytes", False)
+
+
+def test_the_servers_single_key_operations_route_through_the_c_path():
+    with regions.RegionServer.open(None) as s:
+        s.create_table("t", split_keys=[b"m"])
+        s.put("t", b"a", b"1")
+        s.put("t", b"z", b"2")
+        assert (s.get("t", b"a"), s.get("t", b"z"), s.get("t", b"q")) == (b"1", b"2", None)
+        s.delete("t", b"a")
+        assert s.get("t", b"a") is None
+        with pytest.raises(TypeError, match="key must be bytes, got str"):
+            s.put("t", "a", b"1")
+        with pytest.raises(UnknownTableError, match="nope"):
+            s.get("nope", b"a")
+        assert [(i.reads, i.writes) for i in s.regions("t")] == [(2, 2), (2, 1)]
