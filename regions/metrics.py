@@ -24,6 +24,7 @@ for a few dictionary updates).
 import collections
 import threading
 import time
+from bisect import bisect_left as _bisect_left
 
 __all__ = ["ApiMetrics", "RateTracker", "SplitHistory", "LATENCY_BUCKETS", "SPLIT_BUCKETS",
            "WINDOW_SECONDS"]
@@ -41,11 +42,9 @@ def _histogram(buckets):
 
 
 def _observe(h, value):
-    i = 0
-    bounds = h["buckets"]
-    while i < len(bounds) and value > bounds[i]:
-        i += 1
-    h["counts"][i] += 1        # per bucket, not cumulative; the last one is +Inf
+    # The first bucket whose bound is >= value (Prometheus' "le"); per
+    # bucket, not cumulative; the last one is +Inf.
+    h["counts"][_bisect_left(h["buckets"], value)] += 1
     h["sum"] += value
     h["count"] += 1
 

@@ -568,7 +568,13 @@ def _validate_split_points(split_points, pk_type):
 # -- request metrics (regions.metrics.ApiMetrics; OTSClient.metrics()) ------
 # A front end that meters its requests whole (OTSClient.request) sets this on
 # its thread, so the API methods it calls are not counted a second time.
-_front_end = threading.local()
+class _FrontEnd(threading.local):
+    #: True while the wire front end meters a request whole (the class
+    #: default makes the per-call check a plain attribute read).
+    metering = False
+
+
+_front_end = _FrontEnd()
 
 
 def _error_code(exc):
@@ -584,7 +590,7 @@ def _error_code(exc):
 def _metered(api, method):
     @functools.wraps(method)
     def call(self, *args, **kwargs):
-        if getattr(_front_end, "metering", False):
+        if _front_end.metering:
             return method(self, *args, **kwargs)
         t0 = time.perf_counter()
         code = None
