@@ -149,7 +149,7 @@ class _Writer:
 
     def _seq(self):
         ts, i = self.ts, self.seq + 1
-        pk = [("c", self.c), ("k", -1)]
+        pk = _pk(self.c, -1)
         cond = ts.Condition(ts.RowExistenceExpectation.IGNORE,
                             ts.SingleColumnCondition("seq", i - 1, ts.ComparatorType.EQUAL,
                                                      pass_if_missing=(i == 1)))
@@ -165,7 +165,7 @@ class _Writer:
 
     def _new_rows(self, n):
         first, self.put_i = self.put_i, self.put_i + n
-        return [([("c", self.c), ("k", i)], "c%d-%d" % (self.c, i)) for i in range(first, first + n)]
+        return [(_pk(self.c, i), "c%d-%d" % (self.c, i)) for i in range(first, first + n)]
 
     def _resolve_put(self, pk, value, applied):
         if not applied:
@@ -177,17 +177,17 @@ class _Writer:
     def _put(self):
         ts = self.ts
         ((pk, value),) = self._new_rows(1)
-        self.log.begin({"kind": "put", "k": pk[1][1]})
+        self.log.begin({"kind": "put", "k": pk[0][1]})
         applied = self._until_known(lambda: self.sdk.put_row(
             TABLE, ts.Row(pk, [("v", value)]),
             ts.Condition(ts.RowExistenceExpectation.EXPECT_NOT_EXIST)))
         self._resolve_put(pk, value, applied)
-        self.log.ack(pk[1][1], ["put"])
+        self.log.ack(pk[0][1], ["put"])
 
     def _batch(self):
         ts = self.ts
         rows = self._new_rows(self.rng.randint(1, 10))
-        self.log.begin({"kind": "batch", "k": [pk[1][1] for pk, _ in rows]})
+        self.log.begin({"kind": "batch", "k": [pk[0][1] for pk, _ in rows]})
         left = rows
         while left:
             request = ts.BatchWriteRowRequest()
@@ -212,11 +212,11 @@ class _Writer:
                     retry.append((pk, value))
             left = retry
         for pk, _ in rows:
-            self.log.ack(pk[1][1], ["put"])
+            self.log.ack(pk[0][1], ["put"])
 
     def _bump(self):
         ts = self.ts
-        row = ts.Row([("c", self.c), ("k", -2)], {"INCREMENT": [("m", 1)]})
+        row = ts.Row(_pk(self.c, -2), {"INCREMENT": [("m", 1)]})
         self.log.begin({"kind": "bump"})
         try:
             self._call(lambda: self.sdk.update_row(
@@ -327,11 +327,18 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None, cl
     return work.finish(summary)
 
 
+def _pk(c, k):
+    """Row ``k`` of writer ``c``.  ``k`` is the partition key (the first
+    column), so the table can split between any two of a writer's rows; the
+    writers' counter rows are k = -1 and -2."""
+    return [("k", k), ("c", c)]
+
+
 def _create_table(endpoint):
     import tablestore as ts
     logging.getLogger("tablestore").addHandler(logging.NullHandler())
     sdk = ts.OTSClient(endpoint, KEY_ID, SECRET, INSTANCE)
-    sdk.create_table(ts.TableMeta(TABLE, [("c", "INTEGER"), ("k", "INTEGER")]), ts.TableOptions(),
+    sdk.create_table(ts.TableMeta(TABLE, [("k", "INTEGER"), ("c", "INTEGER")]), ts.TableOptions(),
                      ts.ReservedThroughput(ts.CapacityUnit(0, 0)))
 
 
@@ -359,12 +366,13 @@ def _check(summary, data, logs, st):
     try:
         cl = OTSClient(data, server=server)
         rows = {}
-        start = [("c", INF_MIN), ("k", INF_MIN)]
+        start = [("k", INF_MIN), ("c", INF_MIN)]
         while start is not None:
             _, start, got, _ = cl.get_range(TABLE, "FORWARD", start,
-                                            [("c", INF_MAX), ("k", INF_MAX)], max_version=1)
+                                            [("k", INF_MAX), ("c", INF_MAX)], max_version=1)
             for r in got:
-                rows[tuple(v for _, v in r.primary_key)] = {n: v for n, v, _ in
+                pk = dict(r.primary_key)
+                rows[pk["c"], pk["k"]] = {n: v for n, v, _ in
                                                              r.attribute_columns}
         for c, path in enumerate(logs):
             acked, pending, counts = _writer_log(path)
