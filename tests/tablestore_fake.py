@@ -77,7 +77,8 @@ class FakeServer:
         data = self.tables[table]["data"]
         if factory is None:
             return
-        f = factory()
+        import lsm
+        f = factory(lsm.CompactionContext(bottommost=True, output_level=1))
         for key in [k for k in list(data) if f(k, data[k])]:
             del data[key]
 
