@@ -92,23 +92,32 @@ def _strategies(ts):
 
 
 def _call(client, ts, s, data):
-    """Draw one call and return (name, thunk)."""
+    """Draw one call and return (name, thunk).  Every draw happens here,
+    before the call runs: a draw made while it runs would depend on the
+    store's state (a refused start of a transaction skipping the draws of
+    its row), and Hypothesis refuses a generation that is not a function of
+    its choices (FlakyStrategyDefinition)."""
     st = s["st"]
     d = data.draw
     kind = d(st.sampled_from(["put", "update", "delete", "get", "range", "bget", "bwrite", "txn"]))
     table = d(s["table"])
     if kind == "put":
-        return kind, lambda: client.put_row(table, d(s["row"]), d(s["condition"]))
+        row, cond = d(s["row"]), d(s["condition"])
+        return kind, lambda: client.put_row(table, row, cond)
     if kind == "update":
-        return kind, lambda: client.update_row(table, d(s["urow"]), d(s["condition"]))
+        row, cond = d(s["urow"]), d(s["condition"])
+        return kind, lambda: client.update_row(table, row, cond)
     if kind == "delete":
-        return kind, lambda: client.delete_row(table, ts.Row(d(s["pk"])), d(s["condition"]))
+        pk, cond = d(s["pk"]), d(s["condition"])
+        return kind, lambda: client.delete_row(table, ts.Row(pk), cond)
     if kind == "get":
-        return kind, lambda: client.get_row(table, d(s["pk"]), d(s["columns"]), max_version=d(s["limit"]))
+        pk, columns, limit = d(s["pk"]), d(s["columns"]), d(s["limit"])
+        return kind, lambda: client.get_row(table, pk, columns, max_version=limit)
     if kind == "range":
         direction = d(st.sampled_from([ts.Direction.FORWARD, ts.Direction.BACKWARD, "SIDEWAYS", None]))
-        return kind, lambda: client.get_range(table, direction, d(s["pk"]), d(s["pk"]), d(s["columns"]),
-                                              d(s["limit"]), max_version=d(s["limit"]))
+        args = (d(s["pk"]), d(s["pk"]), d(s["columns"]), d(s["limit"]))
+        versions = d(s["limit"])
+        return kind, lambda: client.get_range(table, direction, *args, max_version=versions)
     if kind == "bget":
         req = ts.BatchGetRowRequest()
         pks = [d(s["pk"]) for _ in range(min(d(s["n_rows"]), 101))]
@@ -126,12 +135,12 @@ def _call(client, ts, s, data):
                 ts.DeleteRowItem(ts.Row(d(s["pk"])), ts.Condition("IGNORE"))]))
         req.add(ts.TableInBatchWriteRowItem(table, items))
         return kind, lambda: client.batch_write_row(req)
-    key = d(s["pk"])
+    key, row = d(s["pk"]), d(s["row"])
 
     def txn():
         tid = client.start_local_transaction(table, key[:1] if isinstance(key, list) else key)
         try:
-            client.put_row(table, d(s["row"]), transaction_id=tid)
+            client.put_row(table, row, transaction_id=tid)
             client.commit_transaction(tid)
         except BaseException:
             client.abort_transaction(tid)
@@ -178,8 +187,9 @@ def _embedded_chunk(client, ts, s, seed, count, summary, deadline, given, hseed,
         if time.monotonic() > deadline:
             return
         summary.cycles += 1
-        kind, thunk = _call(client, ts, s, data)
+        kind = "construction"           # a bad argument may be refused by a class already
         try:
+            kind, thunk = _call(client, ts, s, data)
             thunk()
         except (OTSClientError, OTSServiceError) as e:
             error = e
