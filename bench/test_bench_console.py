@@ -24,6 +24,7 @@ core.
     python bench/test_bench_console.py 5      # the table in docs/performance.md
     python bench/test_bench_console.py three 4   # CPU per request: off, quiet, scraped
     python bench/test_bench_console.py paired 30  # one server, scraped or not run by run
+    python bench/test_bench_console.py paired 30 /metrics   # Prometheus alone
 
 The paired method (``paired``) is the one that resolves a few percent on a
 shared machine: one server with the console on, one scraper process running
@@ -72,7 +73,7 @@ def _get(url, counter):
         counter.value += 1
 
 
-def _scraper(endpoint, stop, counter, target=None):
+def _scraper(endpoint, stop, counter, target=None, paths=PATHS):
     """Start one GET every 1/SCRAPES_PER_S seconds, each in its own thread, so
     a slow answer under load does not lower the rate.  ``endpoint`` may be a
     pair, the GETs then going to ``endpoint[target.value]``."""
@@ -81,7 +82,7 @@ def _scraper(endpoint, stop, counter, target=None):
     nxt, i, threads = time.monotonic(), 0, []
     while not stop.is_set():
         where = endpoint if target is None else endpoint[target.value]
-        t = threading.Thread(target=_get, args=(where + PATHS[i % len(PATHS)], counter))
+        t = threading.Thread(target=_get, args=(where + paths[i % len(paths)], counter))
         t.start()
         threads.append(t)
         i += 1
@@ -258,15 +259,18 @@ def _interval(ratios, rng=random.Random(0), n=2000):
     return statistics.median(ratios), meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
 
 
-def paired(pairs=30, ops=OPS):
+def paired(pairs=30, ops=OPS, paths=PATHS):
     """Run by run, the one server scraped or not (ABBA); returns per op the
-    pairs' ratios (scraped / not) of throughput and of server CPU per request."""
+    pairs' ratios (scraped / not) of throughput and of server CPU per request.
+    ``paths``: what the scraper cycles through (``("/metrics",)``: Prometheus
+    alone)."""
     with tempfile.TemporaryDirectory() as tmp:
         proc, endpoint = _start_server("%s/data" % tmp)
         decoy = _stand_in()
         ctx = mp.get_context("spawn")
         stop, counter, target = ctx.Event(), ctx.Value("i", 0), ctx.Value("i", 1)
-        scraper = ctx.Process(target=_scraper, args=((endpoint, decoy[1]), stop, counter, target))
+        scraper = ctx.Process(target=_scraper,
+                              args=((endpoint, decoy[1]), stop, counter, target, paths))
         out = {}
         try:
             _bodies, requests = _load(endpoint)
@@ -308,7 +312,8 @@ def test_console_cost_paired(benchmark):
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["paired"]:
-        paired(int(sys.argv[2]) if len(sys.argv) > 2 else 30)
+        paired(int(sys.argv[2]) if len(sys.argv) > 2 else 30,
+               paths=tuple(sys.argv[3].split(",")) if len(sys.argv) > 3 else PATHS)
     elif sys.argv[1:2] == ["three"]:
         cpu_three_ways(int(sys.argv[2]) if len(sys.argv) > 2 else 4)
     else:
