@@ -43,6 +43,8 @@ cdef class Gate:
     cpdef bint enter(self, object write):
         """Admit one operation (``write``: True a write, False a read, None
         internal work, not counted); False if the region is not serving."""
+        if write is not True and write is not False and write is not None:
+            raise TypeError("write must be True, False or None")
         if not self._serving:
             return False
         self.inflight += 1
@@ -50,8 +52,6 @@ cdef class Gate:
             self.writes += 1
         elif write is False:
             self.reads += 1
-        elif write is not None:
-            raise TypeError("write must be True, False or None")
         return True
 
     cpdef exit(self):
