@@ -12,9 +12,9 @@ durability contract and ``lsm.options.Options`` for every tunable.
 from .batch import WriteBatch
 from .db import DB, Snapshot
 from .errors import ClosedError, CorruptionError, LSMError, ReadOnlyError, StorageError
-from .options import CompactionContext, Options
+from .options import Options
 
 __all__ = [
-    "DB", "Snapshot", "WriteBatch", "Options", "CompactionContext",
+    "DB", "Snapshot", "WriteBatch", "Options",
     "LSMError", "CorruptionError", "StorageError", "ClosedError", "ReadOnlyError",
 ]

@@ -34,7 +34,6 @@ from ._compaction_stream import CompactionAborted, CompactionStream
 from .builder import build_tables
 from .compaction import input_iterator, pick_compaction
 from .errors import LSMError, StorageError
-from .options import CompactionContext
 from .version import VersionEdit
 
 __all__ = ["BackgroundWork"]
@@ -203,8 +202,7 @@ class BackgroundWork:
         lo, hi = c.user_range()
         deeper = any(v.overlapping(lv, lo, hi) for lv in range(c.output_level + 1, len(v.levels)))
         factory = self.options.compaction_filter_factory
-        filter_fn = factory(CompactionContext(not deeper, c.output_level)) \
-            if factory is not None else None
+        filter_fn = factory() if factory is not None else None
         stream = CompactionStream(it, self._smallest_snapshot(), not deeper, filter_fn, self._compaction_check)
         try:
             metas = self._build_tables(stream, cut=True, level=c.output_level)

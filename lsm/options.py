@@ -1,19 +1,8 @@
 """Every tunable of the engine, in one place, each with its reason."""
 from dataclasses import dataclass, replace
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Optional
 
-__all__ = ["Options", "CompactionContext"]
-
-
-class CompactionContext(NamedTuple):
-    """What a compaction filter factory is told of the compaction it filters
-    (RocksDB's ``CompactionFilter::Context``)."""
-    #: No level below the output level holds a key of the compaction's range:
-    #: nothing older than its inputs exists, so a marker that only masks
-    #: older entries may be dropped too.
-    bottommost: bool
-    #: The level the compaction writes.
-    output_level: int
+__all__ = ["Options"]
 
 
 @dataclass
@@ -90,15 +79,13 @@ class Options:
     level_multiplier: int = 10
     #: Number of levels (L0 .. L{num_levels-1}).
     num_levels: int = 7
-    #: Compaction filter factory: called once per compaction with a
-    #: ``CompactionContext``, it returns ``f(key, value) -> bool`` (True
-    #: drops the entry).
+    #: Compaction filter factory: called once per compaction with no
+    #: arguments, it returns ``f(key, value) -> bool`` (True drops the entry).
     #: ``f`` sees the surviving values of that compaction in key order (never
     #: tombstones), so it may keep state, e.g. count versions of a column.
     #: The Tablestore layer uses it for TTL and max_versions.  The factory
     #: may return None: no filter for that compaction (no per-entry cost).
-    compaction_filter_factory: Optional[Callable[["CompactionContext"],
-                                                 Callable[[bytes, bytes], bool]]] = None
+    compaction_filter_factory: Optional[Callable[[], Callable[[bytes, bytes], bool]]] = None
     #: Run flush and compaction in a background thread.  Off only in tests
     #: that want every step to happen inline.
     background: bool = True

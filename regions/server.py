@@ -63,10 +63,10 @@ class _Hooks:
         self.split_boundary = None
         self.compaction_filter_factory = None
 
-    def filter_factory(self, context):
+    def filter_factory(self):
         # None: no filter for this compaction (lsm skips the per-entry call)
         f = self.compaction_filter_factory
-        return f(context) if f is not None else None
+        return f() if f is not None else None
 
 
 class _Table:

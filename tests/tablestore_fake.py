@@ -77,8 +77,7 @@ class FakeServer:
         data = self.tables[table]["data"]
         if factory is None:
             return
-        import lsm
-        f = factory(lsm.CompactionContext(bottommost=True, output_level=1))
+        f = factory()
         for key in [k for k in list(data) if f(k, data[k])]:
             del data[key]
 

@@ -164,7 +164,7 @@ def test_a_closing_store_aborts_its_compaction_and_keeps_every_key(dbpath):
     removes its outputs and leaves its inputs: nothing is lost or leaked."""
     state = {"calls": 0}
 
-    def factory(context):
+    def factory():
         def keep(key, value):
             state["calls"] += 1
             if state["calls"] == 1500:
@@ -237,7 +237,7 @@ def test_stats_sizes_and_middle_key(dbpath):
 
 
 def test_compaction_filter_drops_entries_and_older_versions_stay_hidden(dbpath):
-    def factory(context):
+    def factory():
         return lambda key, value: value == b"drop"
     with lsm.DB.open(dbpath, tiny_options(compaction_filter_factory=factory)) as db:
         for i in range(300):

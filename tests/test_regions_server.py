@@ -286,7 +286,7 @@ def test_compaction_filter_hook_set_after_open_applies_to_all_regions(tmp_path):
         for k in (b"a-keep", b"a-drop", b"x-keep", b"x-drop"):
             s.put("t", k, b"v")
     with regions.RegionServer.open(path, small_options()) as s:
-        s.configure_table("t", compaction_filter_factory=lambda ctx: (lambda k, v: k.endswith(b"drop")))
+        s.configure_table("t", compaction_filter_factory=lambda: (lambda k, v: k.endswith(b"drop")))
         s.compact("t")
         assert [k for k, _ in s.scan("t")] == [b"a-keep", b"x-keep"]
 
@@ -364,7 +364,7 @@ def test_region_info_reports_sizes_counts_and_traffic(server):
 def test_configure_table_keeps_hooks_not_mentioned(server):
     server.create_table("t")
     server.configure_table("t", split_boundary=regions.KeyPrefix(3))
-    server.configure_table("t", compaction_filter_factory=lambda ctx: (lambda k, v: False))
+    server.configure_table("t", compaction_filter_factory=lambda: (lambda k, v: False))
     for i in range(300):
         server.put("t", b"ab%d-%04d" % (i % 3, i), b"x" * 30)
     a, b = server.split_region("t", server.regions("t")[0].region_id)

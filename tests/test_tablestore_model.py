@@ -267,31 +267,3 @@ def test_random_transactions_commit_and_abort_match_the_model(tmp_path):
     client = open_client(tmp_path, memtable_bytes=8 << 10, background_workers=0)
     _check(client, model)
     client.close()
-
-
-def test_a_deleted_row_leaves_nothing_after_a_bottommost_compaction(tmp_path):
-    """DeleteRow writes a DELETED head that masks the row's older entries;
-    once a compaction has nothing older below it, head and all go."""
-    import lsm
-    from regions.tablestore import OTSClient, cells
-    with OTSClient(str(tmp_path / "s")) as c:
-        c.create_table(TableMeta("m", [("p", "INTEGER")]), TableOptions())
-        for i in range(50):
-            c.put_row("m", Row([("p", i)], [("a", i)]))
-            c.update_row("m", Row([("p", i)], {"put": [("b", i)]}), None)
-        c._server.flush_all()
-        for i in range(0, 50, 2):
-            c.delete_row("m", Row([("p", i)]), None)
-        c._server.compact("m")
-        raw = list(c._server.scan("m"))
-        rows = c.get_range("m", "FORWARD", [("p", INF_MIN)], [("p", INF_MAX)])[2]
-    assert [r.primary_key[0][1] for r in rows] == list(range(1, 50, 2))
-    # 25 live rows of a head, an EXISTS and a 'b' delta each; of the deleted
-    # ones, not even their DELETED heads (25 more entries before)
-    assert len(raw) == 25 * 3
-    # Not bottommost: the DELETED head stays (its mask may cover older files).
-    factory = cells.compaction_filter_factory(lambda: (0, 1))
-    for bottommost in (False, True):
-        f = factory(lsm.CompactionContext(bottommost, 2))
-        assert f(cells.head_key(b"R"), cells.encode_deleted_head(7)) is bottommost
-        assert f(cells.head_key(b"S"), cells.encode_head(7, [])) is False

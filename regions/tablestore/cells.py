@@ -313,15 +313,11 @@ def compaction_filter_factory(get_options):
     DELETE_ALL of their column, PUT deltas older than the TTL, PUT deltas
     overwritten by a newer PUT of the same timestamp, and PUT deltas beyond
     max_versions (counted over newer PUT deltas of the column with a larger
-    timestamp), and EXISTS deltas but the row's newest.  It drops a DELETED
-    head only in a bottommost compaction (``context.bottommost``: nothing
-    older than its inputs exists, so what the head masks is in this
-    compaction and dropped with it); otherwise it keeps heads and delete
-    markers, whose masks may cover entries of other files.  Reads enforce
-    TTL and max_versions whatever compaction has done.
+    timestamp), and EXISTS deltas but the row's newest.  It never drops
+    heads or delete markers, whose masks may cover entries of other files.  Reads enforce TTL and max_versions
+    whatever compaction has done.
     """
-    def factory(context):
-        bottommost = context.bottommost
+    def factory():
         ttl, max_versions = get_options()
         min_ts = (time.time() - ttl) * 1000 if ttl and ttl > 0 else -math.inf
         state = {"row": None, "head_gen": 0, "column": None, "cleared": False, "newer": []}
@@ -332,7 +328,7 @@ def compaction_filter_factory(get_options):
                 state["row"] = key[:-1]
                 state["head_gen"] = _BQ.unpack_from(value, 0)[1]
                 state["column"] = None
-                return bottommost and value[0] == KIND_DELETED
+                return False
             sep = key.rfind(DELTA, 0, len(key) - 9)
             row, column = key[:sep], key[:len(key) - 8]
             gen = ~_NEG.unpack_from(key, len(key) - 8)[0] & _MASK
