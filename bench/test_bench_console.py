@@ -25,6 +25,7 @@ core.
     python bench/test_bench_console.py three 4   # CPU per request: off, quiet, scraped
     python bench/test_bench_console.py paired 30  # one server, scraped or not run by run
     python bench/test_bench_console.py paired 30 /metrics   # Prometheus alone
+    python bench/test_bench_console.py paired-keepalive 30  # kept-alive connections
 
 The paired method (``paired``) is the one that resolves a few percent on a
 shared machine: one server with the console on, one scraper process running
@@ -71,6 +72,31 @@ def _get(url, counter):
         e.read()
     with counter.get_lock():
         counter.value += 1
+
+
+def _keepalive_scraper(endpoint, stop, counter, target, paths=PATHS):
+    """As Prometheus scrapes: one GET every 1/SCRAPES_PER_S seconds over a
+    kept-alive connection per endpoint (``endpoint[target.value]``)."""
+    import http.client
+    conns = {}
+    period = 1.0 / SCRAPES_PER_S
+    nxt, i = time.monotonic(), 0
+    while not stop.is_set():
+        where = endpoint[target.value]
+        c = conns.get(where)
+        if c is None:
+            c = conns[where] = http.client.HTTPConnection(where.split("//", 1)[1], timeout=30)
+        try:
+            c.request("GET", paths[i % len(paths)])
+            c.getresponse().read()
+        except (OSError, http.client.HTTPException):
+            c.close()
+            del conns[where]
+        with counter.get_lock():
+            counter.value += 1
+        i += 1
+        nxt += period
+        time.sleep(max(0.0, nxt - time.monotonic()))
 
 
 def _scraper(endpoint, stop, counter, target=None, paths=PATHS):
@@ -259,17 +285,18 @@ def _interval(ratios, rng=random.Random(0), n=2000):
     return statistics.median(ratios), meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
 
 
-def paired(pairs=30, ops=OPS, paths=PATHS):
+def paired(pairs=30, ops=OPS, paths=PATHS, keepalive=False):
     """Run by run, the one server scraped or not (ABBA); returns per op the
     pairs' ratios (scraped / not) of throughput and of server CPU per request.
     ``paths``: what the scraper cycles through (``("/metrics",)``: Prometheus
-    alone)."""
+    alone); ``keepalive``: GETs over kept-alive connections, as Prometheus
+    sends them, instead of a new connection each."""
     with tempfile.TemporaryDirectory() as tmp:
         proc, endpoint = _start_server("%s/data" % tmp)
         decoy = _stand_in()
         ctx = mp.get_context("spawn")
         stop, counter, target = ctx.Event(), ctx.Value("i", 0), ctx.Value("i", 1)
-        scraper = ctx.Process(target=_scraper,
+        scraper = ctx.Process(target=_keepalive_scraper if keepalive else _scraper,
                               args=((endpoint, decoy[1]), stop, counter, target, paths))
         out = {}
         try:
@@ -311,9 +338,10 @@ def test_console_cost_paired(benchmark):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["paired"]:
+    if sys.argv[1:2] in (["paired"], ["paired-keepalive"]):
         paired(int(sys.argv[2]) if len(sys.argv) > 2 else 30,
-               paths=tuple(sys.argv[3].split(",")) if len(sys.argv) > 3 else PATHS)
+               paths=tuple(sys.argv[3].split(",")) if len(sys.argv) > 3 else PATHS,
+               keepalive=sys.argv[1] == "paired-keepalive")
     elif sys.argv[1:2] == ["three"]:
         cpu_three_ways(int(sys.argv[2]) if len(sys.argv) > 2 else 4)
     else:
