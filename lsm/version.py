@@ -110,6 +110,8 @@ class VersionEdit:
     def decode(cls, data: bytes) -> "VersionEdit":
         try:
             d = json.loads(data)
+            if not isinstance(d, dict):
+                raise TypeError(f"a {type(d).__name__}, not an object")
             e = cls()
             e.log_number = d.get("log")
             e.next_file = d.get("next")
@@ -117,7 +119,7 @@ class VersionEdit:
             e.added = [(lv, FileMeta.from_json(m)) for lv, m in d.get("add", ())]
             e.deleted = [(lv, n) for lv, n in d.get("del", ())]
             return e
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptionError(f"manifest: bad version edit: {exc}") from None
 
 

@@ -24,7 +24,7 @@ from regions.otsserver import convert as cv
 from regions.otsserver import errors
 from regions.tablestore import metadata as md
 from regions.tablestore.errors import OTSClientError, OTSServiceError, service_error
-from regions.tablestore.validate import BATCH_WRITE_ROWS, check_batch_rows
+from regions.tablestore.validate import BATCH_WRITE_ROWS, check_batch_rows, decode_name
 
 log = logging.getLogger(__name__)
 
@@ -186,11 +186,14 @@ class TablestoreService:
         request = md.BatchGetRowRequest()
         order = []
         for table in req.tables:
-            if table.table_name in request.items:
-                raise errors.parameter_invalid("Duplicated table name: %s." % table.table_name)
+            # A string field that is not UTF-8 reaches us as bytes (the SDK's
+            # pure-Python protobuf): the request's error, as GetRow's.
+            name = decode_name(table.table_name, "table")
+            if name in request.items:
+                raise errors.parameter_invalid("Duplicated table name: %s." % name)
             keys = [cv.primary_key(k) for k in table.primary_key]
-            request.add(md.TableInBatchGetRowItem(table.table_name, keys, **cv.read_options(table)))
-            order.append(table.table_name)
+            request.add(md.TableInBatchGetRowItem(name, keys, **cv.read_options(table)))
+            order.append(name)
         if not order:
             raise service_error("batch_get_empty")
         result = self.client.batch_get_row(request)
@@ -222,13 +225,14 @@ class TablestoreService:
         request.set_transaction_id(cv.transaction_id(req))
         tables = []  # (name, [row item or OTSServiceError]) in request order
         for table in req.tables:
-            if any(name == table.table_name for name, _ in tables):
-                raise errors.parameter_invalid("Duplicated table name: %s." % table.table_name)
+            table_name = decode_name(table.table_name, "table")   # as in batch_get_row
+            if any(name == table_name for name, _ in tables):
+                raise errors.parameter_invalid("Duplicated table name: %s." % table_name)
             rows = [_row_item(r) for r in table.rows]
             items = [r for r in rows if not isinstance(r, OTSServiceError)]
             if items or not rows:  # an empty entry: the client words the error
-                request.add(md.TableInBatchWriteRowItem(table.table_name, items))
-            tables.append((table.table_name, rows))
+                request.add(md.TableInBatchWriteRowItem(table_name, items))
+            tables.append((table_name, rows))
         result = self.client.batch_write_row(request) if request.items or not tables else None
         resp = pb.BatchWriteRowResponse()
         for name, rows in tables:
