@@ -199,6 +199,7 @@ class DB(BackgroundWork):
         self._tables = TableCache(self._open_table, options.max_open_files)   # file number -> table
         self._point = PointPath(self, self._tables.peek.__self__)
         self.get = self._point.get      # the point read, one C call (lsm/_read.pyx); DB.get documents it
+        self.scan_chunk = self._point.scan_chunk    # likewise; DB.scan_chunk documents it
 
     def _abort_open(self):
         try:
@@ -511,17 +512,11 @@ class DB(BackgroundWork):
     def scan_chunk(self, start: bytes = None, end: bytes = None, limit: int = 1000, reverse: bool = False,
                    snapshot: Snapshot = None) -> list:
         """The first ``limit`` ``(key, value)`` of ``[start, end)`` in key order
-        (or the last ones, reversed) as one list, read in one C loop
-        (``DBIterator.next_batch``): how the region server reads a range in
-        chunks."""
-        if type(limit) is not int or limit < 0:
-            raise ValueError(f"limit must be an int >= 0, got {limit!r}")
-        it = self.iterator(start, end, snapshot)
-        if reverse:
-            it.seek_to_last()
-        else:
-            it.seek_to_first()
-        return it.next_batch(limit, reverse)
+        (or the last ones, reversed) as one list, read in one C call
+        (``lsm._read.PointPath.scan_chunk``, which each DB also binds as its
+        ``scan_chunk``): how the region server reads a range in chunks.  The
+        same entries as ``iterator(start, end)`` read with ``next_batch``."""
+        return self._point.scan_chunk(start, end, limit, reverse, snapshot)
 
     # ------------------------------------------------------- flush / compaction
     def flush(self, wait: bool = True) -> None:

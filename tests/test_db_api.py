@@ -308,12 +308,26 @@ def test_threads_read_and_write_while_flush_and_compaction_run(dbpath):
     db = lsm.DB.open(dbpath, tiny_options(background=True, l0_slowdown_trigger=8, l0_stop_trigger=16))
     errors = []
     done = threading.Event()
+    written = [0, 0, 0]
 
     def writer(t):
         try:
             for i in range(1500):
                 db.put(b"w%d-%05d" % (t, i), b"%d" % i)
+                written[t] = i + 1
         except Exception as e:   # pragma: no cover - reported below
+            errors.append(e)
+
+    def chunk_reader():
+        # scan_chunk pins no version: tables a compaction deletes under it
+        # are either open already or reopened from the new version.
+        try:
+            while not done.is_set():
+                n = written[1]
+                got = db.scan_chunk(b"w1", b"w2", 2000)
+                assert [k for k, _ in got[:n]] == [b"w1-%05d" % i for i in range(n)]
+                assert all(k.startswith(b"w1-") for k, _ in got)
+        except Exception as e:   # pragma: no cover
             errors.append(e)
 
     def reader():
@@ -328,7 +342,7 @@ def test_threads_read_and_write_while_flush_and_compaction_run(dbpath):
             errors.append(e)
 
     ws = [threading.Thread(target=writer, args=(t,)) for t in range(3)]
-    rs = [threading.Thread(target=reader) for _ in range(2)]
+    rs = [threading.Thread(target=reader) for _ in range(2)] + [threading.Thread(target=chunk_reader)]
     for t in ws + rs:
         t.start()
     for t in ws:

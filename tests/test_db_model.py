@@ -16,6 +16,20 @@ def model_scan(model, start, end, reverse):
     return [(k, model[k]) for k in keys]
 
 
+def check_chunk(db, rng, model, start, end, reverse, snapshot=None):
+    """``scan_chunk`` (one C call, lsm/_read.pyx) against the model and its
+    twin, a pinned ``iterator`` read with ``next_batch``."""
+    limit = rng.choice([0, 1, 2, 5, 1000])
+    got = db.scan_chunk(start, end, limit, reverse, snapshot)
+    assert got == model_scan(model, start, end, reverse)[:limit], (start, end, reverse, limit)
+    it = db.iterator(start, end, snapshot)
+    if reverse:
+        it.seek_to_last()
+    else:
+        it.seek_to_first()
+    assert it.next_batch(limit, reverse) == got
+
+
 def rand_key(rng):
     # a small key space with keys that are prefixes of each other
     return bytes(rng.choice(b"abcd") for _ in range(rng.randint(1, 5)))
@@ -69,6 +83,7 @@ def test_random_operations_match_a_dict_model(tmp_path, seed, background):
                 s, e = rand_bound(rng), rand_bound(rng)
                 rev = rng.random() < 0.5
                 assert list(db.scan(s, e, reverse=rev)) == model_scan(model, s, e, rev), (step, s, e, rev)
+                check_chunk(db, rng, model, s, e, rev)
             elif r < 0.83:
                 snaps.append((db.snapshot(), dict(model)))
             elif r < 0.87 and snaps:
@@ -77,6 +92,7 @@ def test_random_operations_match_a_dict_model(tmp_path, seed, background):
                 assert db.get(k, snapshot=snap) == frozen.get(k)
                 s, e = rand_bound(rng), rand_bound(rng)
                 assert list(db.scan(s, e, snapshot=snap)) == model_scan(frozen, s, e, False)
+                check_chunk(db, rng, frozen, s, e, rng.random() < 0.5, snap)
                 if rng.random() < 0.3:
                     snaps.remove((snap, frozen))
                     snap.close()
@@ -142,6 +158,11 @@ def test_views_of_a_store_behave_like_its_key_range(tmp_path):
     rmodel = {k: v for k, v in model.items() if k >= mid}
     assert list(left.scan()) == sorted(lmodel.items())
     assert list(right.scan(reverse=True)) == sorted(rmodel.items(), reverse=True)
+    rng = random.Random(5)
+    for _ in range(200):
+        s, e, rev = rand_bound(rng), rand_bound(rng), rng.random() < 0.5
+        check_chunk(left, rng, lmodel, s, e, rev)
+        check_chunk(right, rng, rmodel, s, e, rev)
     for k in list(model)[:300]:
         assert (left if k < mid else right).get(k) == model[k]
         assert (right if k < mid else left).get(k) is None

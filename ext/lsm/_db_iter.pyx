@@ -21,16 +21,6 @@ cdef class DBIterator:
     sits on the current entry; going backward it sits just before all the
     entries of the current user key.
     """
-    cdef InternalIterator _it
-    cdef uint64_t _snap
-    cdef bytes _start
-    cdef bytes _end
-    cdef bint _valid
-    cdef bint _forward
-    cdef bint _reverse        # the direction of iteration by __next__ (begin())
-    cdef bytes _key
-    cdef bytes _value
-    cdef public object pin     # keeps the version/snapshot alive while iterating
 
     def __init__(self, InternalIterator it, uint64_t snapshot_seq, start=None, end=None, pin=None):
         self._it = it

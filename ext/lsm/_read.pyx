@@ -16,7 +16,17 @@ It reads the DB's state as ``DB.get`` did: ``_mem``, ``_imm``,
 ``_last_seq``, ``versions.current`` and the table cache's map (lock-free,
 see lsm/cache.py ``TableCache.peek``).  If a compaction deleted a table
 between reading the version and opening the file, the read retries on the
-new version.  Thread-safety: any number of threads.
+new version.  ``PointPath(db).scan_chunk(start, end, limit, reverse, snapshot)`` is
+``DB.scan_chunk``: the first ``limit`` entries of ``[start, end)`` read in
+one call.  It builds the merging iterator of only the sources that may hold
+the range, as ``DB.iterator`` does, but without pinning the version: every
+table it needs is opened before it returns, and an open table outlives the
+deletion of its file (lsm/cache.py), so only an open that finds the file
+gone can fail, and that read retries on the new version, as ``get`` does.
+``DB.iterator`` followed by ``next_batch`` is its twin; the tests compare
+them.
+
+Thread-safety: any number of threads.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
@@ -25,12 +35,15 @@ from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
 from lsm._coding cimport encode_fixed64
+from lsm._db_iter cimport DBIterator
+from lsm._iter cimport InternalIterator
 from lsm._keys cimport KIND_VALUE, cmp_ikey, cmp_user, pack_tag
 from lsm._memtable cimport get_version
 from lsm._table cimport PointReader
 
+from lsm._iter import LevelIterator, MergingIterator
 from lsm._table import DELETED
-from lsm.batch import check_key
+from lsm.batch import check_bound, check_key
 from lsm.errors import CorruptionError
 from lsm.fs import FileMissingError
 
@@ -79,6 +92,82 @@ cdef class PointPath:
                 continue
             return None if r is None or r is DELETED else r
         raise CorruptionError(f"table files keep vanishing under a read of {key!r}")
+
+    def scan_chunk(self, start=None, end=None, limit=1000, bint reverse=False, snapshot=None):
+        """The first ``limit`` ``(key, value)`` of ``[start, end)`` (the last
+        ones with ``reverse``) as one list (``DB.scan_chunk``)."""
+        cdef object db = self._db
+        cdef uint64_t seq
+        cdef object v, versions
+        cdef int attempt
+        if type(limit) is not int or limit < 0:
+            raise ValueError(f"limit must be an int >= 0, got {limit!r}")
+        if start is not None and type(start) is not bytes:
+            check_bound("start", start)
+        if end is not None and type(end) is not bytes:
+            check_bound("end", end)
+        if db._closed:
+            db._check_open()
+        seq = db._last_seq if snapshot is None else db._snapshot_seq(snapshot)
+        # After seq: every entry at or below it is in these memtables by now.
+        mem, imm = db._mem, db._imm
+        versions = db.versions
+        for attempt in range(3):
+            v = versions.current
+            try:
+                return self._chunk(mem, imm, v, seq, start, end, limit, reverse)
+            except FileMissingError:
+                if v is versions.current:
+                    raise
+        raise CorruptionError(f"table files keep vanishing under a scan of [{start!r}, {end!r})")
+
+    cdef list _chunk(self, object mem, object imm, object v, uint64_t seq, object lo, object hi,
+                     Py_ssize_t limit, bint reverse):
+        cdef list children = []
+        cdef object m, item, files
+        cdef list largest, smallest_users, largest_users
+        cdef Py_ssize_t i, j
+        cdef bint bounded = lo is not None or hi is not None
+        cdef InternalIterator it
+        cdef DBIterator dbi
+        for m in (mem, imm):
+            if m is not None and (not bounded or m.has_keys_in(lo, hi)):
+                children.append(m.iterator())
+        for item in <list>v.l0:
+            if ((hi is None or _lt(<bytes>(<tuple>item)[0], hi))
+                    and (lo is None or not _lt(<bytes>(<tuple>item)[1], lo))):
+                children.append(self._iter(<object>(<tuple>item)[2]))
+        for item in <list>v.bounds:
+            files = (<tuple>item)[0]
+            smallest_users = <list>(<tuple>item)[2]
+            largest_users = <list>(<tuple>item)[3]
+            i = 0 if lo is None else _lower_bound(largest_users, <bytes>lo)
+            j = len(files) if hi is None else _lower_bound(smallest_users, <bytes>hi)
+            if j - i == 1:
+                children.append(self._iter((<list>files)[i]))
+            elif j - i > 1:
+                # Opened now, not lazily: nothing pins the version after this call.
+                largest = <list>(<tuple>item)[1]
+                children.append(LevelIterator(largest[i:j], [self._iter(f) for f in files[i:j]]
+                                              .__getitem__))
+        if len(children) == 1:
+            it = <InternalIterator>children[0]
+        elif children:
+            it = MergingIterator(children)
+        else:
+            return []
+        dbi = DBIterator(it, seq, lo, hi, None)
+        if reverse:
+            dbi.seek_to_last()
+        else:
+            dbi.seek_to_first()
+        return dbi.next_batch(limit, reverse)
+
+    cdef InternalIterator _iter(self, object f):
+        cdef PyObject* t = PyDict_GetItem(self._tables, f.number)
+        if t != NULL:
+            return (<object>t).iterator()
+        return self._db._table(f).iterator()
 
     cdef object _from_version(self, object v, bytes key, uint64_t seq):
         cdef const unsigned char* uk = <const unsigned char*>PyBytes_AS_STRING(key)
@@ -130,3 +219,20 @@ cdef class PointPath:
         if t != NULL:
             return <PointReader>(<object>t).point
         return <PointReader>self._db._table(f).point
+
+
+cdef inline bint _lt(bytes a, bytes b):
+    return cmp_user(<const unsigned char*>PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a),
+                    <const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b)) < 0
+
+
+cdef Py_ssize_t _lower_bound(list keys, bytes target):
+    """bisect_left of user keys."""
+    cdef Py_ssize_t lo = 0, hi = len(keys), mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _lt(<bytes>keys[mid], target):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
