@@ -40,7 +40,8 @@ from .meta import Meta, RegionRecord, region_dir_name
 from .metrics import RateTracker, SplitHistory
 from .options import ServerOptions
 from .policy import jitter_rate
-from ._gate import Router, check_key as _check_key, route
+from ._gate import FIRST_CHUNK as _FIRST_CHUNK, MAX_CHUNK as _MAX_CHUNK, Router, \
+    check_key as _check_key, route
 from .region import Region
 from .reports import ServerReports
 
@@ -49,7 +50,6 @@ __all__ = ["RegionServer"]
 log = logging.getLogger("regions")
 
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,254}\Z")
-_FIRST_CHUNK, _MAX_CHUNK = 64, 4096     # scan batch sizes (see _scan_forward)
 _bisect_right = bisect.bisect_right
 _UNCHANGED = object()     # configure_table: argument not given
 
@@ -425,7 +425,7 @@ class RegionServer(Router, ServerReports):
     def _enter(self, table, key, write):
         """Route to the region holding ``key`` and enter its gate (the hot path,
         ``_gate.route`` in C: one dict lookup, one bisect, the gate; ``put``,
-        ``get`` and ``delete`` are ``_gate.Router``'s, all in C)."""
+        ``get``, ``delete`` and ``read_range`` are ``_gate.Router``'s, all in C)."""
         return route(self._tables, table, key, write) or self._enter_slow(table, key, write)
 
     def _enter_slow(self, table, key, write, before=False):
@@ -492,21 +492,6 @@ class RegionServer(Router, ServerReports):
         if reverse:
             return self._scan_reverse(table, start or b"", end)
         return self._scan_forward(table, start or b"", end)
-
-    def read_range(self, table: str, start: bytes, end: bytes) -> list:
-        """Every ``(key, value)`` of ``[start, end)`` as one list: ``list(scan(...))``,
-        in one read of one store when the range lies in one region and holds
-        fewer than a scan chunk's entries (a row: how the data API reads one)."""
-        if type(start) is bytes and type(end) is bytes and start:
-            r = route(self._tables, table, start, False) or self._enter_slow(table, start, False)
-            try:
-                if not r.end or end <= r.end:
-                    items = r.db.scan_chunk(start, end, _MAX_CHUNK)
-                    if len(items) < _MAX_CHUNK:
-                        return items
-            finally:
-                r.exit()
-        return list(self.scan(table, start, end))
 
     def _scan_forward(self, table, lo, hi):
         chunk = _FIRST_CHUNK
