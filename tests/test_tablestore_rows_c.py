@@ -256,3 +256,97 @@ def test_the_c_layout_declares_the_bytes_pkcodec_and_cells_own():
         "T_STRING": cells.T_STRING, "T_BINARY": cells.T_BINARY,
     }
     assert _rows.LAYOUT == expected
+
+
+# -- RowReader: get_row of a whole row by a plain key ------------------------
+def _slow_get(client, table, pk):
+    """OTSClient._get, the Python path RowReader is the twin of."""
+    from regions.tablestore.validate import check_pk
+    name, schema = client._schema(table)
+    return client._get(name, schema, check_pk(schema, pk), None, 1, None, None)
+
+
+def _same(a, b):
+    assert (a[0].read, a[0].write, a[2]) == (b[0].read, b[0].write, b[2])
+    assert (a[1] is None) == (b[1] is None)
+    if a[1] is not None:
+        assert (a[1].primary_key, a[1].attribute_columns) == (b[1].primary_key, b[1].attribute_columns)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["put", "update", "delete", "increment"]),
+                          st.integers(0, 7), st.sampled_from(["a", "b", "c", "d"]),
+                          st.one_of(INT, st.text(max_size=30),
+                                    st.floats(allow_nan=False, allow_infinity=False))),
+                min_size=1, max_size=40),
+       st.sampled_from([1, 3]), st.integers(-1, 40))
+def test_row_reader_is_the_python_get_on_rows_with_deltas_and_deletes(ops, max_versions, flush_at):
+    from regions.tablestore import (OTSClient, Row, TableMeta, TableOptions, Condition,
+                                    RowExistenceExpectation)
+    client = OTSClient(":memory:")
+    try:
+        client.create_table(TableMeta("t", [("k", "INTEGER"), ("s", "STRING")]),
+                            TableOptions(max_version=max_versions))
+        ignore = Condition(RowExistenceExpectation.IGNORE)
+        for n, (kind, i, col, value) in enumerate(ops):
+            if n == flush_at:       # rows part in tables, part in the memtable
+                client._server.flush_all()
+            pk = [("k", i), ("s", "r%d" % i)]
+            if kind == "put":
+                client.put_row("t", Row(pk, [(col, value)]), ignore)
+            elif kind == "update":
+                gone = "c" if col == "d" else "d"
+                client.update_row("t", Row(pk, {"put": [(col, value)], "delete_all": [gone]}), ignore)
+            elif kind == "delete":
+                client.delete_row("t", Row(pk), ignore)
+            else:
+                try:
+                    client.update_row("t", Row(pk, {"increment": [("n", 1)]}), ignore)
+                except Exception:
+                    pass            # a non-integer cell "n" is refused by both paths alike
+        for i in range(9):
+            pk = [("k", i), ("s", "r%d" % i)]
+            fast = client._row_reader.get("t", pk)
+            assert fast is not None
+            _same(fast, _slow_get(client, "t", pk))
+            _same(fast, client.get_row("t", pk))
+            _same(fast, client.get_row("t", tuple(pk), columns_to_get=None, max_version=1))
+    finally:
+        client.close()
+
+
+def test_row_reader_leaves_every_read_that_is_not_plain_to_the_python_path():
+    from regions.tablestore import OTSClient, Row, TableMeta, TableOptions
+    client = OTSClient(":memory:")
+    try:
+        client.create_table(TableMeta("t", [("k", "INTEGER"), ("s", "STRING")]))
+        client.create_table(TableMeta("ttl", [("k", "INTEGER")]), TableOptions(time_to_live=86400))
+        client.create_table(TableMeta("bin", [("k", "BINARY")]))
+        client.put_row("t", Row([("k", 1), ("s", "x")], [("a", 1)]))
+        reader = client._row_reader
+        assert reader.get("t", [("k", 1), ("s", "x")])[1].attribute_columns[0][:2] == ("a", 1)
+        for table, pk in [
+                (b"t", [("k", 1), ("s", "x")]),            # a bytes table name
+                ("nope", [("k", 1), ("s", "x")]),          # no such table: the Python error
+                ("ttl", [("k", 1)]),                       # a TTL: cells may have expired
+                ("bin", [("k", bytearray(b"x"))]),         # a BINARY key
+                ("t", [("k", 1)]),                         # too few columns
+                ("t", [("k", True), ("s", "x")]),          # a bool is not an INTEGER
+                ("t", [("k", 1 << 63), ("s", "x")]),       # beyond int64
+                ("t", [("k", 1), ("s", "é")]),             # not ASCII: the full check
+                ("t", [("k", 1), ("s", "x" * 257)]),       # long: the full check
+                ("t", [("k", 1), ("s", b"x")]),            # bytes for a STRING
+                ("t", [("s", "x"), ("k", 1)]),             # names out of order
+                ("t", [["k", 1], ("s", "x")]),             # a list, not a tuple
+                ("t", "k=1"),                              # not a list
+        ]:
+            assert reader.get(table, pk) is None, (table, pk)
+        with pytest.raises(Exception) as e:
+            client.get_row("nope", [("k", 1), ("s", "x")])
+        assert "OTSObjectNotExist" in str(e.value) or "not exist" in str(e.value)
+        with pytest.raises(Exception):
+            client.get_row("t", [("k", 1 << 63), ("s", "x")])
+    finally:
+        client.close()
+    # a closed client's reads take the Python path (and its error)
+    assert client._row_reader.get("t", [("k", 1), ("s", "x")]) is None

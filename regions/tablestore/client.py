@@ -99,6 +99,8 @@ class OTSClient:
                                                options.pop("server_options", None))
         self._server = server
         self._schemas = {}
+        # get_row of a whole row by a plain key, in one C call (its twin: _get)
+        self._row_reader = _rows.RowReader(self._schemas, server)
         self._meta_lock = threading.Lock()
         locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
         self._txn = None  # the Transaction this client runs in (see _in_transaction)
@@ -155,6 +157,7 @@ class OTSClient:
         if self._owns_server and self._server is not None:
             self._server.close()
         self._server = None
+        self._row_reader = _rows.RowReader({}, None)   # every read takes the Python path
 
     def __enter__(self):
         return self
@@ -278,6 +281,12 @@ class OTSClient:
     def get_row(self, table_name, primary_key, columns_to_get=None, column_filter=None,
                 max_version=1, time_range=None, start_column=None, end_column=None, token=None,
                 transaction_id=None):
+        if (transaction_id is None and columns_to_get is None and column_filter is None
+                and max_version == 1 and type(max_version) is int and time_range is None
+                and start_column is None and end_column is None and token is None):
+            got = self._row_reader.get(table_name, primary_key)
+            if got is not None:
+                return got
         if transaction_id is not None:
             with self._transactions.use(transaction_id) as txn:
                 return txn.client.get_row(table_name, primary_key, columns_to_get, column_filter,
@@ -425,10 +434,19 @@ class OTSClient:
                 window, column_filter = read_window(item.start_column, item.end_column,
                                                     item.token, item.column_filter, names)
                 table_error = None
+                whole = (max_version == 1 and whole_read(schema, names, rng, column_filter, window))
             except OTSServiceError as exc:
                 table_error = exc
             for pk in item.primary_keys:
                 error = table_error
+                if error is None and whole:
+                    got = self._row_reader.get(name, pk)
+                    if got is not None:
+                        row = got[1]
+                        items.append(RowDataItem(True, None, None, table_name, got[0],
+                                                 row.primary_key if row else None,
+                                                 row.attribute_columns if row else None))
+                        continue
                 if error is None:
                     try:
                         values = check_pk(schema, pk)
@@ -544,6 +562,7 @@ class OTSClient:
         the transaction's writes, writes are buffered in it)."""
         view = copy.copy(self)
         view._server, view._owns_server, view._txn = txn, False, txn
+        view._row_reader = _rows.RowReader(self._schemas, txn)
         view._writer = self._writer.on(txn)
         return view
 

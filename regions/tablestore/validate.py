@@ -45,7 +45,7 @@ _GOOD_NAMES = set()
 _GOOD_NAMES_MAX = 4096
 # A str of at most this many characters has at most 4x as many UTF-8 bytes,
 # so it is within MAX_PK_BYTES / MAX_VALUE_BYTES without encoding it.
-_SHORT_PK_STR = 256
+SHORT_PK_STR = 256
 _PK_TYPES = ("INTEGER", "STRING", "BINARY", "BOOLEAN")
 _DEFINED_TYPES = ("STRING", "INTEGER", "DOUBLE", "BOOLEAN", "BINARY")
 
@@ -301,7 +301,7 @@ def _plain_pk(schema, primary_key):
         if pk_type == "INTEGER":
             if kind is not int or not INT64_MIN <= value <= INT64_MAX:
                 return None
-        elif pk_type != "STRING" or kind is not str or len(value) > _SHORT_PK_STR \
+        elif pk_type != "STRING" or kind is not str or len(value) > SHORT_PK_STR \
                 or not value.isascii():
             return None
         values.append(value)

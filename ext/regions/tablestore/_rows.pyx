@@ -11,6 +11,7 @@ random inputs, tests/test_tablestore_rows_c.py):
     pk_size, cells_size         capacity.pk_size over zip(names, values), capacity.cells_size
     head_cells, row_cells       head_cells, row_cells of tests/rows_reference.py
     RangePage                   the GetRange page loop (range_page, tests/rows_reference.py)
+    RowReader                   OTSClient.get_row of a whole row by a plain key (OTSClient._get)
 
 The formats are documented where they are owned (pkcodec.py: row keys,
 cells.py: head values); nothing here defines a format.  Keys and head values
@@ -30,13 +31,18 @@ from regions.tablestore._layout cimport *
 
 from operator import itemgetter
 
+from regions.tablestore.capacity import UNIT
 from regions.tablestore.cells import put_head as _py_put_head
-from regions.tablestore.metadata import INF_MAX, INF_MIN, Row
+from regions.tablestore.metadata import INF_MAX, INF_MIN, CapacityUnit, Row
+from regions.tablestore.validate import SHORT_PK_STR
 
 cdef extern from *:
     Py_ssize_t PY_SSIZE_T_MAX
 
 cdef object _INF_MIN = INF_MIN
+cdef object _CapacityUnit = CapacityUnit
+cdef Py_ssize_t _UNIT = UNIT
+cdef Py_ssize_t _SHORT_PK_STR = SHORT_PK_STR
 cdef object _INF_MAX = INF_MAX
 cdef object _Row = Row
 cdef object _by_gen = itemgetter(0)
@@ -606,3 +612,88 @@ cdef class RangePage:
             if first_key is not None:
                 self._row(first_key, first_value, rklen, values, vsize, group)
         return self.rows, self.next_values, self.read_bytes
+
+
+# -- GetRow of a whole row --------------------------------------------------
+cdef class RowReader:
+    """``OTSClient.get_row(table, primary_key)`` with every other argument at
+    its default, in one C call: the key checked and encoded, the row read
+    (``server.read_range``), merged and decoded (``row_cells``), its Row and
+    read CU built.  ``get`` returns what ``get_row`` returns, or None when
+    the read is not plain (then the Python path, ``OTSClient._get``, its
+    twin, decides and raises what it raises): a table not in ``schemas`` or
+    with a TTL, a key that ``validate._plain_pk`` would not pass as plain,
+    or a key type other than INTEGER and STRING.  ``schemas`` is the
+    client's own dict (name -> Schema), read at each call.  Thread-safe.
+    """
+    cdef dict _schemas
+    cdef object _server
+
+    def __init__(self, dict schemas not None, server):
+        self._schemas = schemas
+        self._server = server
+
+    def get(self, table_name, primary_key):
+        cdef Buf b
+        cdef Py_ssize_t i, n, size = 0, csize = 0
+        cdef int64_t iv
+        cdef list names, types, pk
+        cdef bytes raw, row_key, end
+        if type(table_name) is not str:
+            return None
+        schema = self._schemas.get(table_name)
+        if schema is None or schema.ttl > 0:
+            return None
+        if type(primary_key) is not list and type(primary_key) is not tuple:
+            return None
+        names = <list?>schema.names
+        types = <list?>schema.types
+        n = len(names)
+        if len(primary_key) != n:
+            return None
+        pk = []
+        b.p, b.n, b.cap = NULL, 0, 0
+        try:
+            for i in range(n):
+                col = primary_key[i]
+                if type(col) is not tuple or len(<tuple>col) != 2:
+                    return None
+                name = names[i]
+                if type((<tuple>col)[0]) is not str or (<tuple>col)[0] != name:
+                    return None
+                v = (<tuple>col)[1]
+                t = types[i]
+                if t == "INTEGER":
+                    if type(v) is not int:
+                        return None
+                    try:
+                        iv = v
+                    except OverflowError:
+                        return None
+                    _put_byte(&b, TAG_INTEGER)
+                    _put_be64(&b, (<uint64_t>iv) ^ _OFFSET)
+                    size += 8
+                elif t == "STRING":
+                    if type(v) is not str or len(<str>v) > _SHORT_PK_STR or not (<str>v).isascii():
+                        return None
+                    raw = PyUnicode_AsUTF8String(v)
+                    _put_byte(&b, TAG_STRING)
+                    _put_escaped(&b, raw)
+                    size += PyBytes_GET_SIZE(raw)
+                else:
+                    return None
+                size += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+                pk.append((name, v))
+            row_key = PyBytes_FromStringAndSize(<char*>b.p, b.n)
+            _put_byte(&b, ROW_END)
+            end = PyBytes_FromStringAndSize(<char*>b.p, b.n)
+        finally:
+            free(b.p)
+        entries = self._server.read_range(table_name, row_key, end)
+        cells = None
+        if entries:
+            cells = _row_cells(PyBytes_GET_SIZE(row_key), list(entries), 1, &csize)
+        if cells is None:
+            return _CapacityUnit(1, 0), None, b""
+        size += csize
+        return _CapacityUnit(max(1, (size + _UNIT - 1) // _UNIT), 0), _make_row(pk, cells), b""
