@@ -350,3 +350,52 @@ def test_row_reader_leaves_every_read_that_is_not_plain_to_the_python_path():
         client.close()
     # a closed client's reads take the Python path (and its error)
     assert client._row_reader.get("t", [("k", 1), ("s", "x")]) is None
+
+
+# -- plain_put: writes.prepare of a plain PutRow ------------------------------
+def _python_put(schema, primary_key, columns):
+    """What writes.prepare's Python checks make of a PutRow (plain_put's twin)."""
+    from regions.tablestore.validate import check_pk, check_put_columns
+    values = check_pk(schema, primary_key, "put")
+    cell_list = check_put_columns(schema, columns, 0)
+    return (values, pkcodec.encode_pk(schema.types, values), cell_list,
+            pk_size(list(zip(schema.names, values))), cells_size(cell_list))
+
+
+ATTR_NAMES = st.sampled_from(["a", "b", "col_1", "x" * 40])
+PLAIN_VALUES = st.one_of(INT, st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["INTEGER", "STRING"]), min_size=1, max_size=3).flatmap(
+           lambda types: st.tuples(st.just(types), st.tuples(*[
+               INT if t == "INTEGER" else st.text("abc\x00z", max_size=8) for t in types]))),
+       st.lists(st.tuples(ATTR_NAMES, PLAIN_VALUES), max_size=6))
+def test_plain_put_matches_the_python_checks(pk, columns):
+    types, values = pk
+    schema = Schema(["k%d" % i for i in range(len(types))], types, None, -1, 1, 86400, None, [])
+    primary_key = list(zip(schema.names, values))
+    expect = _python_put(schema, primary_key, columns)      # also makes the names known
+    assert _rows.plain_put(schema, primary_key, columns) == expect
+    assert _rows.plain_put(schema, tuple(primary_key), tuple(list(c) for c in columns)) == expect
+
+
+def test_plain_put_leaves_everything_not_plain_to_the_python_checks():
+    schema = Schema(["k"], ["INTEGER"], None, -1, 1, 86400, None, [])
+    pk = [("k", 1)]
+    _python_put(schema, pk, [("a", 1)])
+    assert _rows.plain_put(schema, pk, [("a", 1)]) == ([1], pkcodec.encode_pk(["INTEGER"], [1]),
+                                                       [("a", 1, None)], 9, 9)
+    for columns in ([("never_checked_name", 1)],            # a name not seen valid yet
+                    [("k", 1)],                             # a key column's name
+                    [("a", True)], [("a", b"x")], [("a", bytearray(b"x"))],
+                    [("a", float("nan"))], [("a", float("inf"))], [("a", 1 << 63)],
+                    [("a", "x" * ((512 << 10) + 1))],       # long: the byte count decides
+                    [("a", 1, 1000)],                       # a timestamp: the range check
+                    [("a",)], ["a"], "a", None):
+        assert _rows.plain_put(schema, pk, columns) is None, columns
+    for key in ([("k", True)], [("k", 1 << 63)], [("k", 1), ("j", 2)], [], "k"):
+        assert _rows.plain_put(schema, key, [("a", 1)]) is None, key
+    big = [("a", "x" * (512 << 10)), ("b", "y" * (512 << 10))] * 4    # 4 MiB of attributes
+    _python_put(schema, pk, [("a", 1), ("b", 1)])
+    assert _rows.plain_put(schema, pk, big) is None        # over the row limit: the service's error

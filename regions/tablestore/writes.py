@@ -74,6 +74,14 @@ def prepare(name, schema, kind, row, condition, return_type) -> Prepared:
         check_condition(condition.column_condition)
     p = Prepared()
     p.table, p.kind, p.condition, p.return_type = name, kind, condition, return_type
+    if kind == BatchWriteRowType.PUT:
+        # A plain row (the common case) checked, encoded and sized in one C
+        # call; anything else, and every error, by the checks below.
+        plain = _rows.plain_put(schema, row.primary_key, row.attribute_columns)
+        if plain is not None:
+            p.pk_values, p.row_key, p.cells, p.pk_bytes, p.attr_bytes = plain
+            p.auto_incr = False
+            return p
     now = cells.now_ms()
     if kind == BatchWriteRowType.PUT:
         values = check_pk(schema, row.primary_key, "put")

@@ -12,6 +12,7 @@ random inputs, tests/test_tablestore_rows_c.py):
     head_cells, row_cells       head_cells, row_cells of tests/rows_reference.py
     RangePage                   the GetRange page loop (range_page, tests/rows_reference.py)
     RowReader                   OTSClient.get_row of a whole row by a plain key (OTSClient._get)
+    plain_put                   writes.prepare of a plain PutRow (its Python checks)
 
 The formats are documented where they are owned (pkcodec.py: row keys,
 cells.py: head values); nothing here defines a format.  Keys and head values
@@ -34,7 +35,8 @@ from operator import itemgetter
 from regions.tablestore.capacity import UNIT
 from regions.tablestore.cells import put_head as _py_put_head
 from regions.tablestore.metadata import INF_MAX, INF_MIN, CapacityUnit, Row
-from regions.tablestore.validate import SHORT_PK_STR
+from regions.tablestore.validate import (MAX_ROW_WRITE_BYTES, MAX_VALUE_BYTES, SHORT_PK_STR,
+                                         _GOOD_NAMES)
 
 cdef extern from *:
     Py_ssize_t PY_SSIZE_T_MAX
@@ -43,6 +45,9 @@ cdef object _INF_MIN = INF_MIN
 cdef object _CapacityUnit = CapacityUnit
 cdef Py_ssize_t _UNIT = UNIT
 cdef Py_ssize_t _SHORT_PK_STR = SHORT_PK_STR
+cdef Py_ssize_t _MAX_PLAIN_STR = MAX_VALUE_BYTES // 4     # validate._plain_value
+cdef Py_ssize_t _MAX_ROW_WRITE_BYTES = MAX_ROW_WRITE_BYTES
+cdef set _GOOD_NAMES_SET = _GOOD_NAMES
 cdef object _INF_MAX = INF_MAX
 cdef object _Row = Row
 cdef object _by_gen = itemgetter(0)
@@ -635,55 +640,19 @@ cdef class RowReader:
 
     def get(self, table_name, primary_key):
         cdef Buf b
-        cdef Py_ssize_t i, n, size = 0, csize = 0
-        cdef int64_t iv
-        cdef list names, types, pk
-        cdef bytes raw, row_key, end
+        cdef Py_ssize_t i, size = 0, csize = 0
+        cdef list names, values = []
+        cdef bytes row_key, end
         if type(table_name) is not str:
             return None
         schema = self._schemas.get(table_name)
         if schema is None or schema.ttl > 0:
             return None
-        if type(primary_key) is not list and type(primary_key) is not tuple:
-            return None
         names = <list?>schema.names
-        types = <list?>schema.types
-        n = len(names)
-        if len(primary_key) != n:
-            return None
-        pk = []
         b.p, b.n, b.cap = NULL, 0, 0
         try:
-            for i in range(n):
-                col = primary_key[i]
-                if type(col) is not tuple or len(<tuple>col) != 2:
-                    return None
-                name = names[i]
-                if type((<tuple>col)[0]) is not str or (<tuple>col)[0] != name:
-                    return None
-                v = (<tuple>col)[1]
-                t = types[i]
-                if t == "INTEGER":
-                    if type(v) is not int:
-                        return None
-                    try:
-                        iv = v
-                    except OverflowError:
-                        return None
-                    _put_byte(&b, TAG_INTEGER)
-                    _put_be64(&b, (<uint64_t>iv) ^ _OFFSET)
-                    size += 8
-                elif t == "STRING":
-                    if type(v) is not str or len(<str>v) > _SHORT_PK_STR or not (<str>v).isascii():
-                        return None
-                    raw = PyUnicode_AsUTF8String(v)
-                    _put_byte(&b, TAG_STRING)
-                    _put_escaped(&b, raw)
-                    size += PyBytes_GET_SIZE(raw)
-                else:
-                    return None
-                size += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
-                pk.append((name, v))
+            if not _plain_key(names, <list?>schema.types, primary_key, &b, &size, values):
+                return None
             row_key = PyBytes_FromStringAndSize(<char*>b.p, b.n)
             _put_byte(&b, ROW_END)
             end = PyBytes_FromStringAndSize(<char*>b.p, b.n)
@@ -696,4 +665,105 @@ cdef class RowReader:
         if cells is None:
             return _CapacityUnit(1, 0), None, b""
         size += csize
-        return _CapacityUnit(max(1, (size + _UNIT - 1) // _UNIT), 0), _make_row(pk, cells), b""
+        return (_CapacityUnit(max(1, (size + _UNIT - 1) // _UNIT), 0),
+                _make_row(_pk_list(names, values), cells), b"")
+
+
+cdef bint _plain_key(list names, list types, primary_key, Buf* b, Py_ssize_t* size,
+                     list values) except -1:
+    """Whether ``primary_key`` is plainly valid (``validate._plain_pk``) with
+    INTEGER and STRING columns only; if so its row key is written to ``b``,
+    its values appended to ``values`` and its CU size added to ``size``."""
+    cdef Py_ssize_t i, n = len(names)
+    cdef int64_t iv
+    cdef bytes raw
+    if type(primary_key) is not list and type(primary_key) is not tuple:
+        return False
+    if len(primary_key) != n:
+        return False
+    for i in range(n):
+        col = primary_key[i]
+        if type(col) is not tuple or len(<tuple>col) != 2:
+            return False
+        name = names[i]
+        if type((<tuple>col)[0]) is not str or (<tuple>col)[0] != name:
+            return False
+        v = (<tuple>col)[1]
+        t = types[i]
+        if t == "INTEGER":
+            if type(v) is not int:
+                return False
+            try:
+                iv = v
+            except OverflowError:
+                return False
+            _put_byte(b, TAG_INTEGER)
+            _put_be64(b, (<uint64_t>iv) ^ _OFFSET)
+            size[0] += 8
+        elif t == "STRING":
+            if type(v) is not str or len(<str>v) > _SHORT_PK_STR or not (<str>v).isascii():
+                return False
+            raw = PyUnicode_AsUTF8String(v)
+            _put_byte(b, TAG_STRING)
+            _put_escaped(b, raw)
+            size[0] += PyBytes_GET_SIZE(raw)
+        else:
+            return False
+        size[0] += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+        values.append(v)
+    return True
+
+
+def plain_put(schema, primary_key, columns):
+    """(values, row key, cells, pk bytes, attribute bytes) of a PutRow that is
+    plainly valid, or None (then ``writes.prepare``'s Python checks, its
+    twin, decide and raise what they raise): a plain key (``_plain_key``),
+    columns as (name, value) pairs whose names passed ``check_name`` before
+    (``validate._GOOD_NAMES``) and are not key columns, plain values
+    (``validate._plain_value``), and a row within MAX_ROW_WRITE_BYTES.
+    Cells are (name, value, None): the writer assigns the timestamps."""
+    cdef Buf b
+    cdef Py_ssize_t size = 0, attr = 0
+    cdef list names = <list?>schema.names, values = [], out = []
+    cdef bytes row_key
+    cdef double d
+    cdef int64_t iv
+    if type(columns) is not list and type(columns) is not tuple:
+        return None
+    for col in columns:
+        if (type(col) is not tuple and type(col) is not list) or len(col) != 2:
+            return None
+        name = col[0]
+        if type(name) is not str or name not in _GOOD_NAMES_SET or name in names:
+            return None
+        v = col[1]
+        t = type(v)
+        if t is int:
+            try:
+                iv = v
+            except OverflowError:
+                return None
+            attr += 8
+        elif t is float:
+            d = v
+            if d != d or d - d != 0.0:          # NaN or an infinity
+                return None
+            attr += 8
+        elif t is str:
+            if len(<str>v) > _MAX_PLAIN_STR:
+                return None
+            attr += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(v))
+        else:
+            return None
+        attr += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+        out.append((name, v, None))
+    b.p, b.n, b.cap = NULL, 0, 0
+    try:
+        if not _plain_key(names, <list?>schema.types, primary_key, &b, &size, values):
+            return None
+        row_key = PyBytes_FromStringAndSize(<char*>b.p, b.n)
+    finally:
+        free(b.p)
+    if size + attr > _MAX_ROW_WRITE_BYTES:
+        return None
+    return values, row_key, out, size, attr
