@@ -128,14 +128,16 @@ class WriteBatch:
         self._bytes = 0
 
     def put(self, key: bytes, value: bytes) -> "WriteBatch":
-        check_key(key, 1 << 62)
-        check_value(value, 1 << 62)
+        if type(key) is not bytes or not key or type(value) is not bytes:
+            check_key(key, 1 << 62)
+            check_value(value, 1 << 62)
         self._ops.append((KIND_VALUE, key, value))
         self._bytes += len(key) + len(value)
         return self
 
     def delete(self, key: bytes) -> "WriteBatch":
-        check_key(key, 1 << 62)
+        if type(key) is not bytes or not key:
+            check_key(key, 1 << 62)
         self._ops.append((KIND_DELETE, key, b""))
         self._bytes += len(key)
         return self

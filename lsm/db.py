@@ -29,9 +29,9 @@ from . import filenames
 from ._db_iter import DBIterator
 from ._iter import LevelIterator, ListIterator, MergingIterator
 from ._read import PointPath
-from ._record import frame_single
+from ._record import encode_batch, frame_single
 from .background import BackgroundWork
-from .batch import WriteBatch, check_bound, check_key, check_value, encode_record, encode_single, replay
+from .batch import WriteBatch, check_bound, check_key, check_value, encode_single, replay
 from .cache import BlockCache, TableCache
 from .check import check_db
 from .views import create_store_from_views
@@ -347,13 +347,11 @@ class DB(BackgroundWork):
             lg = self._admit()
             seq = self._last_seq + 1
             try:
-                lg.writer.add_record(encode_record(seq, ops))
+                lg.writer.add_record(encode_batch(seq, ops))
             except BaseException as e:
                 self._write_error = e
                 raise
-            add = self._mem.add
-            for i, (kind, key, value) in enumerate(ops):
-                add(seq + i, kind, key, value)
+            self._mem.add_all(seq, ops)
             self._last_seq = seq + len(ops) - 1
             self._stats["wal_appends"] += 1
             end = lg.file.size
@@ -480,11 +478,11 @@ class DB(BackgroundWork):
         v = self.versions.ref()
         pin = _Pin(self.versions, v)
         lo, hi = start, end
-        bounded = lo is not None or hi is not None
         children = []
         for m in (mem, imm):
-            if m is not None and (not bounded or m.has_keys_in(lo, hi)):
-                children.append(m.iterator())
+            it = m.iterator(lo, hi) if m is not None else None
+            if it is not None:
+                children.append(it)
         for f in v.levels[0]:
             if (hi is None or f.smallest_user < hi) and (lo is None or f.largest_user >= lo):
                 children.append(self._table_iter(f))

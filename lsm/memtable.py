@@ -23,7 +23,7 @@ from bisect import bisect_left as _bisect_left
 
 from sortedcontainers import SortedList
 
-from ._memtable import MemTableIterator, add_version, get_version
+from ._memtable import MemTableIterator, add_batch, add_version, get_version
 
 __all__ = ["MemTable"]
 
@@ -47,6 +47,12 @@ class MemTable:
         self.approximate_bytes += len(key) + len(value) + self.overhead
         self.entries += 1
 
+    def add_all(self, seq: int, ops) -> None:
+        """``add`` each (kind, key, value) of ``ops`` at ``seq``, ``seq + 1``, ...
+        in one C call.  Caller holds the DB's write lock."""
+        self.approximate_bytes += add_batch(self.versions, self._pending, seq, ops, self.overhead)
+        self.entries += len(ops)
+
     def get(self, key: bytes, seq: int):
         """``(kind, value)`` of the newest version with sequence <= seq, or None."""
         v = get_version(self.versions, key, seq)
@@ -68,28 +74,36 @@ class MemTable:
 
     def has_keys_in(self, lo, hi) -> bool:
         """Whether a user key lies in ``[lo, hi)`` (None: unbounded), pending
-        ones included: a bounded scan leaves out a memtable without one."""
+        ones included."""
         with self.lock:
             self._merge_pending()
-            # SortedList keeps sorted sublists (_lists) and their last keys
-            # (_maxes): two bisects, without SortedList's positional index.
-            maxes = self._sorted._maxes
-            if not maxes:
-                return False
-            if lo is None:
-                first = self._sorted._lists[0][0]
-            else:
-                pos = _bisect_left(maxes, lo)
-                if pos == len(maxes):
-                    return False
-                sub = self._sorted._lists[pos]
-                first = sub[_bisect_left(sub, lo)]
-            return hi is None or first < hi
+            return self._has_keys_in(lo, hi)
 
-    def iterator(self) -> MemTableIterator:
-        """An ordered iterator of internal entries (see ext/lsm/_memtable.pyx)."""
+    def _has_keys_in(self, lo, hi) -> bool:
+        # Caller holds self.lock, pending keys merged.  SortedList keeps
+        # sorted sublists (_lists) and their last keys (_maxes): two bisects,
+        # without SortedList's positional index.
+        maxes = self._sorted._maxes
+        if not maxes:
+            return False
+        if lo is None:
+            first = self._sorted._lists[0][0]
+        else:
+            pos = _bisect_left(maxes, lo)
+            if pos == len(maxes):
+                return False
+            sub = self._sorted._lists[pos]
+            first = sub[_bisect_left(sub, lo)]
+        return hi is None or first < hi
+
+    def iterator(self, lo=None, hi=None):
+        """An ordered iterator of internal entries (see ext/lsm/_memtable.pyx);
+        for a scan bounded by ``[lo, hi)``, None when no key lies in it (a
+        bounded scan leaves such a memtable out)."""
         with self.lock:
             self._merge_pending()
+            if (lo is not None or hi is not None) and not self._has_keys_in(lo, hi):
+                return None
         return MemTableIterator(self._sorted, self.versions, self.lock)
 
     def __len__(self) -> int:

@@ -41,7 +41,7 @@ from .metrics import RateTracker, SplitHistory
 from .options import ServerOptions
 from .policy import jitter_rate
 from ._gate import FIRST_CHUNK as _FIRST_CHUNK, MAX_CHUNK as _MAX_CHUNK, Router, \
-    check_key as _check_key, route
+    check_key as _check_key, route, split_ops
 from .region import Region
 from .reports import ServerReports
 
@@ -461,8 +461,8 @@ class RegionServer(Router, ServerReports):
         while ops:
             r = self._enter(table, ops[0][1], True)
             try:
-                mine = [op for op in ops if r.contains(op[1])]
-                r.db.write(batch if len(mine) == len(ops) else _batch_of(mine), sync)
+                mine, rest = split_ops(ops, r.start, r.end)
+                r.db.write(batch if mine is ops else _batch_of(mine), sync)
                 if len(mine) > 1:
                     r.count_writes(len(mine) - 1)
             except Exception as e:
@@ -475,7 +475,7 @@ class RegionServer(Router, ServerReports):
             finally:
                 r.exit()
             applied += mine
-            ops = [op for op in ops if not r.contains(op[1])]
+            ops = rest
             batch = _batch_of(ops)
 
     def scan(self, table: str, start=None, end=None, reverse=False):

@@ -1,8 +1,10 @@
-"""The C fast path of a single put/delete WAL record equals the Python path."""
+"""The C fast paths of WAL records (a single put/delete framed, a batch's
+payload) and of the memtable's batch insert equal the Python paths."""
 import random
 
-from lsm._record import frame_single
-from lsm.batch import decode_record, encode_single
+from lsm._memtable import add_batch, add_version
+from lsm._record import encode_batch, frame_single
+from lsm.batch import decode_record, encode_record, encode_single
 from lsm.memfs import MemoryAppendFile
 from lsm.wal import BLOCK_SIZE, HEADER_SIZE, LogReader, LogWriter
 
@@ -27,3 +29,37 @@ def test_frame_single_declines_records_that_do_not_fit_the_block():
     assert frame_single(1, 1, b"key", b"0123456789", rec_len) is not None
     assert frame_single(1, 1, b"key", b"0123456789", rec_len - 1) is None
     assert frame_single(1, 1, b"k", b"x" * 70000, BLOCK_SIZE) is None
+
+
+def _random_ops(rng, n, keys=None):
+    ops = []
+    for _ in range(n):
+        kind = rng.randint(0, 1)
+        key = rng.choice(keys) if keys else rng.randbytes(rng.randint(1, 40))
+        ops.append((kind, key, rng.randbytes(rng.randint(0, 300)) if kind else b""))
+    return ops
+
+
+def test_encode_batch_is_encode_record_byte_for_byte():
+    rng = random.Random(4)
+    for n in list(range(0, 5)) + [rng.randint(5, 400) for _ in range(100)]:
+        ops = _random_ops(rng, n)
+        seq = rng.randint(1, (1 << 56) - 1)
+        assert encode_batch(seq, ops) == encode_record(seq, ops)
+        assert decode_record(encode_batch(seq, ops)) == (seq, ops)
+
+
+def test_add_batch_is_add_version_per_entry():
+    rng = random.Random(5)
+    keys = [rng.randbytes(rng.randint(1, 6)) for _ in range(30)]   # repeats: version lists
+    a, b, pending_a, pending_b = {}, {}, [], []
+    seq = 1
+    for _ in range(50):
+        ops = _random_ops(rng, rng.randint(0, 40), keys)
+        charged = add_batch(a, pending_a, seq, ops, 64)
+        for i, (kind, key, value) in enumerate(ops):
+            if add_version(b, key, seq + i, kind, value):
+                pending_b.append(key)
+        assert charged == sum(len(k) + len(v) + 64 for _, k, v in ops)
+        seq += len(ops)
+    assert a == b and pending_a == pending_b

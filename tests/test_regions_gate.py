@@ -10,7 +10,7 @@ import time
 import pytest
 
 import regions
-from regions._gate import route
+from regions._gate import route, split_ops
 from regions.errors import RegionBusyError, UnknownTableError
 from regions.region import CLOSED, OPEN, SPLITTING, Region
 
@@ -87,6 +87,19 @@ def test_route_agrees_with_a_bisect_over_the_start_keys():
     assert route(tables, "t", b"", True) is None
     with pytest.raises(TypeError):
         route(tables, "t", "not bytes", False)
+
+
+def test_split_ops_is_a_regions_contains_over_the_ops():
+    rng = random.Random(4)
+    for _ in range(300):
+        ops = [(1, bytes(rng.randrange(4) for _ in range(rng.randrange(1, 4))), b"v")
+               for _ in range(rng.randrange(0, 30))]
+        start = bytes(rng.randrange(4) for _ in range(rng.randrange(0, 3)))
+        end = rng.choice([b"", None, bytes(rng.randrange(4) for _ in range(rng.randrange(1, 3)))])
+        inside = [op for op in ops if op[1] >= start and (not end or op[1] < end)]
+        mine, rest = split_ops(ops, start, end)
+        assert mine == inside and rest == [op for op in ops if op not in inside]
+        assert (mine is ops) == (len(inside) == len(ops))
 
 
 def test_the_servers_single_key_operations_route_through_the_c_path():

@@ -36,6 +36,24 @@ cpdef bint add_version(dict versions, bytes key, uint64_t seq, int kind, bytes v
     return False
 
 
+def add_batch(dict versions, list pending, uint64_t seq, list ops, Py_ssize_t overhead):
+    """``add_version`` of each (kind, key, value) of ``ops`` at sequences
+    ``seq``, ``seq + 1``, ...; new keys appended to ``pending``.  Returns the
+    bytes to charge (key + value + ``overhead`` per entry).  Runs no Python
+    code, so no other thread sees the batch half-added."""
+    cdef Py_ssize_t i, total = 0
+    cdef tuple op
+    cdef bytes key, value
+    for i in range(len(ops)):
+        op = <tuple?>ops[i]
+        key = <bytes?>op[1]
+        value = <bytes?>op[2]
+        if add_version(versions, key, seq + i, <int>op[0], value):
+            pending.append(key)
+        total += len(key) + len(value) + overhead
+    return total
+
+
 cpdef object get_version(dict versions, bytes key, uint64_t seq):
     """The newest ``(seq, kind, value)`` of ``key`` with sequence <= ``seq``, or None."""
     cdef object vs = versions.get(key)

@@ -127,12 +127,13 @@ cdef class PointPath:
         cdef object m, item, files
         cdef list largest, smallest_users, largest_users
         cdef Py_ssize_t i, j
-        cdef bint bounded = lo is not None or hi is not None
         cdef InternalIterator it
         cdef DBIterator dbi
         for m in (mem, imm):
-            if m is not None and (not bounded or m.has_keys_in(lo, hi)):
-                children.append(m.iterator())
+            if m is not None:
+                m = m.iterator(lo, hi)
+                if m is not None:
+                    children.append(m)
         for item in <list>v.l0:
             if ((hi is None or _lt(<bytes>(<tuple>item)[0], hi))
                     and (lo is None or not _lt(<bytes>(<tuple>item)[1], lo))):

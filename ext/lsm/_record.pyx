@@ -9,7 +9,10 @@ the rest of the current log block as one FULL physical record:
     payload := sequence:fixed64le  count:fixed32le (= 1)
                kind:uint8  key_len:fixed32le  key  [value_len:fixed32le  value]
 
-It is the C twin of two formats owned elsewhere: the log framing of
+``encode_batch(seq, ops)`` is ``lsm.batch.encode_record`` (the payload of
+any batch, unframed), in one buffer.
+
+Both are C twins of two formats owned elsewhere: the log framing of
 lsm/wal.py (the CRC is zlib's crc32 over length+type+payload, masked as
 LevelDB does) and the batch record of lsm/batch.py; tests check all three
 agree byte for byte.  The framing constants are read from lsm/wal.py, the
@@ -57,4 +60,37 @@ def frame_single(uint64_t seq, int kind, bytes key, bytes value, Py_ssize_t bloc
     cdef uint32_t c = crc32(0, p + 4, 3)
     c = crc32(c, q, <unsigned int>n)
     _put32(p, mask_crc(c))
+    return out
+
+
+def encode_batch(uint64_t seq, list ops):
+    """``lsm.batch.encode_record(seq, ops)``: ops are (kind, key, value) tuples
+    of bytes (``WriteBatch`` checked them)."""
+    cdef Py_ssize_t n = 12, i, count = len(ops), kn, vn
+    cdef tuple op
+    cdef bytes key, value
+    for i in range(count):
+        op = <tuple?>ops[i]
+        n += 5 + PyBytes_GET_SIZE(<bytes?>op[1])
+        if <int>op[0] == KIND_VALUE:
+            n += 4 + PyBytes_GET_SIZE(<bytes?>op[2])
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, n)
+    cdef unsigned char* q = <unsigned char*>PyBytes_AS_STRING(out)
+    _put64(q, seq)
+    _put32(q + 8, <uint32_t>count)
+    q += 12
+    for i in range(count):
+        op = <tuple>ops[i]
+        key = <bytes>op[1]
+        kn = PyBytes_GET_SIZE(key)
+        q[0] = <unsigned char><int>op[0]
+        _put32(q + 1, <uint32_t>kn)
+        memcpy(q + 5, PyBytes_AS_STRING(key), kn)
+        q += 5 + kn
+        if <int>op[0] == KIND_VALUE:
+            value = <bytes>op[2]
+            vn = PyBytes_GET_SIZE(value)
+            _put32(q, <uint32_t>vn)
+            memcpy(q + 4, PyBytes_AS_STRING(value), vn)
+            q += 4 + vn
     return out

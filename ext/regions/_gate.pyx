@@ -80,6 +80,25 @@ cdef inline int _compare(bytes a, bytes b):
     return (la > lb) - (la < lb)
 
 
+def split_ops(list ops, bytes start not None, end):
+    """``(mine, rest)``: the (kind, key, value) ops whose key lies in
+    ``[start, end)`` (an empty or None end: unbounded; a region's
+    ``contains``) and the others, each in order.  ``mine`` is ``ops``
+    itself when every key is inside."""
+    cdef list mine = [], rest = []
+    cdef bint open_end = not end
+    cdef bytes key
+    for op in ops:
+        key = <bytes?>(<tuple?>op)[1]
+        if _compare(key, start) >= 0 and (open_end or _compare(key, <bytes?>end) < 0):
+            mine.append(op)
+        else:
+            rest.append(op)
+    if not rest:
+        return ops, rest
+    return mine, rest
+
+
 def check_key(key, name="key"):
     if type(key) is not bytes:
         raise TypeError(f"{name} must be bytes, got {type(key).__name__}")
