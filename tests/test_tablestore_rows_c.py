@@ -399,3 +399,47 @@ def test_plain_put_leaves_everything_not_plain_to_the_python_checks():
     big = [("a", "x" * (512 << 10)), ("b", "y" * (512 << 10))] * 4    # 4 MiB of attributes
     _python_put(schema, pk, [("a", 1), ("b", 1)])
     assert _rows.plain_put(schema, pk, big) is None        # over the row limit: the service's error
+
+
+def _python_update(schema, primary_key, update):
+    """What writes.prepare's Python checks make of an UpdateRow (plain_update's twin)."""
+    from regions.tablestore.validate import check_pk, check_update_columns
+    values = check_pk(schema, primary_key)
+    ops = check_update_columns(schema, update, 0)
+    return (values, pkcodec.encode_pk(schema.types, values), ops,
+            pk_size(list(zip(schema.names, values))), cells_size([(c[1], c[2]) for c in ops]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(INT, st.dictionaries(ATTR_NAMES, PLAIN_VALUES, min_size=1, max_size=4),
+       st.sampled_from(["put", "PUT"]))
+def test_plain_update_matches_the_python_checks(k, columns, key):
+    schema = Schema(["k"], ["INTEGER"], None, -1, 1, 86400, None, [])
+    update = {key: list(columns.items())}
+    expect = _python_update(schema, [("k", k)], update)      # also makes the names known
+    assert _rows.plain_update(schema, [("k", k)], update) == expect
+
+
+def test_plain_update_leaves_everything_but_plain_puts_to_the_python_checks():
+    schema = Schema(["k"], ["INTEGER"], None, -1, 1, 86400, None, [])
+    pk = [("k", 1)]
+    _python_update(schema, pk, {"put": [("a", 1), ("b", 2)]})
+    assert _rows.plain_update(schema, pk, {"put": [("a", 1)]})[2] == [("PUT", "a", 1, None)]
+    for update in ({"put": [("a", 1), ("a", 2)]},              # a repeated column: the rules decide
+                   {"put": [("a", 1)], "delete_all": ["b"]},   # other operations
+                   {"increment": [("a", 1)]}, {"Put": [("a", 1)]}, {"put": []},
+                   {"put": [["a", 1]]}, {"put": [("a", 1, 1000)]}, {"put": [("a", None)]},
+                   {"put": [("a", True)]}, {"put": [("k", 1)]}, [("a", 1)], {}):
+        assert _rows.plain_update(schema, pk, update) is None, update
+
+
+def test_an_update_expecting_no_row_is_refused_as_before_the_plain_path():
+    from regions.tablestore import (OTSClient, Row, TableMeta, Condition, RowExistenceExpectation,
+                                    OTSServiceError)
+    with OTSClient(":memory:") as client:
+        client.create_table(TableMeta("t", [("k", "INTEGER")]))
+        with pytest.raises(OTSServiceError) as e:
+            client.update_row("t", Row([("k", 1)], {"put": [("a", 1)]}),
+                              Condition(RowExistenceExpectation.EXPECT_NOT_EXIST))
+        assert e.value.code == "OTSParameterInvalid"
+        assert client.get_row("t", [("k", 1)])[1] is None

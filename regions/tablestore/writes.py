@@ -74,10 +74,13 @@ def prepare(name, schema, kind, row, condition, return_type) -> Prepared:
         check_condition(condition.column_condition)
     p = Prepared()
     p.table, p.kind, p.condition, p.return_type = name, kind, condition, return_type
-    if kind == BatchWriteRowType.PUT:
+    if kind == BatchWriteRowType.PUT or (
+            kind == BatchWriteRowType.UPDATE
+            and condition.row_existence_expectation != RowExistenceExpectation.EXPECT_NOT_EXIST):
         # A plain row (the common case) checked, encoded and sized in one C
         # call; anything else, and every error, by the checks below.
-        plain = _rows.plain_put(schema, row.primary_key, row.attribute_columns)
+        plain = (_rows.plain_put if kind == BatchWriteRowType.PUT else _rows.plain_update)(
+            schema, row.primary_key, row.attribute_columns)
         if plain is not None:
             p.pk_values, p.row_key, p.cells, p.pk_bytes, p.attr_bytes = plain
             p.auto_incr = False

@@ -12,7 +12,7 @@ random inputs, tests/test_tablestore_rows_c.py):
     head_cells, row_cells       head_cells, row_cells of tests/rows_reference.py
     RangePage                   the GetRange page loop (range_page, tests/rows_reference.py)
     RowReader                   OTSClient.get_row of a whole row by a plain key (OTSClient._get)
-    plain_put                   writes.prepare of a plain PutRow (its Python checks)
+    plain_put, plain_update     writes.prepare of a plain PutRow / UpdateRow (its Python checks)
 
 The formats are documented where they are owned (pkcodec.py: row keys,
 cells.py: head values); nothing here defines a format.  Keys and head values
@@ -714,28 +714,28 @@ cdef bint _plain_key(list names, list types, primary_key, Buf* b, Py_ssize_t* si
     return True
 
 
-def plain_put(schema, primary_key, columns):
-    """(values, row key, cells, pk bytes, attribute bytes) of a PutRow that is
-    plainly valid, or None (then ``writes.prepare``'s Python checks, its
-    twin, decide and raise what they raise): a plain key (``_plain_key``),
-    columns as (name, value) pairs whose names passed ``check_name`` before
-    (``validate._GOOD_NAMES``) and are not key columns, plain values
-    (``validate._plain_value``), and a row within MAX_ROW_WRITE_BYTES.
-    Cells are (name, value, None): the writer assigns the timestamps."""
-    cdef Buf b
-    cdef Py_ssize_t size = 0, attr = 0
-    cdef list names = <list?>schema.names, values = [], out = []
-    cdef bytes row_key
+cdef list _plain_cells(list pk_names, columns, bint update, Py_ssize_t* attr):
+    """The cells of plain columns, or None: (name, value) pairs whose names
+    passed ``check_name`` before (``validate._GOOD_NAMES``) and are not key
+    columns, with plain values (``validate._plain_value``); for an update,
+    each name once.  Put cells are (name, value, None), update cells
+    ("PUT", name, value, None); their CU size is added to ``attr``."""
+    cdef list out = []
+    cdef set names = set() if update else None
     cdef double d
     cdef int64_t iv
     if type(columns) is not list and type(columns) is not tuple:
         return None
     for col in columns:
-        if (type(col) is not tuple and type(col) is not list) or len(col) != 2:
+        if (type(col) is not tuple and (update or type(col) is not list)) or len(col) != 2:
             return None
         name = col[0]
-        if type(name) is not str or name not in _GOOD_NAMES_SET or name in names:
+        if type(name) is not str or name not in _GOOD_NAMES_SET or name in pk_names:
             return None
+        if update:
+            if name in names:
+                return None
+            names.add(name)
         v = col[1]
         t = type(v)
         if t is int:
@@ -743,27 +743,61 @@ def plain_put(schema, primary_key, columns):
                 iv = v
             except OverflowError:
                 return None
-            attr += 8
+            attr[0] += 8
         elif t is float:
             d = v
             if d != d or d - d != 0.0:          # NaN or an infinity
                 return None
-            attr += 8
+            attr[0] += 8
         elif t is str:
             if len(<str>v) > _MAX_PLAIN_STR:
                 return None
-            attr += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(v))
+            attr[0] += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(v))
         else:
             return None
-        attr += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
-        out.append((name, v, None))
+        attr[0] += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+        out.append(("PUT", name, v, None) if update else (name, v, None))
+    return out
+
+
+cdef object _plain_row(schema, primary_key, list cells, Py_ssize_t attr):
+    cdef Buf b
+    cdef Py_ssize_t size = 0
+    cdef list values = []
+    cdef bytes row_key
     b.p, b.n, b.cap = NULL, 0, 0
     try:
-        if not _plain_key(names, <list?>schema.types, primary_key, &b, &size, values):
+        if not _plain_key(<list?>schema.names, <list?>schema.types, primary_key, &b, &size, values):
             return None
         row_key = PyBytes_FromStringAndSize(<char*>b.p, b.n)
     finally:
         free(b.p)
     if size + attr > _MAX_ROW_WRITE_BYTES:
         return None
-    return values, row_key, out, size, attr
+    return values, row_key, cells, size, attr
+
+
+def plain_put(schema, primary_key, columns):
+    """(values, row key, cells, pk bytes, attribute bytes) of a PutRow that is
+    plainly valid, or None (then ``writes.prepare``'s Python checks, its
+    twin, decide and raise what they raise): a plain key (``_plain_key``),
+    plain columns (``_plain_cells``) and a row within MAX_ROW_WRITE_BYTES.
+    Cells are (name, value, None): the writer assigns the timestamps."""
+    cdef Py_ssize_t attr = 0
+    cells = _plain_cells(<list?>schema.names, columns, False, &attr)
+    return None if cells is None else _plain_row(schema, primary_key, cells, attr)
+
+
+def plain_update(schema, primary_key, update):
+    """``plain_put`` for an UpdateRow that only puts (``{"put": [(name,
+    value), ...]}``, each name once): cells ("PUT", name, value, None)."""
+    cdef Py_ssize_t attr = 0
+    if type(update) is not dict or len(<dict>update) != 1:
+        return None
+    columns = (<dict>update).get("put")
+    if columns is None:
+        columns = (<dict>update).get("PUT")
+    if type(columns) is not list or not columns:
+        return None
+    cells = _plain_cells(<list?>schema.names, columns, True, &attr)
+    return None if cells is None else _plain_row(schema, primary_key, cells, attr)
