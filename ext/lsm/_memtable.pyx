@@ -20,7 +20,8 @@ from lsm._keys cimport ikey_of, pack_tag, tag_of, user_of
 from bisect import bisect_left as _bisect_left, bisect_right as _bisect_right
 
 cdef enum:
-    CHUNK = 128
+    FIRST_CHUNK = 8     # keys loaded by a seek (a row read needs a few)
+    CHUNK = 128         # ... doubling up to this many on each later load
 
 
 cpdef bint add_version(dict versions, bytes key, uint64_t seq, int kind, bytes value):
@@ -97,6 +98,7 @@ cdef class MemTableIterator(InternalIterator):
     cdef Py_ssize_t _vi      # current version index; newest first means _vi counts down
     cdef bint _forward
     cdef bytes _key          # cached internal key of the current entry
+    cdef Py_ssize_t _want    # keys to load next (FIRST_CHUNK after a seek, doubling)
 
     def __init__(self, sorted_keys, dict versions, lock):
         self._sorted = sorted_keys
@@ -107,18 +109,24 @@ cdef class MemTableIterator(InternalIterator):
         self._vers = None
         self._forward = True
         self._key = None
+        self._want = FIRST_CHUNK
 
     cdef _load_forward(self, object after, bint inclusive):
         with self._lock:
-            self._chunk = _chunk_after(self._sorted, after, inclusive)
+            self._chunk = _chunk_after(self._sorted, after, inclusive, self._grow())
         self._ci = 0
         self._forward = True
 
     cdef _load_backward(self, object before, bint inclusive):
         with self._lock:
-            self._chunk = _chunk_before(self._sorted, before, inclusive)
+            self._chunk = _chunk_before(self._sorted, before, inclusive, self._grow())
         self._ci = 0
         self._forward = False
+
+    cdef inline Py_ssize_t _grow(self):
+        cdef Py_ssize_t n = self._want
+        self._want = n * 2 if n < CHUNK else CHUNK
+        return n
 
     cdef _enter_key(self, bint newest_first):
         """Make the chunk's current key current; position on a version."""
@@ -139,14 +147,17 @@ cdef class MemTableIterator(InternalIterator):
         return self._vers is not None
 
     cpdef seek_to_first(self):
+        self._want = FIRST_CHUNK
         self._load_forward(None, True)
         self._enter_key(True)
 
     cpdef seek_to_last(self):
+        self._want = FIRST_CHUNK
         self._load_backward(None, True)
         self._enter_key(False)
 
     cpdef seek(self, bytes ikey):
+        self._want = FIRST_CHUNK
         cdef bytes uk = user_of(ikey)
         cdef uint64_t tag = tag_of(ikey)
         self._load_forward(uk, True)
@@ -159,6 +170,7 @@ cdef class MemTableIterator(InternalIterator):
                 self._next_key()
 
     cpdef seek_for_prev(self, bytes ikey):
+        self._want = FIRST_CHUNK
         cdef bytes uk = user_of(ikey)
         cdef uint64_t tag = tag_of(ikey)
         self._load_backward(uk, True)
@@ -213,10 +225,10 @@ cdef class MemTableIterator(InternalIterator):
 # A chunk of the sorted keys, read from SortedList's own layout: sorted
 # sublists (``_lists``) and their last keys (``_maxes``).  Two bisects and
 # list slices, instead of stepping SortedList.irange's generator key by key
-# (a seek loads CHUNK keys; through irange that was most of a short scan).
+# (through irange that was most of a short scan).
 
-cdef list _chunk_after(object sl, object after, bint inclusive):
-    """Up to CHUNK keys >= ``after`` (> with not ``inclusive``; None: from the first), ascending."""
+cdef list _chunk_after(object sl, object after, bint inclusive, Py_ssize_t want):
+    """Up to ``want`` keys >= ``after`` (> with not ``inclusive``; None: from the first), ascending."""
     cdef list maxes = sl._maxes, lists = sl._lists, sub, out
     cdef Py_ssize_t pos = 0, idx = 0, n = len(lists)
     if after is not None:
@@ -226,16 +238,16 @@ cdef list _chunk_after(object sl, object after, bint inclusive):
         sub = <list>lists[pos]
         idx = _bisect_left(sub, after) if inclusive else _bisect_right(sub, after)
     out = []
-    while pos < n and len(out) < CHUNK:
+    while pos < n and len(out) < want:
         sub = <list>lists[pos]
-        out.extend(sub[idx:idx + CHUNK - len(out)])
+        out.extend(sub[idx:idx + want - len(out)])
         pos += 1
         idx = 0
     return out
 
 
-cdef list _chunk_before(object sl, object before, bint inclusive):
-    """Up to CHUNK keys <= ``before`` (< with not ``inclusive``; None: from the last), descending."""
+cdef list _chunk_before(object sl, object before, bint inclusive, Py_ssize_t want):
+    """Up to ``want`` keys <= ``before`` (< with not ``inclusive``; None: from the last), descending."""
     cdef list maxes = sl._maxes, lists = sl._lists, sub, out
     cdef Py_ssize_t pos, idx, lo, n = len(lists)
     if n == 0:
@@ -251,9 +263,9 @@ cdef list _chunk_before(object sl, object before, bint inclusive):
         else:
             idx = _bisect_right(sub, before) if inclusive else _bisect_left(sub, before)
     out = []
-    while pos >= 0 and len(out) < CHUNK:
+    while pos >= 0 and len(out) < want:
         sub = <list>lists[pos]
-        lo = idx - (CHUNK - len(out))
+        lo = idx - (want - len(out))
         if lo < 0:
             lo = 0
         out.extend(reversed(sub[lo:idx]))
