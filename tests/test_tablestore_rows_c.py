@@ -443,3 +443,27 @@ def test_an_update_expecting_no_row_is_refused_as_before_the_plain_path():
                               Condition(RowExistenceExpectation.EXPECT_NOT_EXIST))
         assert e.value.code == "OTSParameterInvalid"
         assert client.get_row("t", [("k", 1)])[1] is None
+
+
+def test_a_range_page_pauses_the_gc_only_while_it_is_built():
+    import gc
+    from regions.tablestore import OTSClient, Row, TableMeta, INF_MIN, INF_MAX
+    with OTSClient(":memory:") as client:
+        client.create_table(TableMeta("t", [("k", "INTEGER")]))
+        for i in range(50):
+            client.put_row("t", Row([("k", i)], [("a", i), ("s", "x" * i)]))
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            try:
+                _, _, rows, _ = client.get_range("t", "FORWARD", [("k", INF_MIN)], [("k", INF_MAX)])
+                assert gc.isenabled() is enabled
+            finally:
+                gc.enable()
+            assert [r.primary_key for r in rows] == [[("k", i)] for i in range(50)]
+            # cells and key columns hold no container: the GC need not watch them
+            assert not any(gc.is_tracked(c) for r in rows for c in r.attribute_columns + r.primary_key)
+            assert all(gc.is_tracked(r.attribute_columns) for r in rows)
+    page = _rows.RangePage(1, ["k"], True, 1, 10, 1 << 20, None, None)
+    with pytest.raises(ValueError):                 # a corrupt row key: the state is restored
+        page.run([(b"\x07garbage", b"\x00" * 9)])
+    assert gc.isenabled()
