@@ -582,13 +582,19 @@ class DB(BackgroundWork):
         }
 
     def _tables_in(self, start, end):
-        v = self.versions.current
-        for _lv, f in v.files():
-            if end is not None and f.smallest_user >= end:
-                continue
-            if start is not None and f.largest_user < start:
-                continue
-            yield f
+        """The current version's tables meeting ``[start, end]``, the version
+        pinned until the walk ends: the caller opens them one by one, and a
+        compaction finishing meanwhile must not delete their files."""
+        v = self.versions.ref()
+        try:
+            for _lv, f in v.files():
+                if end is not None and f.smallest_user >= end:
+                    continue
+                if start is not None and f.largest_user < start:
+                    continue
+                yield f
+        finally:
+            self.versions.unref(v)
 
     def approximate_size(self, start: bytes = None, end: bytes = None) -> int:
         """Approximate table bytes of keys in ``[start, end)`` (memtable excluded)."""

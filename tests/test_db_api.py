@@ -236,6 +236,35 @@ def test_stats_sizes_and_middle_key(dbpath):
         assert db.middle_key(b"00001", b"00002") is None
 
 
+def test_size_walks_pin_their_version_against_a_compaction_deleting_its_files(dbpath):
+    """middle_key and approximate_size open the tables of the version they
+    walk one by one; a compaction finishing meanwhile must not delete the
+    files not yet opened (a split-point search of the concurrency soak run
+    once found one gone)."""
+    with lsm.DB.open(dbpath, tiny_options(max_open_files=20)) as db:
+        for i in range(3000):
+            db.put(b"%05d" % i, os.urandom(50))
+        db.flush()
+        walk = db._tables_in(None, None)
+        first = next(walk)
+        files = [f for _lv, f in db.versions.current.files()]
+        assert files[0] is first
+        for f in files:
+            db._tables.evict(f.number)      # forget the open tables: each must be reopened
+        db.compact_range()
+        live = {f.number for _lv, f in db.versions.current.files()}
+        gone = [f for f in files if f.number not in live]       # rewritten, not moved
+        assert gone
+        rest = list(walk)                   # the walk ends here, its version still pinned
+        for f in gone:
+            assert db._table(f).file_size > 0
+        assert len(rest) == len(files) - 1
+        db.put(b"more", b"v")
+        db.flush()                          # the walk is over: its obsolete files go
+        on_disk = set(os.listdir(dbpath))
+        assert not {os.path.basename(db._table_key(f)[0]) for f in gone} & on_disk
+
+
 def test_compaction_filter_drops_entries_and_older_versions_stay_hidden(dbpath):
     def factory():
         return lambda key, value: value == b"drop"
