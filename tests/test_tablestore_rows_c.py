@@ -282,7 +282,7 @@ def _same(a, b):
        st.sampled_from([1, 3]), st.integers(-1, 40))
 def test_row_reader_is_the_python_get_on_rows_with_deltas_and_deletes(ops, max_versions, flush_at):
     from regions.tablestore import (OTSClient, Row, TableMeta, TableOptions, Condition,
-                                    RowExistenceExpectation)
+                                    RowExistenceExpectation, RowDataItem)
     client = OTSClient(":memory:")
     try:
         client.create_table(TableMeta("t", [("k", "INTEGER"), ("s", "STRING")]),
@@ -311,6 +311,13 @@ def test_row_reader_is_the_python_get_on_rows_with_deltas_and_deletes(ops, max_v
             _same(fast, _slow_get(client, "t", pk))
             _same(fast, client.get_row("t", pk))
             _same(fast, client.get_row("t", tuple(pk), columns_to_get=None, max_version=1))
+            # BatchGetRow's item: what RowDataItem.__init__ makes of the Python path's result
+            slow = _slow_get(client, "t", pk)
+            expect = RowDataItem(True, None, None, "t", slow[0],
+                                 slow[1].primary_key if slow[1] else None,
+                                 slow[1].attribute_columns if slow[1] else None)
+            got = client._row_reader.item("t", pk, "t")
+            assert list(vars(got)) == list(vars(expect)) and repr(got) == repr(expect)
     finally:
         client.close()
 

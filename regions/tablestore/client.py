@@ -440,12 +440,9 @@ class OTSClient:
             for pk in item.primary_keys:
                 error = table_error
                 if error is None and whole:
-                    got = self._row_reader.get(name, pk)
+                    got = self._row_reader.item(name, pk, table_name)
                     if got is not None:
-                        row = got[1]
-                        items.append(RowDataItem(True, None, None, table_name, got[0],
-                                                 row.primary_key if row else None,
-                                                 row.attribute_columns if row else None))
+                        items.append(got)
                         continue
                 if error is None:
                     try:

@@ -34,7 +34,7 @@ from operator import itemgetter
 
 from regions.tablestore.capacity import UNIT
 from regions.tablestore.cells import put_head as _py_put_head
-from regions.tablestore.metadata import INF_MAX, INF_MIN, CapacityUnit, Row
+from regions.tablestore.metadata import INF_MAX, INF_MIN, CapacityUnit, Row, RowDataItem
 from regions.tablestore.validate import (MAX_ROW_WRITE_BYTES, MAX_VALUE_BYTES, SHORT_PK_STR,
                                          _GOOD_NAMES)
 
@@ -72,6 +72,7 @@ cdef inline tuple _maybe_atomic(tuple t):
 
 cdef object _INF_MIN = INF_MIN
 cdef object _CapacityUnit = CapacityUnit
+cdef object _RowDataItem = RowDataItem
 cdef Py_ssize_t _UNIT = UNIT
 cdef Py_ssize_t _SHORT_PK_STR = SHORT_PK_STR
 cdef Py_ssize_t _MAX_PLAIN_STR = MAX_VALUE_BYTES // 4     # validate._plain_value
@@ -686,6 +687,26 @@ cdef class RowReader:
         self._server = server
 
     def get(self, table_name, primary_key):
+        """(consumed, Row or None, b"") as ``get_row`` returns, or None."""
+        return self._read(table_name, primary_key)
+
+    def item(self, table_name, primary_key, item_table_name):
+        """The BatchGetRow result item of the row (``RowDataItem(True, None,
+        None, item_table_name, consumed, ...)``, its attributes set in the
+        order its ``__init__`` sets them), or None."""
+        got = self._read(table_name, primary_key)
+        if got is None:
+            return None
+        item = _new_object(_RowDataItem)
+        item.is_ok = True
+        item.error_code = None
+        item.error_message = None
+        item.table_name = item_table_name
+        item.consumed = (<tuple>got)[0]
+        item.row = (<tuple>got)[1]
+        return item
+
+    cdef object _read(self, table_name, primary_key):
         cdef Buf b
         cdef Py_ssize_t i, size = 0, csize = 0
         cdef list names, values = []
