@@ -60,7 +60,6 @@ class ApiMetrics:
     def __init__(self, clock=time.monotonic):
         self._clock = clock
         self._lock = threading.Lock()
-        self._requests = {}        # api -> count
         self._errors = {}          # (api, code) -> count
         self._latency = {}         # api -> histogram
         # per-second ring: slot -> [second, requests, errors]
@@ -68,14 +67,14 @@ class ApiMetrics:
         self._started = clock()
 
     def record(self, api: str, seconds: float, error_code=None) -> None:
-        now = self._clock()
-        sec = int(now)
-        with self._lock:
-            self._requests[api] = self._requests.get(api, 0) + 1
+        sec = int(self._clock())
+        with self._lock:          # on every API call: _observe and the counters inline
             h = self._latency.get(api)
             if h is None:
                 h = self._latency[api] = _histogram(LATENCY_BUCKETS)
-            _observe(h, seconds)
+            h["counts"][_bisect_left(LATENCY_BUCKETS, seconds)] += 1
+            h["sum"] += seconds
+            h["count"] += 1
             slot = self._ring[sec % WINDOW_SECONDS]
             if slot[0] != sec:
                 slot[0], slot[1], slot[2] = sec, 0, 0
@@ -108,7 +107,8 @@ class ApiMetrics:
             errors = {}
             for (api, code), n in self._errors.items():
                 errors.setdefault(api, {})[code] = n
-            return {"requests": dict(self._requests), "errors": errors,
+            return {"requests": {api: h["count"] for api, h in self._latency.items()},
+                    "errors": errors,
                     "latency": {api: _copy_histogram(h) for api, h in self._latency.items()},
                     "requests_per_second": rps, "errors_per_second": eps}
 

@@ -604,19 +604,20 @@ def _error_code(exc):
 
 
 def _metered(api, method):
+    clock, front = time.perf_counter, _front_end      # on every API call: no global lookups
+
     @functools.wraps(method)
     def call(self, *args, **kwargs):
-        if _front_end.metering:
+        if front.metering:
             return method(self, *args, **kwargs)
-        t0 = time.perf_counter()
-        code = None
+        t0 = clock()
         try:
-            return method(self, *args, **kwargs)
+            result = method(self, *args, **kwargs)
         except Exception as e:
-            code = _error_code(e)
+            self._api_metrics.record(api, clock() - t0, _error_code(e))
             raise
-        finally:
-            self._api_metrics.record(api, time.perf_counter() - t0, code)
+        self._api_metrics.record(api, clock() - t0)
+        return result
     return call
 
 
