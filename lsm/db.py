@@ -311,7 +311,13 @@ class DB(BackgroundWork):
 
     def _write_one(self, kind, key, value, sync):
         with self._write_lock:
-            lg = self._admit()
+            # _admit's checks inline on the hot path; it decides when any fails
+            if (self._closed or self._write_error is not None or self._bg_error is not None
+                    or self._mem.approximate_bytes >= self.options.memtable_bytes
+                    or len(self.versions.current.levels[0]) >= self.options.l0_slowdown_trigger):
+                lg = self._admit()
+            else:
+                lg = self._log
             seq = self._last_seq + 1
             w = lg.writer
             try:
