@@ -29,7 +29,7 @@ from . import filenames
 from ._db_iter import DBIterator
 from ._iter import LevelIterator, ListIterator, MergingIterator
 from ._read import PointPath
-from ._record import encode_batch, frame_single
+from ._record import encode_batch, frame_batch, frame_single
 from .background import BackgroundWork
 from .batch import WriteBatch, check_bound, check_key, check_value, encode_single, replay
 from .cache import BlockCache, TableCache
@@ -352,8 +352,13 @@ class DB(BackgroundWork):
         with self._write_lock:
             lg = self._admit()
             seq = self._last_seq + 1
+            w = lg.writer
             try:
-                lg.writer.add_record(encode_batch(seq, ops))
+                rec = frame_batch(seq, ops, w.block_left())
+                if rec is not None:
+                    w.append_framed(rec)
+                else:
+                    w.add_record(encode_batch(seq, ops))
             except BaseException as e:
                 self._write_error = e
                 raise

@@ -3,7 +3,7 @@ payload) and of the memtable's batch insert equal the Python paths."""
 import random
 
 from lsm._memtable import add_batch, add_version
-from lsm._record import encode_batch, frame_single
+from lsm._record import encode_batch, frame_batch, frame_single
 from lsm.batch import decode_record, encode_record, encode_single
 from lsm.memfs import MemoryAppendFile
 from lsm.wal import BLOCK_SIZE, HEADER_SIZE, LogReader, LogWriter
@@ -47,6 +47,24 @@ def test_encode_batch_is_encode_record_byte_for_byte():
         seq = rng.randint(1, (1 << 56) - 1)
         assert encode_batch(seq, ops) == encode_record(seq, ops)
         assert decode_record(encode_batch(seq, ops)) == (seq, ops)
+
+
+def test_frame_batch_matches_add_record_of_encode_record_or_declines():
+    rng = random.Random(6)
+    for n in list(range(0, 4)) + [rng.randint(4, 300) for _ in range(60)]:
+        ops = _random_ops(rng, n)
+        seq = rng.randint(1, (1 << 56) - 1)
+        payload = encode_record(seq, ops)
+        left = rng.choice([BLOCK_SIZE, len(payload) + HEADER_SIZE, len(payload) + HEADER_SIZE - 1])
+        rec = frame_batch(seq, ops, left)
+        if len(payload) + HEADER_SIZE > left or len(payload) > 0xffff:
+            assert rec is None
+            continue
+        a, b = MemoryAppendFile(), MemoryAppendFile()
+        LogWriter(a).add_record(payload)
+        LogWriter(b).append_framed(rec)
+        assert a.getvalue() == b.getvalue()
+        assert list(LogReader(b.getvalue())) == [payload]
 
 
 def test_add_batch_is_add_version_per_entry():

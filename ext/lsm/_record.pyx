@@ -10,7 +10,8 @@ the rest of the current log block as one FULL physical record:
                kind:uint8  key_len:fixed32le  key  [value_len:fixed32le  value]
 
 ``encode_batch(seq, ops)`` is ``lsm.batch.encode_record`` (the payload of
-any batch, unframed), in one buffer.
+any batch, unframed), in one buffer; ``frame_batch`` is to it what
+``frame_single`` is to ``encode_single``.
 
 Both are C twins of two formats owned elsewhere: the log framing of
 lsm/wal.py (the CRC is zlib's crc32 over length+type+payload, masked as
@@ -63,19 +64,23 @@ def frame_single(uint64_t seq, int kind, bytes key, bytes value, Py_ssize_t bloc
     return out
 
 
-def encode_batch(uint64_t seq, list ops):
-    """``lsm.batch.encode_record(seq, ops)``: ops are (kind, key, value) tuples
-    of bytes (``WriteBatch`` checked them)."""
-    cdef Py_ssize_t n = 12, i, count = len(ops), kn, vn
+cdef Py_ssize_t _batch_size(list ops) except -1:
+    """Payload bytes of the batch record of ``ops``."""
+    cdef Py_ssize_t n = 12, i
     cdef tuple op
-    cdef bytes key, value
-    for i in range(count):
+    for i in range(len(ops)):
         op = <tuple?>ops[i]
         n += 5 + PyBytes_GET_SIZE(<bytes?>op[1])
         if <int>op[0] == KIND_VALUE:
             n += 4 + PyBytes_GET_SIZE(<bytes?>op[2])
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, n)
-    cdef unsigned char* q = <unsigned char*>PyBytes_AS_STRING(out)
+    return n
+
+
+cdef void _put_batch(unsigned char* q, uint64_t seq, list ops):
+    """Write the batch record of ``ops`` (sized by ``_batch_size``) at ``q``."""
+    cdef Py_ssize_t i, kn, vn, count = len(ops)
+    cdef tuple op
+    cdef bytes key, value
     _put64(q, seq)
     _put32(q + 8, <uint32_t>count)
     q += 12
@@ -93,4 +98,31 @@ def encode_batch(uint64_t seq, list ops):
             _put32(q, <uint32_t>vn)
             memcpy(q + 4, PyBytes_AS_STRING(value), vn)
             q += 4 + vn
+
+
+def encode_batch(uint64_t seq, list ops):
+    """``lsm.batch.encode_record(seq, ops)``: ops are (kind, key, value) tuples
+    of bytes (``WriteBatch`` checked them)."""
+    cdef Py_ssize_t n = _batch_size(ops)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, n)
+    _put_batch(<unsigned char*>PyBytes_AS_STRING(out), seq, ops)
+    return out
+
+
+def frame_batch(uint64_t seq, list ops, Py_ssize_t block_left):
+    """``frame_single`` for a batch: the framed WAL bytes of
+    ``encode_batch(seq, ops)`` as one FULL record, or None if it does not fit
+    in ``block_left`` bytes (the caller then takes the general path)."""
+    cdef Py_ssize_t n = _batch_size(ops)
+    if n + HEADER > block_left or n > 0xffff:
+        return None
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, n + HEADER)
+    cdef unsigned char* p = <unsigned char*>PyBytes_AS_STRING(out)
+    _put_batch(p + HEADER, seq, ops)
+    p[4] = n & 0xff
+    p[5] = (n >> 8) & 0xff
+    p[6] = FULL
+    cdef uint32_t c = crc32(0, p + 4, 3)
+    c = crc32(c, p + HEADER, <unsigned int>n)
+    _put32(p, mask_crc(c))
     return out
