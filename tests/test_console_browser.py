@@ -22,13 +22,26 @@ SCREENSHOTS_ENV = "CONSOLE_SCREENSHOTS"
 
 def _navigate(browser, element):
     """Click ``element`` and wait until the new page replaced the old one (so no
-    element of the old page is found afterwards: a stale-element flake)."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
+    element of the old page is found afterwards: a stale-element flake).
+
+    The old page is marked with a window property and the wait is for a
+    complete document without the mark.  Watching the old ``<html>`` element go
+    stale instead races with chromedriver: asked about a node while the
+    document is being replaced, it may answer "Node with given id does not
+    belong to the document" (an unknown error, not a stale element)."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
-    old = browser.find_element(By.TAG_NAME, "html")
+    browser.execute_script("window.__consoleOldPage = true;")
     element.click()
-    WebDriverWait(browser, 10).until(expected_conditions.staleness_of(old))
+
+    def replaced(driver):
+        try:
+            return driver.execute_script(
+                "return window.__consoleOldPage === undefined && "
+                "document.readyState === 'complete';")
+        except WebDriverException:      # mid-navigation: ask again
+            return False
+    WebDriverWait(browser, 10).until(replaced, "the page did not change after the click")
 
 
 def _driver():
