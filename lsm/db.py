@@ -200,6 +200,7 @@ class DB(BackgroundWork):
         self._point = PointPath(self, self._tables.peek.__self__)
         self.get = self._point.get      # the point read, one C call (lsm/_read.pyx); DB.get documents it
         self.scan_chunk = self._point.scan_chunk    # likewise; DB.scan_chunk documents it
+        self.scan_short = self._point.scan_short    # likewise; DB.scan_short documents it
 
     def _abort_open(self):
         try:
@@ -526,6 +527,15 @@ class DB(BackgroundWork):
         ``scan_chunk``): how the region server reads a range in chunks.  The
         same entries as ``iterator(start, end)`` read with ``next_batch``."""
         return self._point.scan_chunk(start, end, limit, reverse, snapshot)
+
+    def scan_short(self, start: bytes, end: bytes, limit: int = 1000, snapshot: Snapshot = None) -> list:
+        """``scan_chunk(start, end, limit, snapshot=snapshot)`` for a range that
+        holds few keys (a row of the data API): each source's entries of it
+        are read directly and merged, building no iterator
+        (``lsm._read.PointPath.scan_short``, bound as each DB's
+        ``scan_short``); a source holding more than 64 keys of the range
+        makes it take ``scan_chunk``'s path.  Same result either way."""
+        return self._point.scan_short(start, end, limit, snapshot)
 
     # ------------------------------------------------------- flush / compaction
     def flush(self, wait: bool = True) -> None:

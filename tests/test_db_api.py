@@ -356,6 +356,9 @@ def test_threads_read_and_write_while_flush_and_compaction_run(dbpath):
                 got = db.scan_chunk(b"w1", b"w2", 2000)
                 assert [k for k, _ in got[:n]] == [b"w1-%05d" % i for i in range(n)]
                 assert all(k.startswith(b"w1-") for k, _ in got)
+                # scan_short likewise (tables read directly, no iterator)
+                got = db.scan_short(b"w1-", b"w1-00040")
+                assert [k for k, _ in got[:n]] == [b"w1-%05d" % i for i in range(min(n, 40))]
         except Exception as e:   # pragma: no cover
             errors.append(e)
 

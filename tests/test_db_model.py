@@ -18,7 +18,9 @@ def model_scan(model, start, end, reverse):
 
 def check_chunk(db, rng, model, start, end, reverse, snapshot=None):
     """``scan_chunk`` (one C call, lsm/_read.pyx) against the model and its
-    twin, a pinned ``iterator`` read with ``next_batch``."""
+    twin, a pinned ``iterator`` read with ``next_batch``; forward, also
+    ``scan_short`` (each source read directly, or the iterator path when a
+    source holds more than 64 keys of the range)."""
     limit = rng.choice([0, 1, 2, 5, 1000])
     got = db.scan_chunk(start, end, limit, reverse, snapshot)
     assert got == model_scan(model, start, end, reverse)[:limit], (start, end, reverse, limit)
@@ -28,6 +30,8 @@ def check_chunk(db, rng, model, start, end, reverse, snapshot=None):
     else:
         it.seek_to_first()
     assert it.next_batch(limit, reverse) == got
+    if not reverse:
+        assert db.scan_short(start, end, limit, snapshot) == got, (start, end, limit)
 
 
 def rand_key(rng):

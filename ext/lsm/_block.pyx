@@ -277,6 +277,31 @@ cdef class Block:
             p += <Py_ssize_t>vl
         return 0
 
+    cdef int next_entry(self, Py_ssize_t* pos, unsigned char* kbuf, Py_ssize_t kcap,
+                        Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen) noexcept nogil:
+        """The entry after the one ``find`` (or this) decoded last into
+        ``kbuf[:klen]``, which starts at ``pos[0]`` (that entry's ``voff +
+        vlen``): decoded in place, ``pos`` moved past it.  Returns as
+        ``find`` does (0: the block's last entry was the one before)."""
+        cdef Py_ssize_t p = pos[0], nk
+        cdef uint64_t shared, unshared, vl
+        if p >= self.limit:
+            return 0
+        if _entry_header(self.ptr, self.limit, &p, klen[0], &shared, &unshared, &vl) != 0:
+            return -1
+        nk = <Py_ssize_t>(shared + unshared)
+        if nk > kcap:
+            return -2
+        if nk < 8:
+            return -1
+        memcpy(kbuf + shared, self.ptr + p, unshared)
+        p += <Py_ssize_t>unshared
+        klen[0] = nk
+        voff[0] = p
+        vlen[0] = <Py_ssize_t>vl
+        pos[0] = p + <Py_ssize_t>vl
+        return 1
+
     cpdef BlockIter iterator(self):
         cdef BlockIter it = BlockIter.__new__(BlockIter)
         it.block = self

@@ -66,6 +66,22 @@ cdef inline int cmp_user_of(bytes ikey, bytes ukey) noexcept:
                     <const unsigned char*>PyBytes_AS_STRING(ukey), PyBytes_GET_SIZE(ukey))
 
 
+cdef inline Py_ssize_t lower_bound(list keys, bytes target):
+    """bisect_left of user key ``target`` in a sorted list of user keys, compared in C."""
+    cdef Py_ssize_t lo = 0, hi = len(keys), mid
+    cdef const unsigned char* t = <const unsigned char*>PyBytes_AS_STRING(target)
+    cdef Py_ssize_t tn = PyBytes_GET_SIZE(target)
+    cdef bytes k
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        k = <bytes>keys[mid]
+        if cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), t, tn) < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 cdef inline uint64_t tag_at(const unsigned char* ikey, Py_ssize_t n) noexcept nogil:
     """The tag of the internal key ikey[0:n]."""
     return decode_fixed64(ikey + n - 8)

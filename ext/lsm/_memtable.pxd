@@ -2,3 +2,5 @@
 from libc.stdint cimport uint64_t
 
 cpdef object get_version(dict versions, bytes key, uint64_t seq)
+cpdef int visible_range(object mem, bytes lo, bytes hi, uint64_t seq, list out,
+                        Py_ssize_t cap) except -2

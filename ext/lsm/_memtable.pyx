@@ -15,7 +15,9 @@ replacing a dict value and appending to a list are atomic under the GIL.
 """
 from libc.stdint cimport uint64_t
 
-from lsm._keys cimport ikey_of, pack_tag, tag_of, user_of
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+
+from lsm._keys cimport cmp_user, ikey_of, lower_bound as _lower_bound, pack_tag, tag_of, user_of
 
 from bisect import bisect_left as _bisect_left, bisect_right as _bisect_right
 
@@ -69,6 +71,47 @@ cpdef object get_version(dict versions, bytes key, uint64_t seq):
         if <uint64_t>v[0] <= seq:
             return v
     return None
+
+
+cpdef int visible_range(object mem, bytes lo, bytes hi, uint64_t seq, list out,
+                        Py_ssize_t cap) except -2:
+    """Append to ``out`` ``(user key, tag, value)`` of the newest version with
+    sequence <= ``seq`` of each user key of ``[lo, hi)`` in ``mem`` (an
+    lsm.memtable.MemTable), ascending.  Returns 0, or -1 (``out`` then holds
+    a partial answer) when more than ``cap`` keys lie in the range."""
+    cdef dict versions = mem.versions
+    cdef list maxes, lists, sub
+    cdef Py_ssize_t pos, idx, n, found = 0
+    cdef object v, sl = mem._sorted
+    with mem.lock:
+        if mem._pending:
+            mem._merge_pending()
+        # The keys from lo, walked in SortedList's own layout (see _chunk_after).
+        maxes, lists = sl._maxes, sl._lists
+        n = len(lists)
+        pos = _lower_bound(maxes, lo)
+        if pos == n:
+            return 0
+        sub = <list>lists[pos]
+        idx = _lower_bound(sub, lo)
+        while True:
+            if idx == len(sub):
+                pos += 1
+                if pos == n:
+                    return 0
+                sub = <list>lists[pos]
+                idx = 0
+            k = <bytes>sub[idx]
+            if cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
+                        <const unsigned char*>PyBytes_AS_STRING(hi), PyBytes_GET_SIZE(hi)) >= 0:
+                return 0
+            if found == cap:
+                return -1
+            found += 1
+            idx += 1
+            v = get_version(versions, k, seq)
+            if v is not None:
+                out.append((k, pack_tag(<uint64_t>(<tuple>v)[0], <int>(<tuple>v)[1]), (<tuple>v)[2]))
 
 
 cdef inline list _as_list(object vs):

@@ -37,8 +37,8 @@ from libc.string cimport memcpy
 from lsm._coding cimport encode_fixed64
 from lsm._db_iter cimport DBIterator
 from lsm._iter cimport InternalIterator
-from lsm._keys cimport KIND_VALUE, cmp_ikey, cmp_user, pack_tag
-from lsm._memtable cimport get_version
+from lsm._keys cimport KIND_VALUE, cmp_ikey, cmp_user, lower_bound as _lower_bound, pack_tag
+from lsm._memtable cimport get_version, visible_range
 from lsm._table cimport PointReader
 
 from lsm._iter import LevelIterator, MergingIterator
@@ -49,6 +49,7 @@ from lsm.fs import FileMissingError
 
 cdef enum:
     LKBUF = 520
+    SHORT_CAP = 64      # keys a source may hold of a short scan before it iterates
 
 
 cdef class PointPath:
@@ -96,16 +97,34 @@ cdef class PointPath:
     def scan_chunk(self, start=None, end=None, limit=1000, bint reverse=False, snapshot=None):
         """The first ``limit`` ``(key, value)`` of ``[start, end)`` (the last
         ones with ``reverse``) as one list (``DB.scan_chunk``)."""
-        cdef object db = self._db
-        cdef uint64_t seq
-        cdef object v, versions
-        cdef int attempt
         if type(limit) is not int or limit < 0:
             raise ValueError(f"limit must be an int >= 0, got {limit!r}")
         if start is not None and type(start) is not bytes:
             check_bound("start", start)
         if end is not None and type(end) is not bytes:
             check_bound("end", end)
+        return self._scan(start, end, limit, reverse, snapshot, False)
+
+    def scan_short(self, start, end, limit=1000, snapshot=None):
+        """``scan_chunk(start, end, limit, False, snapshot)`` for a range
+        expected to hold few entries (a row): each source's entries of the
+        range are read directly (``_memtable.visible_range``,
+        ``PointReader.collect``) and merged, building no iterator; when a
+        source holds more than SHORT_CAP keys of it (or the range is not
+        two bytes bounds), the iterator path of ``scan_chunk`` reads it."""
+        if (type(start) is not bytes or type(end) is not bytes or type(limit) is not int
+                or limit < 0 or not _lt(<bytes>start, <bytes>end)):
+            return self.scan_chunk(start, end, limit, False, snapshot)
+        return self._scan(start, end, limit, False, snapshot, True)
+
+    cdef list _scan(self, object start, object end, Py_ssize_t limit, bint reverse,
+                    object snapshot, bint short):
+        """A checked scan's chunk, read again on the new version when a
+        compaction deleted a table under it."""
+        cdef object db = self._db
+        cdef uint64_t seq
+        cdef object v, versions, got
+        cdef int attempt
         if db._closed:
             db._check_open()
         seq = db._last_seq if snapshot is None else db._snapshot_seq(snapshot)
@@ -115,11 +134,64 @@ cdef class PointPath:
         for attempt in range(3):
             v = versions.current
             try:
-                return self._chunk(mem, imm, v, seq, start, end, limit, reverse)
+                got = self._short(mem, imm, v, seq, <bytes>start, <bytes>end, limit) if short \
+                    else None
+                if got is None:
+                    got = self._chunk(mem, imm, v, seq, start, end, limit, reverse)
+                return got
             except FileMissingError:
                 if v is versions.current:
                     raise
         raise CorruptionError(f"table files keep vanishing under a scan of [{start!r}, {end!r})")
+
+    cdef object _short(self, object mem, object imm, object v, uint64_t seq, bytes lo, bytes hi,
+                       Py_ssize_t limit):
+        """The short scan's answer, or None: a source holds too many keys."""
+        cdef const unsigned char* uk = <const unsigned char*>PyBytes_AS_STRING(lo)
+        cdef Py_ssize_t un = PyBytes_GET_SIZE(lo)
+        cdef const unsigned char* hk = <const unsigned char*>PyBytes_AS_STRING(hi)
+        cdef Py_ssize_t hn = PyBytes_GET_SIZE(hi)
+        cdef unsigned char stack[LKBUF]
+        cdef Py_ssize_t i, j, k
+        cdef list merged = None, got, files, out
+        cdef object m, item
+        cdef tuple e
+        if un + 8 > LKBUF:
+            return None
+        memcpy(stack, uk, un)
+        encode_fixed64(stack + un, pack_tag(seq, KIND_VALUE))
+        for m in (mem, imm):
+            if m is not None:
+                got = []
+                if visible_range(m, lo, hi, seq, got, SHORT_CAP) < 0:
+                    return None
+                merged = _merge(merged, got)
+        for item in <list>v.l0:
+            if _lt(<bytes>(<tuple>item)[0], hi) and not _lt(<bytes>(<tuple>item)[1], lo):
+                got = []
+                if self._table(<object>(<tuple>item)[2]).collect(uk, un, stack, un + 8, hk, hn, seq,
+                                                                 got, SHORT_CAP) < 0:
+                    return None
+                merged = _merge(merged, got)
+        for item in <list>v.bounds:
+            files = <list>(<tuple>item)[0]
+            i = _lower_bound(<list>(<tuple>item)[3], lo)
+            j = _lower_bound(<list>(<tuple>item)[2], hi)
+            if i < j:
+                got = []
+                for k in range(i, j):
+                    if self._table(files[k]).collect(uk, un, stack, un + 8, hk, hn, seq,
+                                                     got, SHORT_CAP) < 0:
+                        return None
+                merged = _merge(merged, got)
+        out = []
+        if merged is not None:
+            for e in merged:
+                if len(out) == limit:
+                    break
+                if (<uint64_t>e[1] & 0xFF) == KIND_VALUE:
+                    out.append((e[0], e[2]))
+        return out
 
     cdef list _chunk(self, object mem, object imm, object v, uint64_t seq, object lo, object hi,
                      Py_ssize_t limit, bint reverse):
@@ -227,13 +299,35 @@ cdef inline bint _lt(bytes a, bytes b):
                     <const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b)) < 0
 
 
-cdef Py_ssize_t _lower_bound(list keys, bytes target):
-    """bisect_left of user keys."""
-    cdef Py_ssize_t lo = 0, hi = len(keys), mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if _lt(<bytes>keys[mid], target):
-            lo = mid + 1
+
+cdef list _merge(list a, list b):
+    """Two ascending lists of ``(user key, tag, value)`` as one: of a user key
+    in both, the entry with the larger tag (the newer)."""
+    cdef Py_ssize_t i = 0, j = 0, na, nb
+    cdef list out
+    cdef tuple x, y
+    cdef int c
+    if not b:
+        return a
+    if a is None or not a:
+        return b
+    na, nb = len(a), len(b)
+    out = []
+    while i < na and j < nb:
+        x = <tuple>a[i]
+        y = <tuple>b[j]
+        c = cmp_user(<const unsigned char*>PyBytes_AS_STRING(x[0]), PyBytes_GET_SIZE(x[0]),
+                     <const unsigned char*>PyBytes_AS_STRING(y[0]), PyBytes_GET_SIZE(y[0]))
+        if c < 0:
+            out.append(x)
+            i += 1
+        elif c > 0:
+            out.append(y)
+            j += 1
         else:
-            hi = mid
-    return lo
+            out.append(x if <uint64_t>x[1] > <uint64_t>y[1] else y)
+            i += 1
+            j += 1
+    out.extend(a[i:])
+    out.extend(b[j:])
+    return out

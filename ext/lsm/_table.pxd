@@ -1,5 +1,6 @@
 # The point-read entry of a table (PointReader in _table.pyx), for
 # lsm._read's DB-level point read.
+from libc.stdint cimport uint64_t
 from lsm._block cimport Block
 
 
@@ -13,3 +14,7 @@ cdef class PointReader:
     cdef bytes _lo, _hi
     cdef object lookup(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk, Py_ssize_t lkn)
     cdef object _slow(self, bytes lk)
+    cdef Block _block_at(self, Py_ssize_t voff, Py_ssize_t vlen)
+    cdef int collect(self, const unsigned char* lo, Py_ssize_t lon, const unsigned char* lk,
+                     Py_ssize_t lkn, const unsigned char* hi, Py_ssize_t hin, uint64_t seq,
+                     list out, Py_ssize_t cap) except -2

@@ -420,14 +420,7 @@ cdef class PointReader:
             return None
         if r < 0:
             return self._slow(PyBytes_FromStringAndSize(<char*>lk, lkn))
-        pos = voff
-        if get_block_handle(self._index.ptr, voff + vlen, &pos, &off, &size) != 0:
-            raise CorruptionError("bad block handle in index block")
-        blk = None
-        if self._cache_get is not None:
-            blk = self._cache_get((self._owner, off))
-        if blk is None:
-            blk = self._fill(off, size)
+        blk = self._block_at(voff, vlen)
         r = (<Block>blk).find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
         if r == 0:
             return None
@@ -438,6 +431,72 @@ cdef class PointReader:
         if (tag_at(kbuf, klen) & 0xFF) != KIND_VALUE:
             return DELETED
         return PyBytes_FromStringAndSize(<char*>(<Block>blk).ptr + voff, vlen)
+
+    cdef Block _block_at(self, Py_ssize_t voff, Py_ssize_t vlen):
+        """The data block of the index entry whose value is at ``voff``, through the block cache."""
+        cdef Py_ssize_t pos = voff
+        cdef uint64_t off, size
+        cdef object blk = None
+        if get_block_handle(self._index.ptr, voff + vlen, &pos, &off, &size) != 0:
+            raise CorruptionError("bad block handle in index block")
+        if self._cache_get is not None:
+            blk = self._cache_get((self._owner, off))
+        if blk is None:
+            blk = self._fill(off, size)
+        return <Block>blk
+
+    cdef int collect(self, const unsigned char* lo, Py_ssize_t lon, const unsigned char* lk,
+                     Py_ssize_t lkn, const unsigned char* hi, Py_ssize_t hin, uint64_t seq,
+                     list out, Py_ssize_t cap) except -2:
+        """Append to ``out`` ``(user key, tag, value)`` of the newest entry
+        with sequence <= ``seq`` of each user key of ``[lo, hi)`` in the
+        table, ascending (``lk``: ``lo`` + the read's tag, as ``lookup``
+        takes).  Returns 0, or -1 when the caller must iterate instead: more
+        than ``cap`` keys, a key longer than the stack buffer, a corrupt
+        entry (the iterator reports it), or a view starting inside the range.
+        No bloom probe: the filter answers for one key, not a range."""
+        cdef unsigned char kbuf[KBUF]
+        cdef unsigned char ibuf[KBUF]
+        cdef Py_ssize_t klen, voff, vlen, ilen, ivoff, ivlen, pos, ipos, n0 = len(out)
+        cdef Py_ssize_t lastn = -1
+        cdef const unsigned char* last = NULL
+        cdef uint64_t tag
+        cdef int r
+        cdef Block blk
+        cdef bytes uk
+        if self._lo is not None and cmp_user(lo, lon, <const unsigned char*>PyBytes_AS_STRING(self._lo),
+                                             PyBytes_GET_SIZE(self._lo)) < 0:
+            if cmp_user(hi, hin, <const unsigned char*>PyBytes_AS_STRING(self._lo),
+                        PyBytes_GET_SIZE(self._lo)) <= 0:
+                return 0
+            return -1
+        if self._hi is not None and cmp_user(<const unsigned char*>PyBytes_AS_STRING(self._hi),
+                                             PyBytes_GET_SIZE(self._hi), hi, hin) < 0:
+            hi = <const unsigned char*>PyBytes_AS_STRING(self._hi)
+            hin = PyBytes_GET_SIZE(self._hi)
+        r = self._index.find(lk, lkn, ibuf, KBUF, &ilen, &ivoff, &ivlen)
+        while r == 1:
+            ipos = ivoff + ivlen
+            blk = self._block_at(ivoff, ivlen)
+            r = blk.find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
+            while r == 1:
+                if cmp_user(kbuf, klen - 8, hi, hin) >= 0:
+                    return 0
+                tag = tag_at(kbuf, klen)
+                if (tag >> 8) <= seq and (lastn != klen - 8 or memcmp(last, kbuf, lastn) != 0):
+                    if len(out) - n0 >= cap:
+                        return -1
+                    uk = PyBytes_FromStringAndSize(<char*>kbuf, klen - 8)
+                    out.append((uk, tag,
+                                PyBytes_FromStringAndSize(<char*>blk.ptr + voff, vlen)))
+                    last = <const unsigned char*>PyBytes_AS_STRING(uk)
+                    lastn = klen - 8
+                pos = voff + vlen
+                r = blk.next_entry(&pos, kbuf, KBUF, &klen, &voff, &vlen)
+            if r != 0:
+                return -1
+            r = self._index.next_entry(&ipos, ibuf, KBUF, &ilen, &ivoff, &ivlen)
+        return 0 if r == 0 else -1
 
     cdef object _slow(self, bytes lk):
         # Keys longer than the stack buffer (or a corrupt block, which the

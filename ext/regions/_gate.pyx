@@ -177,7 +177,7 @@ cdef class Router:
             try:
                 rend = r.end
                 if not rend or _compare(<bytes>end, <bytes?>rend) <= 0:
-                    items = r.db.scan_chunk(start, end, _MAX_CHUNK)
+                    items = r.db.scan_short(start, end, _MAX_CHUNK)
                     if len(items) < _MAX_CHUNK:
                         return items
             finally:
