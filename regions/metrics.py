@@ -7,10 +7,11 @@ plain dicts by ``RegionServer.metrics()`` and ``OTSClient.metrics()``.
 Nothing here knows about HTTP or Prometheus; the exposition is in
 ``regions.otsserver.metrics``.
 
-- ``ApiMetrics``: per-API request counts, errors by code, a latency
-  histogram with fixed bucket bounds (``LATENCY_BUCKETS``, seconds), and a
-  ring of per-second counts from which ``rates()`` gives requests and errors
-  per second over the last minute.
+- ``ApiMetrics`` (in C, ``regions._meter``: every API call is counted):
+  per-API request counts, errors by code, a latency histogram with fixed
+  bucket bounds (``LATENCY_BUCKETS``, seconds), and a ring of per-second
+  counts from which ``rates()`` gives requests and errors per second over
+  the last minute.
 - ``RateTracker``: per-second rates of cumulative counters (a region's
   reads and writes), from samples taken at most once a second whenever the
   counters are read; a rate is None until two samples a second apart exist.
@@ -18,23 +19,21 @@ Nothing here knows about HTTP or Prometheus; the exposition is in
   (a histogram), and the last ``HISTORY`` splits (parent, daughters, split
   key, time, duration).
 
-Thread-safety: every class may be used from any thread (one lock each, held
-for a few dictionary updates).
+Thread-safety: every class may be used from any thread (``ApiMetrics`` by
+the GIL, the others with one lock each, held for a few dictionary updates).
 """
 import collections
 import threading
 import time
 from bisect import bisect_left as _bisect_left
 
+from ._meter import LATENCY_BUCKETS, WINDOW_SECONDS, ApiMetrics
+
 __all__ = ["ApiMetrics", "RateTracker", "SplitHistory", "LATENCY_BUCKETS", "SPLIT_BUCKETS",
            "WINDOW_SECONDS"]
 
-#: Upper bounds (seconds) of the latency histogram; +Inf is implicit.
-LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                   0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 #: Upper bounds (seconds) of the split duration histogram.
 SPLIT_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-WINDOW_SECONDS = 60
 
 
 def _histogram(buckets):
@@ -52,65 +51,6 @@ def _observe(h, value):
 def _copy_histogram(h):
     return {"buckets": list(h["buckets"]), "counts": list(h["counts"]), "sum": h["sum"],
             "count": h["count"]}
-
-
-class ApiMetrics:
-    """Requests, errors by code and latency per API name."""
-
-    def __init__(self, clock=time.monotonic):
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._errors = {}          # (api, code) -> count
-        self._latency = {}         # api -> histogram
-        # per-second ring: slot -> [second, requests, errors]
-        self._ring = [[-1, 0, 0] for _ in range(WINDOW_SECONDS)]
-        self._started = clock()
-
-    def record(self, api: str, seconds: float, error_code=None) -> None:
-        sec = int(self._clock())
-        with self._lock:          # on every API call: _observe and the counters inline
-            h = self._latency.get(api)
-            if h is None:
-                h = self._latency[api] = _histogram(LATENCY_BUCKETS)
-            h["counts"][_bisect_left(LATENCY_BUCKETS, seconds)] += 1
-            h["sum"] += seconds
-            h["count"] += 1
-            slot = self._ring[sec % WINDOW_SECONDS]
-            if slot[0] != sec:
-                slot[0], slot[1], slot[2] = sec, 0, 0
-            slot[1] += 1
-            if error_code is not None:
-                key = (api, error_code)
-                self._errors[key] = self._errors.get(key, 0) + 1
-                slot[2] += 1
-
-    def rates(self):
-        """(requests/s, errors/s) over the last minute (or since start if shorter)."""
-        now = self._clock()
-        sec = int(now)
-        with self._lock:
-            req = err = 0
-            for s, r, e in self._ring:
-                if sec - WINDOW_SECONDS < s <= sec:
-                    req += r
-                    err += e
-        span = min(WINDOW_SECONDS, max(1.0, now - self._started))
-        return req / span, err / span
-
-    def snapshot(self) -> dict:
-        """``{"requests": {api: n}, "errors": {api: {code: n}}, "latency": {api:
-        histogram}, "requests_per_second": x, "errors_per_second": y}``; a
-        histogram is ``{"buckets": bounds, "counts": per bucket (+Inf last),
-        "sum": seconds, "count": n}``."""
-        rps, eps = self.rates()
-        with self._lock:
-            errors = {}
-            for (api, code), n in self._errors.items():
-                errors.setdefault(api, {})[code] = n
-            return {"requests": {api: h["count"] for api, h in self._latency.items()},
-                    "errors": errors,
-                    "latency": {api: _copy_histogram(h) for api, h in self._latency.items()},
-                    "requests_per_second": rps, "errors_per_second": eps}
 
 
 class RateTracker:

@@ -15,7 +15,7 @@ import regions.tablestore as emb
 from consoleserver import (HOSTILE, KEY_ID, SECRET, create_events, get, post_signed, put_rows,
                            rows_url, sdk, start, wait_for)
 from regions import procedure
-from regions.metrics import ApiMetrics, RateTracker
+from regions.metrics import LATENCY_BUCKETS, ApiMetrics, RateTracker
 from regions.otsserver.console import Console, is_loopback, static_file
 
 
@@ -133,6 +133,12 @@ def test_api_rates_cover_the_last_minute():
     assert am.rates() == (0.0, 0.0)
     snap = am.snapshot()
     assert snap["requests"] == {"GetRow": 121} and snap["latency"]["GetRow"]["counts"][3] == 121
+    # a latency on a bound counts in that bucket (Prometheus' "le"); past the last, +Inf
+    for seconds in (0.0, 0.0001, 0.00010001, 10.0, 10.5):
+        am.record("PutRow", seconds)
+    h = am.snapshot()["latency"]["PutRow"]
+    assert h["counts"] == [2, 1] + [0] * 13 + [1, 1] and h["count"] == 5
+    assert h["sum"] == pytest.approx(20.50020001) and h["buckets"] == list(LATENCY_BUCKETS)
 
 
 def test_lsm_counts_wal_appends_and_fsyncs(tmp_path):

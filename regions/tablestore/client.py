@@ -24,10 +24,10 @@ partition lock under their row lock.
 """
 import contextlib
 import copy
-import functools
 import threading
 import time
 
+from regions._meter import metered
 from regions.metrics import ApiMetrics
 
 from . import _rows, cells, pkcodec
@@ -603,24 +603,6 @@ def _error_code(exc):
     return getattr(exc, "code", None) or "OTSInternalServerError"
 
 
-def _metered(api, method):
-    clock, front = time.perf_counter, _front_end      # on every API call: no global lookups
-
-    @functools.wraps(method)
-    def call(self, *args, **kwargs):
-        if front.metering:
-            return method(self, *args, **kwargs)
-        t0 = clock()
-        try:
-            result = method(self, *args, **kwargs)
-        except Exception as e:
-            self._api_metrics.record(api, clock() - t0, _error_code(e))
-            raise
-        self._api_metrics.record(api, clock() - t0)
-        return result
-    return call
-
-
 #: method -> the wire API name it counts under
 METERED_APIS = {
     "create_table": "CreateTable", "delete_table": "DeleteTable", "list_table": "ListTable",
@@ -631,5 +613,5 @@ METERED_APIS = {
     "commit_transaction": "CommitTransaction", "abort_transaction": "AbortTransaction",
 }
 for _name, _api in METERED_APIS.items():
-    setattr(OTSClient, _name, _metered(_api, getattr(OTSClient, _name)))
+    setattr(OTSClient, _name, metered(_api, getattr(OTSClient, _name), _front_end, _error_code))
 del _name, _api
