@@ -1,10 +1,12 @@
 """Caches of the read path: parsed blocks (bounded bytes) and open tables
-(bounded file descriptors).  Both are LRU and thread-safe.
+(bounded file descriptors).  Both are thread-safe.
 
-``BlockCache`` keys are ``(owner, block_offset)`` where ``owner`` is a
-per-open-table id (``Table`` takes one from ``new_owner_id()``), so a file
-reopened, or two tables with the same name, never share stale blocks.
-Values are immutable parsed blocks, shared freely between threads.
+``BlockCache`` (in C, ext/lsm/_blockcache.pyx: a hit is on every point
+read) bounds the bytes of its entries and replaces by CLOCK, LRU in effect.
+Its keys are ``(owner, block_offset)`` where ``owner`` is a per-open-table
+id (``Table`` takes one from ``new_owner_id()``), so a file reopened, or two
+tables with the same name, never share stale blocks.  Values are immutable
+parsed blocks, shared freely between threads.
 
 ``TableCache`` keeps at most ``capacity`` tables by key; an evicted table is
 forgotten, not closed, and closes when its last user drops it.
@@ -13,6 +15,7 @@ import itertools
 import threading
 from collections import OrderedDict
 
+from ._blockcache import BlockCache
 from .errors import ClosedError
 
 __all__ = ["BlockCache", "TableCache", "new_owner_id"]
@@ -23,94 +26,6 @@ _owner_ids = itertools.count(1)
 def new_owner_id() -> int:
     """A process-unique id to prefix one table's block-cache keys."""
     return next(_owner_ids)
-
-
-class BlockCache:
-    """LRU by charge (bytes).  ``capacity_bytes == 0`` caches nothing.
-
-    An entry bigger than the whole capacity is not inserted.  Thread-safe:
-    one lock, held only for dictionary operations.
-    """
-
-    def __init__(self, capacity_bytes: int):
-        if not isinstance(capacity_bytes, int) or capacity_bytes < 0:
-            raise ValueError(f"capacity_bytes must be an int >= 0, got {capacity_bytes!r}")
-        self.capacity = capacity_bytes
-        self._lock = threading.Lock()
-        self._map = OrderedDict()          # key -> (value, charge)
-        self._by_owner = {}                # owner -> set of keys
-        self.usage = 0
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key):
-        """The cached value or None; counts a hit or a miss.
-
-        Lock-free: ``OrderedDict.get`` and ``move_to_end`` are each atomic
-        under the GIL; an entry evicted between the two is simply a hit on a
-        value that is still valid (blocks are immutable).  The counters are
-        approximate under concurrency.
-        """
-        entry = self._map.get(key)
-        if entry is None:
-            self.misses += 1
-            return None
-        try:
-            self._map.move_to_end(key)
-        except KeyError:
-            pass
-        self.hits += 1
-        return entry[0]
-
-    def insert(self, key, value, charge: int) -> None:
-        """Cache ``value`` under ``key`` (replacing any), evicting the least
-        recently used entries until usage fits the capacity."""
-        if charge < 0:
-            raise ValueError(f"charge must be >= 0, got {charge}")
-        if charge > self.capacity:
-            return
-        with self._lock:
-            old = self._map.pop(key, None)
-            if old is not None:
-                self.usage -= old[1]
-            self._map[key] = (value, charge)
-            self._by_owner.setdefault(key[0], set()).add(key)
-            self.usage += charge
-            while self.usage > self.capacity:
-                k, (_, c) = self._map.popitem(last=False)
-                self.usage -= c
-                self._forget_owner_key(k)
-
-    def _forget_owner_key(self, key) -> None:
-        keys = self._by_owner.get(key[0])
-        if keys is not None:
-            keys.discard(key)
-            if not keys:
-                del self._by_owner[key[0]]
-
-    def erase(self, key) -> None:
-        with self._lock:
-            old = self._map.pop(key, None)
-            if old is not None:
-                self.usage -= old[1]
-                self._forget_owner_key(key)
-
-    def erase_prefix(self, owner) -> int:
-        """Drop every entry whose key starts with ``owner`` (a closed table's
-        blocks); returns how many were dropped."""
-        with self._lock:
-            keys = self._by_owner.pop(owner, ())
-            for k in keys:
-                self.usage -= self._map.pop(k)[1]
-            return len(keys)
-
-    def __len__(self) -> int:
-        return len(self._map)
-
-    def stats(self) -> dict:
-        with self._lock:
-            return {"hits": self.hits, "misses": self.misses, "usage": self.usage,
-                    "capacity": self.capacity, "entries": len(self._map)}
 
 
 class TableCache:

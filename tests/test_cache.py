@@ -68,8 +68,28 @@ def test_block_cache_is_consistent_under_threads():
     for th in threads:
         th.join()
     assert c.usage <= 5000
-    assert c.usage == sum(charge for _, charge in c._map.values())
-    assert sum(len(v) for v in c._by_owner.values()) == len(c)
+    a = c.audit()
+    assert a["usage"] == c.usage and a["owner_keys"] == a["ring_live"] == len(c)
+    assert a["ring_dead"] == a["dead_count"]
+
+
+def test_block_cache_gives_a_referenced_entry_a_second_chance_and_sheds_dead_shells():
+    c = BlockCache(100)
+    for i in range(4):
+        c.insert((1, i), i, 25)              # full
+    assert c.get((1, 0)) == 0 and c.get((1, 2)) == 2
+    c.insert((2, 0), "x", 50)                # evicts the unreferenced oldest: (1, 1), (1, 3)
+    assert [c.get((1, i)) for i in range(4)] == [0, None, 2, None]
+    assert c.usage == 100 and len(c) == 3
+    c.insert((2, 1), "y", 25)                # (2, 0), not read since, goes (as in LRU)
+    assert c.get((2, 0)) is None and c.get((2, 1)) == "y" and c.usage == 75
+    assert c.get((1, 0)) == 0 and c.get((1, 2)) == 2
+    for i in range(25):                      # erased entries leave shells, shed in bulk
+        c.insert((3, i), i, 1)
+    assert c.usage == 100 and c.erase_prefix(3) == 25 and c.erase_prefix(2) == 1
+    a = c.audit()
+    assert a["ring_dead"] <= a["ring_live"] + 1 and a["usage"] == c.usage
+    assert a["ring_dead"] == a["dead_count"] and a["owner_keys"] == len(c)
 
 
 class FakeTable:

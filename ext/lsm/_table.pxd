@@ -2,15 +2,15 @@
 # lsm._read's DB-level point read.
 from libc.stdint cimport uint64_t
 from lsm._block cimport Block
+from lsm._blockcache cimport BlockCache
 
 
 cdef class PointReader:
     cdef object _filter
     cdef Block _index
-    cdef object _cache_get
     cdef object _owner
     cdef object _fill
-    cdef object _cache
+    cdef BlockCache _cache
     cdef bytes _lo, _hi
     cdef object lookup(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk, Py_ssize_t lkn)
     cdef object _slow(self, bytes lk)

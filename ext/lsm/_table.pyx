@@ -16,6 +16,7 @@ from lsm._keys cimport KIND_DELETE, KIND_VALUE, TAG_FIRST, cmp_ikey, cmp_user, i
 from lsm._coding cimport get_block_handle
 from lsm._iter cimport InternalIterator
 from lsm._block cimport Block, BlockBuilder, BlockIter
+from lsm._blockcache cimport BlockCache
 from lsm._bloom cimport murmur3_x64_128, probe
 
 from lsm.batch import check_bound
@@ -387,7 +388,6 @@ cdef class PointReader:
         self._filter = filt
         self._index = index
         self._cache = cache
-        self._cache_get = cache.get if cache is not None else None
         self._owner = owner
         self._fill = fill
         self._lo = lo
@@ -439,8 +439,8 @@ cdef class PointReader:
         cdef object blk = None
         if get_block_handle(self._index.ptr, voff + vlen, &pos, &off, &size) != 0:
             raise CorruptionError("bad block handle in index block")
-        if self._cache_get is not None:
-            blk = self._cache_get((self._owner, off))
+        if self._cache is not None:
+            blk = self._cache.lookup(self._owner, off)
         if blk is None:
             blk = self._fill(off, size)
         return <Block>blk
@@ -506,8 +506,8 @@ cdef class PointReader:
         if h is None:
             return None
         blk = None
-        if self._cache_get is not None:
-            blk = self._cache_get((self._owner, (<tuple>h)[0]))
+        if self._cache is not None:
+            blk = self._cache.lookup(self._owner, <uint64_t>(<tuple>h)[0])
         if blk is None:
             blk = self._fill((<tuple>h)[0], (<tuple>h)[1])
         r = (<Block>blk).get(lk)

@@ -1,0 +1,158 @@
+# cython: language_level=3
+"""The block cache in C (``lsm.cache.BlockCache``; lsm/cache.py's module doc
+says what it caches and how keys are made).
+
+Replacement is CLOCK (second chance), LevelDB's LRU in effect at a fraction
+of the cost of a hit: a hit is one dict lookup and one flag set, with no
+reordering.  Entries sit in a ring (a deque) in insertion order; when the
+usage exceeds the capacity the hand takes the oldest entry: referenced since
+it last passed, it gets a second chance (flag cleared, back to the end),
+otherwise it is evicted.  Erased entries are marked dead and their values
+dropped at once; their shells leave the ring when the hand reaches them, or
+all together when they outnumber the live ones.
+
+Thread-safety: ``lookup``/``get`` take no lock: they run C code only (a dict
+lookup of an ``(int, int)`` key, a flag, a counter), atomic under the GIL;
+a value evicted meanwhile is still valid (blocks are immutable).  Changes
+(``insert``, ``erase``, ``erase_prefix``) hold ``_lock``.  The counters are
+exact under the GIL.
+"""
+import threading
+from collections import deque
+
+cimport cython
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject
+from libc.stdint cimport uint64_t
+
+__all__ = ["BlockCache"]
+
+
+@cython.final
+@cython.no_gc
+cdef class _Slot:
+    cdef object key
+    cdef object value             # None once erased or evicted
+    cdef Py_ssize_t charge
+    cdef bint referenced
+    cdef bint dead
+
+
+cdef class BlockCache:
+    """LRU-like by charge (bytes), CLOCK replacement (module doc).
+    ``capacity_bytes == 0`` caches nothing; an entry bigger than the whole
+    capacity is not inserted.  Thread-safe."""
+
+    def __init__(self, capacity_bytes):
+        if type(capacity_bytes) is not int or capacity_bytes < 0:
+            raise ValueError(f"capacity_bytes must be an int >= 0, got {capacity_bytes!r}")
+        self.capacity = capacity_bytes
+        self.usage = 0
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+        self._map = {}
+        self._ring = deque()
+        self._dead = 0
+        self._by_owner = {}
+
+    cdef object lookup(self, object owner, uint64_t offset):
+        """The block cached for ``(owner, offset)``, or None (counts a hit or a miss)."""
+        return self._get((owner, offset))
+
+    cdef object _get(self, object key):
+        cdef PyObject* p = PyDict_GetItem(self._map, key)
+        if p == NULL:
+            self.misses += 1
+            return None
+        (<_Slot>p).referenced = True
+        self.hits += 1
+        return (<_Slot>p).value
+
+    def get(self, key):
+        """The cached value or None; counts a hit or a miss."""
+        return self._get(key)
+
+    def insert(self, key, value, Py_ssize_t charge):
+        """Cache ``value`` under ``key`` (replacing any), evicting entries
+        until usage fits the capacity."""
+        cdef _Slot s
+        if charge < 0:
+            raise ValueError(f"charge must be >= 0, got {charge}")
+        if charge > self.capacity:
+            return
+        s = _Slot()
+        s.key, s.value, s.charge = key, value, charge
+        with self._lock:
+            self._drop(key)
+            self._map[key] = s
+            self._ring.append(s)
+            keys = self._by_owner.get(key[0])
+            if keys is None:
+                keys = self._by_owner[key[0]] = set()
+            keys.add(key)
+            self.usage += charge
+            while self.usage > self.capacity:
+                s = self._ring.popleft()
+                if s.dead:
+                    self._dead -= 1
+                elif s.referenced:
+                    s.referenced = False
+                    self._ring.append(s)
+                else:
+                    self._drop(s.key)
+                    self._dead -= 1      # popped already: not a shell in the ring
+
+    cdef void _drop(self, object key) except *:
+        """Forget ``key``'s entry (caller holds ``_lock``); its shell stays in the ring."""
+        cdef _Slot s = self._map.pop(key, None)
+        if s is None:
+            return
+        self.usage -= s.charge
+        s.dead = True
+        s.value = None
+        self._dead += 1
+        keys = self._by_owner.get(key[0])
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_owner[key[0]]
+
+    cdef void _compact(self) except *:
+        """Drop the dead shells from the ring once they outnumber the live entries."""
+        if self._dead > len(self._map):
+            self._ring = deque([s for s in self._ring if not (<_Slot>s).dead])
+            self._dead = 0
+
+    def erase(self, key) -> None:
+        with self._lock:
+            self._drop(key)
+            self._compact()
+
+    def erase_prefix(self, owner) -> int:
+        """Drop every entry whose key starts with ``owner`` (a closed table's
+        blocks); returns how many were dropped."""
+        with self._lock:
+            keys = list(self._by_owner.get(owner, ()))
+            for k in keys:
+                self._drop(k)
+            self._compact()
+            return len(keys)
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def stats(self) -> dict:
+        return {"hits": self.hits, "misses": self.misses, "usage": self.usage,
+                "capacity": self.capacity, "entries": len(self._map)}
+
+    def audit(self) -> dict:
+        """Internal consistency, for tests: ``{"usage": sum of live charges,
+        "owner_keys": keys indexed by owner, "ring_live": live entries in
+        the ring, "ring_dead": dead shells}``."""
+        with self._lock:
+            live = [s for s in self._ring if not (<_Slot>s).dead]
+            return {"usage": sum((<_Slot>s).charge for s in self._map.values()),
+                    "owner_keys": sum(len(v) for v in self._by_owner.values()),
+                    "ring_live": len(live), "ring_dead": len(self._ring) - len(live),
+                    "dead_count": self._dead}
