@@ -474,3 +474,112 @@ def test_a_range_page_pauses_the_gc_only_while_it_is_built():
     with pytest.raises(ValueError):                 # a corrupt row key: the state is restored
         page.run([(b"\x07garbage", b"\x00" * 9)])
     assert gc.isenabled()
+
+
+# -- PlainWriter: put_row of a plain row in one C call ---------------------------
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.text("abc", max_size=3),
+                          st.lists(st.tuples(ATTR_NAMES, PLAIN_VALUES), max_size=4)),
+                min_size=1, max_size=15),
+       st.sampled_from(["none", "ignore", "rt_none"]))
+def test_plain_writer_stores_what_the_python_path_stores(puts, how):
+    """The same puts through put_row (the C path where plain) and through the
+    Python path (prepare + RowWriter.run) leave the same rows and answer the
+    same capacity units."""
+    from regions.tablestore import (OTSClient, Row, TableMeta, Condition, ReturnType,
+                                    RowExistenceExpectation, INF_MIN, INF_MAX)
+    condition = None if how == "none" else Condition(RowExistenceExpectation.IGNORE)
+    rt = ReturnType.RT_NONE if how == "rt_none" else None
+    with OTSClient(":memory:") as fast, OTSClient(":memory:") as slow:
+        for c in (fast, slow):
+            c.create_table(TableMeta("t", [("k", "INTEGER"), ("s", "STRING")]))
+        for k, s, columns in puts:
+            row = Row([("k", k), ("s", s)], columns)
+            try:
+                expect = slow._run(slow._prepare("t", "put", row, condition, rt))
+            except Exception as e:
+                with pytest.raises(type(e)):
+                    fast.put_row("t", row, condition, rt)
+                continue
+            assert fast.put_row("t", row, condition, rt) == expect
+        ranges = [c.get_range("t", "FORWARD", [("k", INF_MIN), ("s", INF_MIN)],
+                              [("k", INF_MAX), ("s", INF_MAX)], max_version=1)
+                  for c in (fast, slow)]
+        strip = lambda rows: [(r.primary_key, [a[:2] for a in r.attribute_columns]) for r in rows]
+        assert strip(ranges[0][2]) == strip(ranges[1][2])
+
+
+def test_plain_writer_leaves_every_put_that_is_not_plain_to_the_python_path():
+    from regions.tablestore import (OTSClient, Row, TableMeta, Condition, ReturnType,
+                                    RowExistenceExpectation, SingleColumnCondition,
+                                    ComparatorType, OTSServiceError)
+    with OTSClient(":memory:") as client:
+        client.create_table(TableMeta("t", [("k", "INTEGER")]))
+        client.put_row("t", Row([("k", 0)], [("a", 1)]))      # makes "a" a known name
+        writer = client._plain_writer
+        row = Row([("k", 1)], [("a", 1)])
+        assert writer.put("t", row, None, None) is not None
+        for args in [
+                (b"t", row, None, None),                                   # bytes table name
+                ("nope", row, None, None),                                 # no such table
+                ("t", Row([("k", 1)], [("a", 1, 5)]), None, None),         # a timestamp
+                ("t", Row([("k", True)], [("a", 1)]), None, None),         # not plain key
+                ("t", Row([("k", 1)], [("unseen", 1)]), None, None),       # a name not checked yet
+                ("t", row, Condition(RowExistenceExpectation.EXPECT_EXIST), None),
+                ("t", row, Condition(RowExistenceExpectation.IGNORE,
+                                     SingleColumnCondition("a", 1, ComparatorType.EQUAL)), None),
+                ("t", row, None, ReturnType.RT_PK),
+                ("t", "not a row", None, None)]:
+            assert writer.put(*args) is None, args
+        # what the Python path does with them is unchanged
+        with pytest.raises(OTSServiceError) as e:
+            client.put_row("t", Row([("k", 9)], [("a", 1)]),
+                           Condition(RowExistenceExpectation.EXPECT_EXIST))
+        assert e.value.code == "OTSConditionCheckFail"
+        assert client.put_row("t", row, None, ReturnType.RT_PK)[1].primary_key == [("k", 1)]
+        # a partition held by a local transaction refuses the plain path's write too
+        txn = client.start_local_transaction("t", [("k", 5)])
+        with pytest.raises(OTSServiceError) as e:
+            client.put_row("t", Row([("k", 5)], [("a", 2)]))
+        assert e.value.code == "OTSRowOperationConflict"
+        client.put_row("t", Row([("k", 5)], [("a", 3)]), transaction_id=txn)
+        assert client.get_row("t", [("k", 5)])[1] is None          # not committed yet
+        client.commit_transaction(txn)
+        assert client.get_row("t", [("k", 5)])[1].attribute_columns[0][:2] == ("a", 3)
+    assert client._plain_writer is None                           # closed: the Python path
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(min_size=1, max_size=12), st.text(max_size=8), st.integers(0, (1 << 64) - 1),
+       INT, PLAIN_VALUES)
+def test_delta_encoders_match_cells(row_key, name, gen, ts, value):
+    assert _rows.delta_key(row_key, name, gen) == cells.delta_key(row_key, name, gen)
+    assert _rows.delta_key(row_key, "", gen) == cells.exists_key(row_key, gen)
+    assert _rows.put_delta(ts, value) == cells.encode_put_delta(ts, value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["put", "update"]), st.integers(0, 4),
+                          st.dictionaries(ATTR_NAMES, PLAIN_VALUES, min_size=1, max_size=3)),
+                min_size=1, max_size=15))
+def test_plain_writer_updates_store_what_the_python_path_stores(ops):
+    """UpdateRows that only put, through update_row (the C path where plain)
+    and through the Python path, mixed with puts: same rows, same answers."""
+    from regions.tablestore import (OTSClient, Row, TableMeta, TableOptions, Condition,
+                                    RowExistenceExpectation)
+    ignore = Condition(RowExistenceExpectation.IGNORE)
+    with OTSClient(":memory:") as fast, OTSClient(":memory:") as slow:
+        for c in (fast, slow):
+            c.create_table(TableMeta("t", [("k", "INTEGER")]), TableOptions(max_version=3))
+        for kind, k, columns in ops:
+            cols = list(columns.items())
+            row = Row([("k", k)], cols if kind == "put" else {"put": cols})
+            expect = slow._run(slow._prepare("t", kind, row, ignore, None))
+            got = (fast.put_row if kind == "put" else fast.update_row)("t", row, ignore)
+            assert got == expect
+        for k in range(5):
+            # the newest versions: older ones depend on which writes shared a millisecond
+            a, b = (c.get_row("t", [("k", k)])[1] for c in (fast, slow))
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert [x[:2] for x in a.attribute_columns] == [x[:2] for x in b.attribute_columns]

@@ -34,7 +34,9 @@ from operator import itemgetter
 
 from regions.tablestore.capacity import UNIT
 from regions.tablestore.cells import put_head as _py_put_head
-from regions.tablestore.metadata import INF_MAX, INF_MIN, CapacityUnit, Row, RowDataItem
+from regions.tablestore import cells as _cells_module
+from regions.tablestore.metadata import (INF_MAX, INF_MIN, CapacityUnit, Condition, ReturnType,
+                                         Row, RowDataItem, RowExistenceExpectation)
 from regions.tablestore.validate import (MAX_ROW_WRITE_BYTES, MAX_VALUE_BYTES, SHORT_PK_STR,
                                          _GOOD_NAMES)
 
@@ -856,10 +858,8 @@ def plain_put(schema, primary_key, columns):
     return None if cells is None else _plain_row(schema, primary_key, cells, attr)
 
 
-def plain_update(schema, primary_key, update):
-    """``plain_put`` for an UpdateRow that only puts (``{"put": [(name,
-    value), ...]}``, each name once): cells ("PUT", name, value, None)."""
-    cdef Py_ssize_t attr = 0
+cdef object _only_puts(update):
+    """The (name, value) list of an UpdateRow's columns that only put, or None."""
     if type(update) is not dict or len(<dict>update) != 1:
         return None
     columns = (<dict>update).get("put")
@@ -867,5 +867,142 @@ def plain_update(schema, primary_key, update):
         columns = (<dict>update).get("PUT")
     if type(columns) is not list or not columns:
         return None
+    return columns
+
+
+def plain_update(schema, primary_key, update):
+    """``plain_put`` for an UpdateRow that only puts (``{"put": [(name,
+    value), ...]}``, each name once): cells ("PUT", name, value, None)."""
+    cdef Py_ssize_t attr = 0
+    columns = _only_puts(update)
+    if columns is None:
+        return None
     cells = _plain_cells(<list?>schema.names, columns, True, &attr)
     return None if cells is None else _plain_row(schema, primary_key, cells, attr)
+
+
+cdef object _Condition = Condition
+cdef object _IGNORE = RowExistenceExpectation.IGNORE
+cdef object _RT_NONE = ReturnType.RT_NONE
+cdef bytes _HEAD = _cells_module.HEAD
+cdef bytes _EXISTS_VALUE = _cells_module.EXISTS_VALUE
+from lsm import WriteBatch as _WriteBatch
+
+
+cdef class PlainWriter:
+    """``OTSClient.put_row(table, row, condition, return_type)`` in one C call
+    for a plain row written unconditionally: the table's schema in
+    ``schemas`` (the client's dict), ``row`` a Row of a plain key and plain
+    columns (``plain_put``), ``condition`` None or IGNORE without a column
+    condition, ``return_type`` None or RT_NONE.  Under the row's stripe of
+    ``locks`` it does what ``RowWriter.run`` does for such a row (its twin):
+    the partition checked against the transactions' locks, the head encoded
+    with the next generation and ``cells.now_ms()``, one ``server.put``; it
+    returns ``(consumed, None)``.  Anything else returns None before doing
+    anything, and the Python path decides.  Thread-safe.
+    """
+    cdef dict _schemas
+    cdef object _server, _gens, _transactions
+    cdef list _locks
+
+    def __init__(self, dict schemas not None, server, list locks not None, gens, transactions):
+        self._schemas = schemas
+        self._server = server
+        self._locks = locks
+        self._gens = gens
+        self._transactions = transactions
+
+    def put(self, table_name, row, condition, return_type):
+        """``put_row``'s answer, or None (see the class doc)."""
+        return self._write(table_name, row, condition, return_type, False)
+
+    def update(self, table_name, row, condition, return_type):
+        """``update_row``'s answer for an UpdateRow that only puts plain
+        columns (``plain_update``): its EXISTS delta and one PUT delta per
+        column, stamped now, written as one batch; or None."""
+        return self._write(table_name, row, condition, return_type, True)
+
+    cdef object _write(self, table_name, row, condition, return_type, bint update):
+        cdef Py_ssize_t attr = 0, size, stripe, i
+        cdef tuple got, cell
+        cdef int64_t now
+        if type(table_name) is not str or type(row) is not _Row:
+            return None
+        if return_type is not None and return_type != _RT_NONE:
+            return None
+        if condition is not None and (type(condition) is not _Condition
+                                      or condition.column_condition is not None
+                                      or condition.row_existence_expectation != _IGNORE):
+            return None
+        schema = self._schemas.get(table_name)
+        if schema is None:
+            return None
+        columns = _only_puts(row.attribute_columns) if update else row.attribute_columns
+        if columns is None:
+            return None
+        cells = _plain_cells(<list?>schema.names, columns, update, &attr)
+        if cells is None:
+            return None
+        got = _plain_row(schema, row.primary_key, cells, attr)
+        if got is None:
+            return None
+        row_key = <bytes>got[1]
+        size = <Py_ssize_t>got[3] + <Py_ssize_t>got[4]
+        stripe = hash(row_key) % len(self._locks)      # C's %: the sign of the hash
+        if stripe < 0:
+            stripe += len(self._locks)
+        with self._locks[stripe]:
+            if self._transactions._locked:
+                self._transactions.check_write(table_name, row_key, None, size)
+            if not update:
+                head = put_head(self._gens.next(), got[2], _cells_module.now_ms())
+                self._server.put(table_name, row_key + _HEAD, head)
+            else:
+                # writes.RowWriter._update_ops of puts: EXISTS first, then the columns
+                now = _cells_module.now_ms()
+                batch = _WriteBatch()
+                batch.put(_delta_key(row_key, b"", self._gens.next()), _EXISTS_VALUE)
+                for i in range(len(<list>got[2])):
+                    cell = <tuple>(<list>got[2])[i]
+                    batch.put(_delta_key(row_key, PyUnicode_AsUTF8String(cell[1]), self._gens.next()),
+                              _put_delta(now, cell[2]))
+                self._server.write(table_name, batch)
+        return _CapacityUnit(0, max(1, (size + _UNIT - 1) // _UNIT)), None
+
+
+cdef bytes _delta_key(bytes row_key, bytes name, uint64_t gen):
+    """cells.delta_key (cells.exists_key for the empty name): R ROW_DELTA name 0x00 BE64(~gen)."""
+    cdef Buf b
+    b.p, b.n, b.cap = NULL, 0, 0
+    try:
+        _put(&b, PyBytes_AS_STRING(row_key), PyBytes_GET_SIZE(row_key))
+        _put_byte(&b, ROW_DELTA)
+        _put(&b, PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name))
+        _put_byte(&b, 0)
+        _put_be64(&b, ~gen)
+        return PyBytes_FromStringAndSize(<char*>b.p, b.n)
+    finally:
+        free(b.p)
+
+
+cdef bytes _put_delta(int64_t ts, value):
+    """cells.encode_put_delta: D_PUT, LE64 timestamp, the typed value."""
+    cdef Buf b
+    b.p, b.n, b.cap = NULL, 0, 0
+    try:
+        _put_byte(&b, D_PUT)
+        _put_le(&b, <uint64_t>ts, 8)
+        _put_value(&b, value)
+        return PyBytes_FromStringAndSize(<char*>b.p, b.n)
+    finally:
+        free(b.p)
+
+
+def delta_key(bytes row_key not None, str name not None, uint64_t gen):
+    """The C twin of cells.delta_key (for the tests)."""
+    return _delta_key(row_key, PyUnicode_AsUTF8String(name), gen)
+
+
+def put_delta(int64_t ts, value):
+    """The C twin of cells.encode_put_delta (for the tests)."""
+    return _put_delta(ts, value)
