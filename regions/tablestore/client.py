@@ -441,13 +441,13 @@ class OTSClient:
                 whole = (max_version == 1 and whole_read(schema, names, rng, column_filter, window))
             except OTSServiceError as exc:
                 table_error = exc
-            for pk in item.primary_keys:
+            plain = (self._row_reader.items(name, item.primary_keys, table_name)
+                     if table_error is None and whole else None)
+            for i, pk in enumerate(item.primary_keys):
                 error = table_error
-                if error is None and whole:
-                    got = self._row_reader.item(name, pk, table_name)
-                    if got is not None:
-                        items.append(got)
-                        continue
+                if plain is not None and plain[i] is not None:
+                    items.append(plain[i])
+                    continue
                 if error is None:
                     try:
                         values = check_pk(schema, pk)

@@ -708,6 +708,15 @@ cdef class RowReader:
         item.row = (<tuple>got)[1]
         return item
 
+    def items(self, table_name, primary_keys, item_table_name):
+        """``[item(table_name, pk, item_table_name) for pk in primary_keys]``
+        in one C loop: BatchGetRow's items of a table (None where a read is
+        not plain)."""
+        cdef list out = []
+        for pk in primary_keys:
+            out.append(self.item(table_name, pk, item_table_name))
+        return out
+
     cdef object _read(self, table_name, primary_key):
         cdef Buf b
         cdef Py_ssize_t i, size = 0, csize = 0
