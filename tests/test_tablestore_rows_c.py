@@ -583,3 +583,86 @@ def test_plain_writer_updates_store_what_the_python_path_stores(ops):
             assert (a is None) == (b is None)
             if a is not None:
                 assert [x[:2] for x in a.attribute_columns] == [x[:2] for x in b.attribute_columns]
+
+
+def _batch_of(rows, condition=None):
+    from regions.tablestore import (BatchWriteRowRequest, PutRowItem, Row,
+                                    TableInBatchWriteRowItem)
+    req = BatchWriteRowRequest()
+    req.add(TableInBatchWriteRowItem("t", [PutRowItem(Row(pk, cols), condition)
+                                           for pk, cols in rows]))
+    return req
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.lists(st.tuples(ATTR_NAMES, PLAIN_VALUES),
+                                                       max_size=3)),
+                min_size=1, max_size=40),
+       st.integers(-1, 5))
+def test_plain_writer_batches_store_what_the_python_path_stores(rows, locked):
+    """BatchWriteRow of plain puts through the C path and through the Python
+    path (a client without it): same results item by item, same rows; a
+    partition held by a transaction refuses its rows alone in both."""
+    from regions.tablestore import OTSClient, Row, TableMeta, INF_MIN, INF_MAX
+    with OTSClient(":memory:") as fast, OTSClient(":memory:") as slow:
+        slow._plain_writer = None
+        for c in (fast, slow):
+            c.create_table(TableMeta("t", [("k", "INTEGER")]))
+            c.put_row("t", Row([("k", 0)], [("a", 1), ("b", 1), ("col_1", 1), ("x" * 40, 1)]))
+            if locked >= 0:
+                c.start_local_transaction("t", [("k", locked)])
+        req = _batch_of([([("k", k)], cols) for k, cols in rows])
+        try:
+            expect = slow.batch_write_row(req)
+        except Exception as e:
+            with pytest.raises(type(e)):
+                fast.batch_write_row(req)
+            return
+        got = fast.batch_write_row(req)
+        assert repr(got.get_put()) == repr(expect.get_put())
+        a, b = (c.get_range("t", "FORWARD", [("k", INF_MIN)], [("k", INF_MAX)])[2]
+                for c in (fast, slow))
+        assert [(r.primary_key, [x[:2] for x in r.attribute_columns]) for r in a] == \
+            [(r.primary_key, [x[:2] for x in r.attribute_columns]) for r in b]
+
+
+def test_plain_writer_batch_leaves_what_is_not_plain_and_reports_a_failed_write():
+    import threading
+    from regions.tablestore import (OTSClient, TableMeta, Condition, RowExistenceExpectation,
+                                    BatchWriteRowRequest, UpdateRowItem, Row,
+                                    TableInBatchWriteRowItem, cells as cells_mod)
+    with OTSClient(":memory:") as client:
+        client.create_table(TableMeta("t", [("k", "INTEGER")]))
+        client.put_row("t", Row([("k", 0)], [("a", 1)]))
+        writer = client._plain_writer
+        plain = _batch_of([([("k", 1)], [("a", 1)]), ([("k", 2)], [("a", 2)])])
+        assert writer.batch(plain.items, 4 << 20) is not None
+        repeated = _batch_of([([("k", 1)], [("a", 1)]), ([("k", 1)], [("a", 2)])])
+        conditional = _batch_of([([("k", 1)], [("a", 1)])],
+                                Condition(RowExistenceExpectation.EXPECT_EXIST))
+        update = BatchWriteRowRequest()
+        update.add(TableInBatchWriteRowItem("t", [UpdateRowItem(Row([("k", 1)], {"put": [("a", 1)]}),
+                                                                None)]))
+        for req in (repeated, conditional, update, _batch_of([([("k", True)], [("a", 1)])]),
+                    _batch_of([([("k", 1)], [("a", 1, 99)])])):
+            assert writer.batch(req.items, 4 << 20) is None
+        assert writer.batch(plain.items, 10) is None          # over the size limit: Python says so
+        # the last row of repeated wins, as the Python path writes it
+        assert client.batch_write_row(repeated).get_put()[0][1].is_ok
+        assert client.get_row("t", [("k", 1)])[1].attribute_columns[0][:2] == ("a", 2)
+
+    class Failing:
+        """A region server whose write applies the first row's head, then fails."""
+        def write(self, table, batch):
+            e = IOError("disk gone")
+            e.applied_keys = frozenset([batch.ops[0][1]])
+            raise e
+    from regions.tablestore.schema import Schema
+    schema = Schema(["k"], ["INTEGER"], None, -1, 1, 86400, None, [])
+    txns = type("NoTxn", (), {"_locked": {}})()
+    w = _rows.PlainWriter({"t": schema}, Failing(), [threading.Lock()], cells_mod.Generations(),
+                          txns)
+    got = w.batch(_batch_of([([("k", 1)], [("a", 1)]), ([("k", 2)], [("a", 2)])]).items, 4 << 20)
+    first, second = got["t"]
+    assert first.is_ok and first.consumed.write == 1
+    assert not second.is_ok and second.error_code == "OTSInternalServerError"

@@ -520,6 +520,11 @@ class OTSClient:
                 raise service_error("batch_no_operation", table=table_name)
             total += len(item.row_items)
         check_batch_rows(total, BATCH_WRITE_ROWS)
+        if self._plain_writer is not None:
+            # plain unconditional puts in one C call (its twin: the loops below)
+            response = self._plain_writer.batch(request.items, BATCH_WRITE_BYTES)
+            if response is not None:
+                return BatchWriteRowResponse(request, response)
         prepared = {}
         size = 0
         for table_name, item in request.items.items():

@@ -131,6 +131,17 @@ def check_repeated(plans):
                 raise service_error("batch_repeated_condition")
 
 
+def failed_item(kind, table, exc) -> BatchWriteRowResponseItem:
+    """The BatchWriteRow result item of a row of ``kind`` that failed with ``exc``."""
+    if isinstance(exc, OTSServiceError):
+        cu = (failed_condition_cu(kind == BatchWriteRowType.DELETE)
+              if exc.code == "OTSConditionCheckFail" else None)
+        return BatchWriteRowResponseItem(False, exc.code, exc.message, cu, None)
+    log.error("BatchWriteRow: row of table %r failed", table, exc_info=exc)
+    exc = service_error("internal_error")
+    return BatchWriteRowResponseItem(False, exc.code, exc.message, None, None)
+
+
 class RowWriter:
     """Runs prepared writes against ``server`` (a RegionServer, or a local
     transaction's view) under the striped row ``locks``.
@@ -309,13 +320,7 @@ class RowWriter:
     @staticmethod
     def _failed(p, exc) -> BatchWriteRowResponseItem:
         """The result item of a row that failed with ``exc``."""
-        if isinstance(exc, OTSServiceError):
-            cu = (failed_condition_cu(p.kind == BatchWriteRowType.DELETE)
-                  if exc.code == "OTSConditionCheckFail" else None)
-            return BatchWriteRowResponseItem(False, exc.code, exc.message, cu, None)
-        log.error("BatchWriteRow: row of table %r failed", p.table, exc_info=exc)
-        exc = service_error("internal_error")
-        return BatchWriteRowResponseItem(False, exc.code, exc.message, None, None)
+        return failed_item(p.kind, p.table, exc)
 
     def run_reported(self, p, schema) -> BatchWriteRowResponseItem:
         """One row of a batch, run alone: its result item, whatever goes wrong.

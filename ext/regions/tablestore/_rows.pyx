@@ -35,8 +35,9 @@ from operator import itemgetter
 from regions.tablestore.capacity import UNIT
 from regions.tablestore.cells import put_head as _py_put_head
 from regions.tablestore import cells as _cells_module
-from regions.tablestore.metadata import (INF_MAX, INF_MIN, CapacityUnit, Condition, ReturnType,
-                                         Row, RowDataItem, RowExistenceExpectation)
+from regions.tablestore.metadata import (INF_MAX, INF_MIN, BatchWriteRowResponseItem,
+                                         BatchWriteRowType, CapacityUnit, Condition, PutRowItem,
+                                         ReturnType, Row, RowDataItem, RowExistenceExpectation)
 from regions.tablestore.validate import (MAX_ROW_WRITE_BYTES, MAX_VALUE_BYTES, SHORT_PK_STR,
                                          _GOOD_NAMES)
 
@@ -894,6 +895,11 @@ cdef object _Condition = Condition
 cdef object _IGNORE = RowExistenceExpectation.IGNORE
 cdef object _RT_NONE = ReturnType.RT_NONE
 cdef bytes _HEAD = _cells_module.HEAD
+cdef object _PutRowItem = PutRowItem
+cdef object _BatchWriteRowResponseItem = BatchWriteRowResponseItem
+cdef object _PUT = BatchWriteRowType.PUT
+import logging
+_log = logging.getLogger("regions.tablestore")
 cdef bytes _EXISTS_VALUE = _cells_module.EXISTS_VALUE
 from lsm import WriteBatch as _WriteBatch
 
@@ -931,17 +937,109 @@ cdef class PlainWriter:
         column, stamped now, written as one batch; or None."""
         return self._write(table_name, row, condition, return_type, True)
 
+    def batch(self, dict items not None, Py_ssize_t max_bytes):
+        """BatchWriteRow's results (``{table: [result item, ...]}``) when every
+        row of ``items`` (``{table: TableInBatchWriteRowItem}``, counted and
+        checked non-empty by the caller) is a PutRowItem of a plain row
+        written unconditionally, no row key repeated in its table, the rows'
+        bytes within ``max_bytes``; else None, before doing anything.  Each
+        table's rows are written as ``RowWriter.run_batch`` writes them (its
+        twin): under the locks of all their stripes, taken in order, each
+        row's partition checked against the transactions' locks (a refused
+        row fails alone), one region-server write of their heads; if that
+        write fails, the rows it did not apply fail (``writes.failed_item``).
+        """
+        cdef Py_ssize_t attr, size, total = 0, i, n, nlocks = len(self._locks)
+        cdef list plans = [], rows, results, stripes
+        cdef tuple got
+        cdef dict response = {}
+        for table_name, table_item in items.items():
+            if type(table_name) is not str:
+                return None
+            schema = self._schemas.get(table_name)
+            if schema is None:
+                return None
+            rows = []
+            keys = set()
+            for row_item in table_item.row_items:
+                if type(row_item) is not _PutRowItem:
+                    return None
+                if not _unconditional(row_item.condition, row_item.return_type):
+                    return None
+                row = row_item.row
+                if type(row) is not _Row:
+                    return None
+                attr = 0
+                cells = _plain_cells(<list?>schema.names, row.attribute_columns, False, &attr)
+                if cells is None:
+                    return None
+                got = _plain_row(schema, row.primary_key, cells, attr)
+                if got is None or got[1] in keys:
+                    return None
+                keys.add(got[1])
+                size = <Py_ssize_t>got[3] + <Py_ssize_t>got[4]
+                total += size
+                rows.append((got[1], got[2], size))
+            plans.append((table_name, rows))
+        if total > max_bytes:
+            return None
+        for table_name, rows in plans:
+            n = len(rows)
+            results = [None] * n
+            stripes = sorted({_stripe(<bytes>(<tuple>r)[0], nlocks) for r in rows})
+            locks = [self._locks[i] for i in stripes]
+            for lock in locks:
+                lock.acquire()
+            try:
+                self._write_rows(table_name, rows, results)
+            finally:
+                for lock in reversed(locks):
+                    lock.release()
+            response[table_name] = results
+        return response
+
+    cdef int _write_rows(self, str table_name, list rows, list results) except -1:
+        """One table's plain rows, under their locks (``batch``)."""
+        cdef Py_ssize_t i
+        cdef list written = []
+        cdef tuple r
+        batch = _WriteBatch()
+        now = _cells_module.now_ms()
+        for i in range(len(rows)):
+            r = <tuple>rows[i]
+            if self._transactions._locked:
+                try:
+                    self._transactions.check_write(table_name, r[0], None, r[2])
+                except Exception as exc:
+                    results[i] = _failed_item(_PUT, table_name, exc)
+                    continue
+            batch.put(<bytes>r[0] + _HEAD, put_head(self._gens.next(), r[1], now))
+            written.append(i)
+        if not written:
+            return 0
+        try:
+            self._server.write(table_name, batch)
+            applied = None
+        except Exception as exc:
+            _log.error("BatchWriteRow: writing %d rows of table %r failed: %s",
+                       len(written), table_name, exc)
+            applied = getattr(exc, "applied_keys", frozenset())
+            failure = exc
+        for i in written:
+            r = <tuple>rows[i]
+            if applied is None or <bytes>r[0] + _HEAD in applied:
+                results[i] = _ok_item(r[2])
+            else:
+                results[i] = _failed_item(_PUT, table_name, failure)
+        return 0
+
     cdef object _write(self, table_name, row, condition, return_type, bint update):
-        cdef Py_ssize_t attr = 0, size, stripe, i
+        cdef Py_ssize_t attr = 0, size, i
         cdef tuple got, cell
         cdef int64_t now
         if type(table_name) is not str or type(row) is not _Row:
             return None
-        if return_type is not None and return_type != _RT_NONE:
-            return None
-        if condition is not None and (type(condition) is not _Condition
-                                      or condition.column_condition is not None
-                                      or condition.row_existence_expectation != _IGNORE):
+        if not _unconditional(condition, return_type):
             return None
         schema = self._schemas.get(table_name)
         if schema is None:
@@ -957,10 +1055,7 @@ cdef class PlainWriter:
             return None
         row_key = <bytes>got[1]
         size = <Py_ssize_t>got[3] + <Py_ssize_t>got[4]
-        stripe = hash(row_key) % len(self._locks)      # C's %: the sign of the hash
-        if stripe < 0:
-            stripe += len(self._locks)
-        with self._locks[stripe]:
+        with self._locks[_stripe(row_key, len(self._locks))]:
             if self._transactions._locked:
                 self._transactions.check_write(table_name, row_key, None, size)
             if not update:
@@ -977,6 +1072,39 @@ cdef class PlainWriter:
                               _put_delta(now, cell[2]))
                 self._server.write(table_name, batch)
         return _CapacityUnit(0, max(1, (size + _UNIT - 1) // _UNIT)), None
+
+
+cdef inline Py_ssize_t _stripe(bytes row_key, Py_ssize_t n) except -1:
+    """``hash(row_key) % n`` as Python computes it (C's % keeps the hash's sign)."""
+    cdef Py_ssize_t s = hash(row_key) % n
+    return s + n if s < 0 else s
+
+
+cdef inline bint _unconditional(condition, return_type) except -1:
+    """No condition (or IGNORE without a column condition), no return type (or RT_NONE)."""
+    if return_type is not None and return_type != _RT_NONE:
+        return False
+    return condition is None or (type(condition) is _Condition
+                                 and condition.column_condition is None
+                                 and condition.row_existence_expectation == _IGNORE)
+
+
+cdef object _failed_item(kind, table, exc):
+    """writes.failed_item (imported here: writes imports this module)."""
+    from regions.tablestore.writes import failed_item
+    return failed_item(kind, table, exc)
+
+
+cdef object _ok_item(Py_ssize_t size):
+    """``BatchWriteRowResponseItem(True, None, None, CU, None)``, its attributes
+    set in the order its ``__init__`` sets them."""
+    item = _new_object(_BatchWriteRowResponseItem)
+    item.is_ok = True
+    item.error_code = None
+    item.error_message = None
+    item.consumed = _CapacityUnit(0, max(1, (size + _UNIT - 1) // _UNIT))
+    item.row = _make_row(None, None)
+    return item
 
 
 cdef bytes _delta_key(bytes row_key, bytes name, uint64_t gen):
