@@ -66,20 +66,31 @@ cdef inline int cmp_user_of(bytes ikey, bytes ukey) noexcept:
                     <const unsigned char*>PyBytes_AS_STRING(ukey), PyBytes_GET_SIZE(ukey))
 
 
-cdef inline Py_ssize_t lower_bound(list keys, bytes target):
-    """bisect_left of user key ``target`` in a sorted list of user keys, compared in C."""
+cdef inline Py_ssize_t bisect_keys(list keys, const unsigned char* t, Py_ssize_t tn,
+                                   bint internal):
+    """bisect_left of ``t[:tn]`` in a sorted list of keys (bytes), compared in
+    C: as internal keys (cmp_ikey) when ``internal``, else as user keys."""
     cdef Py_ssize_t lo = 0, hi = len(keys), mid
-    cdef const unsigned char* t = <const unsigned char*>PyBytes_AS_STRING(target)
-    cdef Py_ssize_t tn = PyBytes_GET_SIZE(target)
     cdef bytes k
+    cdef int c
     while lo < hi:
         mid = (lo + hi) >> 1
         k = <bytes>keys[mid]
-        if cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), t, tn) < 0:
+        if internal:
+            c = cmp_ikey(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), t, tn)
+        else:
+            c = cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), t, tn)
+        if c < 0:
             lo = mid + 1
         else:
             hi = mid
     return lo
+
+
+cdef inline Py_ssize_t lower_bound(list keys, bytes target):
+    """bisect_left of user key ``target`` in a sorted list of user keys."""
+    return bisect_keys(keys, <const unsigned char*>PyBytes_AS_STRING(target),
+                       PyBytes_GET_SIZE(target), False)
 
 
 cdef inline uint64_t tag_at(const unsigned char* ikey, Py_ssize_t n) noexcept nogil:

@@ -37,7 +37,7 @@ from libc.string cimport memcpy
 from lsm._coding cimport encode_fixed64
 from lsm._db_iter cimport DBIterator
 from lsm._iter cimport InternalIterator
-from lsm._keys cimport KIND_VALUE, cmp_ikey, cmp_user, lower_bound as _lower_bound, pack_tag
+from lsm._keys cimport KIND_VALUE, bisect_keys, cmp_user, lower_bound as _lower_bound, pack_tag
 from lsm._memtable cimport get_version, visible_range
 from lsm._table cimport PointReader
 
@@ -248,7 +248,7 @@ cdef class PointPath:
         cdef unsigned char stack[LKBUF]
         cdef unsigned char* lk = stack
         cdef bytes heap = None
-        cdef Py_ssize_t lkn = un + 8, lo, hi, mid
+        cdef Py_ssize_t lkn = un + 8, lo
         cdef object item, f, r, files
         cdef list largest
         cdef bytes b
@@ -270,14 +270,7 @@ cdef class PointPath:
         for item in <list>v.search:
             files = (<tuple>item)[0]
             largest = <list>(<tuple>item)[1]
-            lo, hi = 0, len(largest)
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                b = <bytes>largest[mid]
-                if cmp_ikey(<const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), lk, lkn) < 0:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            lo = bisect_keys(largest, lk, lkn, True)
             if lo < len(largest):
                 f = (<list>files)[lo]
                 b = <bytes>f.smallest_user
