@@ -1,4 +1,4 @@
-"""Pure-Python references of the C read paths in regions.tablestore._rows.
+"""Pure-Python references of the C read paths in regions.tablestore (_rowcodec, _reads).
 
 The client reads through the C twins; these are what they are tested
 against, value for value (tests/test_tablestore_rows_c.py), and the plainest
@@ -39,7 +39,7 @@ def row_cells(row_key_len, entries, keep):
     read whole (``whole_read``, keep = min(max_version, the table's
     max_versions)): exactly what ``assemble`` returns then, for any row (head,
     deltas, or both); None when the row does not exist.  A row that is one
-    head takes ``head_cells``.  C twin: ``_rows.row_cells``."""
+    head takes ``head_cells``.  C twin: ``_rowcodec.row_cells``."""
     head, deltas = cells.split_entries(row_key_len, entries)
     if not deltas:
         return (None, 0) if head is None else head_cells(head, keep)
@@ -82,7 +82,7 @@ def range_page(entries, npk, pk_names, fast, keep, max_rows, max_bytes, slow, li
     ``row_cells``; otherwise it is ``slow(row_key, values, group)`` -> (Row
     parts or None, attribute bytes returned, row exists).  A row counts as
     scanned when it exists; its bytes (primary key and attribute cells)
-    count when it is returned.  C twin: ``_rows.RangePage``.
+    count when it is returned.  C twin: ``_reads.RangePage``.
     """
     rows = []
     scanned = read_bytes = 0

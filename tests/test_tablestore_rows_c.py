@@ -1,4 +1,4 @@
-"""The C twins in regions.tablestore._rows agree with their pure-Python references.
+"""The C twins in regions.tablestore (_rowcodec, _reads, _writes) agree with their pure-Python references.
 
 Same random inputs through both: PK codec, head codec, head_cells, pk_size and
 the GetRange page loop (rows, next start, bytes read); corrupt input raises
@@ -7,7 +7,7 @@ ValueError in both.
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from regions.tablestore import INF_MAX, INF_MIN, _rows, cells, pkcodec, reads
+from regions.tablestore import INF_MAX, INF_MIN, _reads, _rowcodec, _writes, cells, pkcodec, reads
 from regions.tablestore.capacity import cells_size, pk_size
 from regions.tablestore.schema import Schema
 
@@ -45,12 +45,12 @@ def _head_cells_list():
 
 
 def test_golden_row_keys_from_the_format():
-    assert _rows.encode_pk(["INTEGER"], [0]) == b"\x10\x80" + b"\x00" * 7
-    assert _rows.encode_pk(["INTEGER"], [-1]) == b"\x10\x7f" + b"\xff" * 7
-    assert _rows.encode_pk(["STRING"], ["a\x00b"]) == b"\x20a\x00\xffb\x00\x01"
-    assert _rows.encode_pk(["BINARY", "INTEGER"], [bytearray(b""), INF_MAX]) == \
+    assert _rowcodec.encode_pk(["INTEGER"], [0]) == b"\x10\x80" + b"\x00" * 7
+    assert _rowcodec.encode_pk(["INTEGER"], [-1]) == b"\x10\x7f" + b"\xff" * 7
+    assert _rowcodec.encode_pk(["STRING"], ["a\x00b"]) == b"\x20a\x00\xffb\x00\x01"
+    assert _rowcodec.encode_pk(["BINARY", "INTEGER"], [bytearray(b""), INF_MAX]) == \
         b"\x30\x00\x01\xff"
-    assert _rows.decode_pk(b"\x20a\x00\xffb\x00\x01\x10\x80" + b"\x00" * 7, 2) == \
+    assert _rowcodec.decode_pk(b"\x20a\x00\xffb\x00\x01\x10\x80" + b"\x00" * 7, 2) == \
         (["a\x00b", 0], 16)
 
 
@@ -59,9 +59,9 @@ def test_golden_row_keys_from_the_format():
 def test_pk_codec_matches_the_reference(pk):
     types, values = pk
     key = pkcodec.encode_pk(types, values)
-    assert _rows.encode_pk(types, values) == key
-    assert _rows.decode_pk(key, len(types)) == pkcodec.decode_pk(key, len(types))
-    assert _rows.decode_pk(b"xx" + key, len(types), 2) == pkcodec.decode_pk(b"xx" + key,
+    assert _rowcodec.encode_pk(types, values) == key
+    assert _rowcodec.decode_pk(key, len(types)) == pkcodec.decode_pk(key, len(types))
+    assert _rowcodec.decode_pk(b"xx" + key, len(types), 2) == pkcodec.decode_pk(b"xx" + key,
                                                                            len(types), 2)
 
 
@@ -70,7 +70,7 @@ def test_pk_codec_matches_the_reference(pk):
 def test_pk_size_matches_the_reference(pk):
     types, values = pk
     names = ["k%d" % i for i in range(len(types))]
-    assert _rows.pk_size(names, values) == pk_size(zip(names, values))
+    assert _rowcodec.pk_size(names, values) == pk_size(zip(names, values))
 
 
 @pytest.mark.parametrize("key", [b"\x42", b"\x10\x80", b"\x20abc", b"\x20a\x00\x02", b""])
@@ -78,7 +78,7 @@ def test_corrupt_row_keys_raise_value_error_in_both(key):
     with pytest.raises(ValueError):
         pkcodec.decode_pk(key, 1)
     with pytest.raises(ValueError):
-        _rows.decode_pk(key, 1)
+        _rowcodec.decode_pk(key, 1)
 
 
 @settings(max_examples=300, deadline=None)
@@ -86,9 +86,9 @@ def test_corrupt_row_keys_raise_value_error_in_both(key):
        st.integers(min_value=1, max_value=4))
 def test_head_codec_and_head_cells_match_the_reference(gen, cell_list, keep):
     head = cells.encode_head(gen, cell_list)
-    assert _rows.encode_head(gen, cell_list) == head
-    assert _rows.decode_head(head) == cells.decode_head(head)
-    assert _rows.head_cells(head, keep) == reference.head_cells(head, keep)
+    assert _rowcodec.encode_head(gen, cell_list) == head
+    assert _rowcodec.decode_head(head) == cells.decode_head(head)
+    assert _rowcodec.head_cells(head, keep) == reference.head_cells(head, keep)
 
 
 @settings(max_examples=300, deadline=None)
@@ -96,14 +96,14 @@ def test_head_codec_and_head_cells_match_the_reference(gen, cell_list, keep):
        st.lists(st.tuples(NAMES, VALUES, st.one_of(st.none(), TS)), max_size=6), TS)
 def test_put_head_and_cells_size_match_the_reference(gen, cell_list, now):
     # any order, repeated names and (name, ts) pairs: the C path or its fallback
-    assert _rows.put_head(gen, cell_list, now) == cells.put_head(gen, cell_list, now)
-    assert _rows.cells_size(cell_list) == cells_size(cell_list)
-    assert _rows.cells_size([(n, None) for n, _, _ in cell_list]) == \
+    assert _rowcodec.put_head(gen, cell_list, now) == cells.put_head(gen, cell_list, now)
+    assert _rowcodec.cells_size(cell_list) == cells_size(cell_list)
+    assert _rowcodec.cells_size([(n, None) for n, _, _ in cell_list]) == \
         cells_size([(n, None) for n, _, _ in cell_list])
 
 
 def test_put_head_golden_bytes_from_the_format():
-    head = _rows.put_head(5, [("b", 1.5, None), ("a", True, 7)], 9)
+    head = _rowcodec.put_head(5, [("b", 1.5, None), ("a", True, 7)], 9)
     assert head == (b"\x01" + (5).to_bytes(8, "little")
                     + b"\x01a" + (7).to_bytes(8, "little") + b"\x02\x01"
                     + b"\x01b" + (9).to_bytes(8, "little")
@@ -112,11 +112,11 @@ def test_put_head_golden_bytes_from_the_format():
 
 def test_head_cells_of_deleted_and_empty_heads():
     deleted = cells.encode_deleted_head(7)
-    assert _rows.head_cells(deleted, 1) == reference.head_cells(deleted, 1) == (None, 0)
+    assert _rowcodec.head_cells(deleted, 1) == reference.head_cells(deleted, 1) == (None, 0)
     # A PutRow with no attribute column: the row exists and holds only its key.
     empty = cells.encode_head(7, [])
-    assert _rows.head_cells(empty, 1) == reference.head_cells(empty, 1) == ([], 0)
-    assert _rows.decode_head(cells.encode_deleted_head(7)) == (7, None)
+    assert _rowcodec.head_cells(empty, 1) == reference.head_cells(empty, 1) == ([], 0)
+    assert _rowcodec.decode_head(cells.encode_deleted_head(7)) == (7, None)
 
 
 @pytest.mark.parametrize("head", [b"\x01\x00", cells.encode_head(1, [("a", 1, 5)])[:-3],
@@ -125,7 +125,7 @@ def test_corrupt_heads_raise_in_both(head):
     with pytest.raises(Exception):
         cells.decode_head(head)
     with pytest.raises(ValueError):
-        _rows.decode_head(head)
+        _rowcodec.decode_head(head)
 
 
 # -- the GetRange page loop ---------------------------------------------------
@@ -188,7 +188,7 @@ def test_range_page_matches_the_reference(entries, reverse, fast, keep, max_rows
     if reverse:
         entries = entries[::-1]
     args = (2, schema.names, fast, keep, max_rows, max_bytes)
-    got = _rows.RangePage(*args, *callbacks("c")).run(iter(entries))
+    got = _reads.RangePage(*args, *callbacks("c")).run(iter(entries))
     want = reference.range_page(iter(entries), *args, *callbacks("py"))
     assert got == want
     assert calls["c"] == calls["py"]
@@ -198,7 +198,7 @@ def test_range_page_cuts_at_max_rows_and_names_the_next_start():
     keys = [pkcodec.encode_pk(["INTEGER"], [i]) for i in range(5)]
     entries = [(cells.head_key(k), cells.encode_head(1, [("a", i, 9)]))
                for i, k in enumerate(keys)]
-    page = _rows.RangePage(1, ["id"], True, 1, 3, 1 << 20, None, lambda k, g: True)
+    page = _reads.RangePage(1, ["id"], True, 1, 3, 1 << 20, None, lambda k, g: True)
     rows, next_values, read_bytes = page.run(iter(entries))
     assert [r.primary_key for r in rows] == [[("id", 0)], [("id", 1)], [("id", 2)]]
     assert [r.attribute_columns for r in rows] == [[("a", i, 9)] for i in range(3)]
@@ -215,11 +215,11 @@ def test_head_cells_is_what_assemble_returns_for_a_head_read_whole(cell_list, ma
     schema = Schema(["id"], ["INTEGER"], None, max_versions=max_versions)
     assert reads.whole_read(schema, None, None, None)
     row_key = pkcodec.encode_pk(["INTEGER"], [1])
-    head = _rows.put_head(9, cell_list, now)
+    head = _rowcodec.put_head(9, cell_list, now)
     parts, size, exists = reads.assemble(schema, [1], len(row_key), head, [], now, None,
                                          max_version, None, None)
     assert exists
-    got, got_size = _rows.head_cells(head, min(max_version, max_versions))
+    got, got_size = _rowcodec.head_cells(head, min(max_version, max_versions))
     assert got == parts[1]
     assert got_size == size
 
@@ -238,7 +238,7 @@ def test_row_cells_is_what_assemble_returns_for_any_row_read_whole(entries, max_
         assert exists == (parts is not None)  # read whole: an existing row is returned
         want = (parts[1], size) if parts else (None, 0)
         assert reference.row_cells(len(row_key), group, keep) == want
-        assert _rows.row_cells(len(row_key), group, keep) == want
+        assert _rowcodec.row_cells(len(row_key), group, keep) == want
 
 
 def test_the_c_layout_declares_the_bytes_pkcodec_and_cells_own():
@@ -255,7 +255,7 @@ def test_the_c_layout_declares_the_bytes_pkcodec_and_cells_own():
         "T_INTEGER": cells.T_INTEGER, "T_DOUBLE": cells.T_DOUBLE, "T_BOOLEAN": cells.T_BOOLEAN,
         "T_STRING": cells.T_STRING, "T_BINARY": cells.T_BINARY,
     }
-    assert _rows.LAYOUT == expected
+    assert _rowcodec.LAYOUT == expected
 
 
 # -- RowReader: get_row of a whole row by a plain key ------------------------
@@ -383,15 +383,15 @@ def test_plain_put_matches_the_python_checks(pk, columns):
     schema = Schema(["k%d" % i for i in range(len(types))], types, None, -1, 1, 86400, None, [])
     primary_key = list(zip(schema.names, values))
     expect = _python_put(schema, primary_key, columns)      # also makes the names known
-    assert _rows.plain_put(schema, primary_key, columns) == expect
-    assert _rows.plain_put(schema, tuple(primary_key), tuple(list(c) for c in columns)) == expect
+    assert _writes.plain_put(schema, primary_key, columns) == expect
+    assert _writes.plain_put(schema, tuple(primary_key), tuple(list(c) for c in columns)) == expect
 
 
 def test_plain_put_leaves_everything_not_plain_to_the_python_checks():
     schema = Schema(["k"], ["INTEGER"], None, -1, 1, 86400, None, [])
     pk = [("k", 1)]
     _python_put(schema, pk, [("a", 1)])
-    assert _rows.plain_put(schema, pk, [("a", 1)]) == ([1], pkcodec.encode_pk(["INTEGER"], [1]),
+    assert _writes.plain_put(schema, pk, [("a", 1)]) == ([1], pkcodec.encode_pk(["INTEGER"], [1]),
                                                        [("a", 1, None)], 9, 9)
     for columns in ([("never_checked_name", 1)],            # a name not seen valid yet
                     [("k", 1)],                             # a key column's name
@@ -400,12 +400,12 @@ def test_plain_put_leaves_everything_not_plain_to_the_python_checks():
                     [("a", "x" * ((512 << 10) + 1))],       # long: the byte count decides
                     [("a", 1, 1000)],                       # a timestamp: the range check
                     [("a",)], ["a"], "a", None):
-        assert _rows.plain_put(schema, pk, columns) is None, columns
+        assert _writes.plain_put(schema, pk, columns) is None, columns
     for key in ([("k", True)], [("k", 1 << 63)], [("k", 1), ("j", 2)], [], "k"):
-        assert _rows.plain_put(schema, key, [("a", 1)]) is None, key
+        assert _writes.plain_put(schema, key, [("a", 1)]) is None, key
     big = [("a", "x" * (512 << 10)), ("b", "y" * (512 << 10))] * 4    # 4 MiB of attributes
     _python_put(schema, pk, [("a", 1), ("b", 1)])
-    assert _rows.plain_put(schema, pk, big) is None        # over the row limit: the service's error
+    assert _writes.plain_put(schema, pk, big) is None        # over the row limit: the service's error
 
 
 def _python_update(schema, primary_key, update):
@@ -424,20 +424,20 @@ def test_plain_update_matches_the_python_checks(k, columns, key):
     schema = Schema(["k"], ["INTEGER"], None, -1, 1, 86400, None, [])
     update = {key: list(columns.items())}
     expect = _python_update(schema, [("k", k)], update)      # also makes the names known
-    assert _rows.plain_update(schema, [("k", k)], update) == expect
+    assert _writes.plain_update(schema, [("k", k)], update) == expect
 
 
 def test_plain_update_leaves_everything_but_plain_puts_to_the_python_checks():
     schema = Schema(["k"], ["INTEGER"], None, -1, 1, 86400, None, [])
     pk = [("k", 1)]
     _python_update(schema, pk, {"put": [("a", 1), ("b", 2)]})
-    assert _rows.plain_update(schema, pk, {"put": [("a", 1)]})[2] == [("PUT", "a", 1, None)]
+    assert _writes.plain_update(schema, pk, {"put": [("a", 1)]})[2] == [("PUT", "a", 1, None)]
     for update in ({"put": [("a", 1), ("a", 2)]},              # a repeated column: the rules decide
                    {"put": [("a", 1)], "delete_all": ["b"]},   # other operations
                    {"increment": [("a", 1)]}, {"Put": [("a", 1)]}, {"put": []},
                    {"put": [["a", 1]]}, {"put": [("a", 1, 1000)]}, {"put": [("a", None)]},
                    {"put": [("a", True)]}, {"put": [("k", 1)]}, [("a", 1)], {}):
-        assert _rows.plain_update(schema, pk, update) is None, update
+        assert _writes.plain_update(schema, pk, update) is None, update
 
 
 def test_an_update_expecting_no_row_is_refused_as_before_the_plain_path():
@@ -470,7 +470,7 @@ def test_a_range_page_pauses_the_gc_only_while_it_is_built():
             # cells and key columns hold no container: the GC need not watch them
             assert not any(gc.is_tracked(c) for r in rows for c in r.attribute_columns + r.primary_key)
             assert all(gc.is_tracked(r.attribute_columns) for r in rows)
-    page = _rows.RangePage(1, ["k"], True, 1, 10, 1 << 20, None, None)
+    page = _reads.RangePage(1, ["k"], True, 1, 10, 1 << 20, None, None)
     with pytest.raises(ValueError):                 # a corrupt row key: the state is restored
         page.run([(b"\x07garbage", b"\x00" * 9)])
     assert gc.isenabled()
@@ -553,9 +553,9 @@ def test_plain_writer_leaves_every_put_that_is_not_plain_to_the_python_path():
 @given(st.binary(min_size=1, max_size=12), st.text(max_size=8), st.integers(0, (1 << 64) - 1),
        INT, PLAIN_VALUES)
 def test_delta_encoders_match_cells(row_key, name, gen, ts, value):
-    assert _rows.delta_key(row_key, name, gen) == cells.delta_key(row_key, name, gen)
-    assert _rows.delta_key(row_key, "", gen) == cells.exists_key(row_key, gen)
-    assert _rows.put_delta(ts, value) == cells.encode_put_delta(ts, value)
+    assert _rowcodec.delta_key(row_key, name, gen) == cells.delta_key(row_key, name, gen)
+    assert _rowcodec.delta_key(row_key, "", gen) == cells.exists_key(row_key, gen)
+    assert _rowcodec.put_delta(ts, value) == cells.encode_put_delta(ts, value)
 
 
 @settings(max_examples=60, deadline=None)
@@ -660,7 +660,7 @@ def test_plain_writer_batch_leaves_what_is_not_plain_and_reports_a_failed_write(
     from regions.tablestore.schema import Schema
     schema = Schema(["k"], ["INTEGER"], None, -1, 1, 86400, None, [])
     txns = type("NoTxn", (), {"_locked": {}})()
-    w = _rows.PlainWriter({"t": schema}, Failing(), [threading.Lock()], cells_mod.Generations(),
+    w = _writes.PlainWriter({"t": schema}, Failing(), [threading.Lock()], cells_mod.Generations(),
                           txns)
     got = w.batch(_batch_of([([("k", 1)], [("a", 1)]), ([("k", 2)], [("a", 2)])]).items, 4 << 20)
     first, second = got["t"]

@@ -294,7 +294,7 @@ def test_a_fault_in_one_row_of_a_batch_is_that_rows_error(env, monkeypatch):
 
     monkeypatch.setattr(e.core._writer, "_row_ops", faulty)
     # the fault is in the Python writer: plain puts would take the C path
-    # (_rows.PlainWriter, whose failed write is tested in test_tablestore_rows_c)
+    # (_writes.PlainWriter, whose failed write is tested in test_tablestore_rows_c)
     monkeypatch.setattr(e.core, "_plain_writer", None)
     logging.getLogger("regions.tablestore").disabled = True
     try:

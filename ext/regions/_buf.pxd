@@ -1,8 +1,9 @@
 # A growable output buffer for the C encoders of the regions package
-# (regions.tablestore._rows, regions.otsserver._plainbuffer): one definition,
+# (regions.tablestore._rowcodec, _reads, _writes; regions.otsserver._plainbuffer): one definition,
 # inline, so no extension module backs it.  The owner frees ``p``.
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport uint64_t
-from libc.stdlib cimport realloc
+from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
 
@@ -51,3 +52,22 @@ cdef inline int buf_put_le(Buf* b, uint64_t v, int width) except -1:
         b.p[b.n + i] = (v >> (8 * i)) & 0xff
     b.n += width
     return 0
+
+
+cdef inline int buf_put_be64(Buf* b, uint64_t v) except -1:
+    """``v`` as 8 big-endian bytes."""
+    cdef int i
+    buf_reserve(b, 8)
+    for i in range(8):
+        b.p[b.n + i] = (v >> (56 - 8 * i)) & 0xff
+    b.n += 8
+    return 0
+
+
+cdef inline bytes buf_take(Buf* b):
+    """The buffer's bytes; the buffer is freed."""
+    try:
+        return PyBytes_FromStringAndSize(<char*>b.p, b.n)
+    finally:
+        free(b.p)
+        b.p = NULL

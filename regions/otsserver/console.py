@@ -126,18 +126,8 @@ def boundary(key: bytes, end: bool) -> dict:
     return typed(pkcodec.decode_partition_value(key))
 
 
-def key_text(value) -> str:
-    """The form text of a key value (the inverse of ``parse_key_value``)."""
-    if value is INF_MIN:
-        return "INF_MIN"
-    if value is INF_MAX:
-        return "INF_MAX"
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).hex()
-    return str(value)
-
-
 def parse_key_value(text: str, pk_type: str, default):
+    """A key value from form text (the inverse of ``pkcodec.value_text``)."""
     text = text.strip() if pk_type != pkcodec.STRING else text
     if text == "":
         return default
@@ -434,7 +424,7 @@ class Console:
     @staticmethod
     def _next_query(q, next_start):
         keep = {k: v for k, v in q.items() if not k.startswith("start.")}
-        keep.update({"start." + n: key_text(v) for n, v in next_start})
+        keep.update({"start." + n: pkcodec.value_text(v) for n, v in next_start})
         return urlencode(keep)
 
     # -- HTML ---------------------------------------------------------------------

@@ -202,16 +202,9 @@ class TablestoreService:
             out = resp.tables.add()
             out.table_name = name
             for item in result.items.get(name, ()):
-                row = out.rows.add()
-                row.is_ok = bool(item.is_ok)
+                row = _row_result(out.rows.add(), item)
                 if item.is_ok:
-                    cv.set_consumed(row.consumed, item.consumed)
                     row.row = cv.encode_row(item.row)
-                else:
-                    row.error.code = item.error_code or "OTSInternalServerError"
-                    row.error.message = item.error_message or ""
-                    if item.consumed is not None:
-                        cv.set_consumed(row.consumed, item.consumed)
         return resp
 
     def batch_write_row(self, body):
@@ -242,18 +235,10 @@ class TablestoreService:
             for given in rows:
                 item = (md.BatchWriteRowResponseItem(False, given.code, given.message, None, None)
                         if isinstance(given, OTSServiceError) else next(results))
-                row = out.rows.add()
-                row.is_ok = bool(item.is_ok)
-                if item.is_ok:
-                    cv.set_consumed(row.consumed, item.consumed)
-                    pk = item.row.primary_key if item.row is not None else None
-                    if pk:
-                        row.row = cv.encode_primary_key(pk)
-                else:
-                    row.error.code = item.error_code or "OTSInternalServerError"
-                    row.error.message = item.error_message or ""
-                    if item.consumed is not None:
-                        cv.set_consumed(row.consumed, item.consumed)
+                row = _row_result(out.rows.add(), item)
+                pk = item.row.primary_key if item.is_ok and item.row is not None else None
+                if pk:
+                    row.row = cv.encode_primary_key(pk)
         return resp
 
     # --------------------------------------------------------------- range
@@ -302,6 +287,18 @@ def _row_item(proto):
                                              cv.return_type(proto))
     except OTSServiceError as e:
         return e
+
+
+def _row_result(row, item):
+    """``row`` (a batch response's row message) with ``item``'s outcome: is_ok,
+    the capacity consumed, or the error; the row's data is the caller's."""
+    row.is_ok = bool(item.is_ok)
+    if not item.is_ok:
+        row.error.code = item.error_code or "OTSInternalServerError"
+        row.error.message = item.error_message or ""
+    if item.is_ok or item.consumed is not None:
+        cv.set_consumed(row.consumed, item.consumed)
+    return row
 
 
 def _results_in_request_order(result, table_name):

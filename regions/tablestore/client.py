@@ -5,7 +5,7 @@ so code written for the cloud runs here by changing the constructor.  Every
 request is validated whole (validate.py) before anything is written; errors
 are the SDK's OTSClientError or the service's OTSServiceError (errors.py).
 This module is the API's surface: tables (their stored schema: schema.py),
-reads (reads.py, and the C twins in _rows), and the dispatch of writes to the
+reads (reads.py, and the C twins in _reads), and the dispatch of writes to the
 write path (writes.py: prepare, then run under the row lock).  BatchWriteRow
 prepares every row first (an OTSClientError or a whole-request error refuses
 the request before any row is written; a row's service error becomes that
@@ -30,7 +30,7 @@ import time
 from regions._meter import metered
 from regions.metrics import ApiMetrics
 
-from . import _rows, cells, pkcodec
+from . import _reads, _rowcodec, _writes, cells, pkcodec
 from .capacity import read_cu
 from .columns import read_window
 from .conditions import check_node_count
@@ -100,7 +100,7 @@ class OTSClient:
         self._server = server
         self._schemas = {}
         # get_row of a whole row by a plain key, in one C call (its twin: _get)
-        self._row_reader = _rows.RowReader(self._schemas, server)
+        self._row_reader = _reads.RowReader(self._schemas, server)
         self._meta_lock = threading.Lock()
         locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
         self._txn = None  # the Transaction this client runs in (see _in_transaction)
@@ -110,7 +110,7 @@ class OTSClient:
         self._writer = RowWriter(server, locks, cells.Generations(), cells.Generations(1000),
                                  self._transactions)
         # put_row of a plain row in one C call (its twin: prepare + RowWriter.run)
-        self._plain_writer = _rows.PlainWriter(self._schemas, server, locks, self._writer.gens,
+        self._plain_writer = _writes.PlainWriter(self._schemas, server, locks, self._writer.gens,
                                                self._transactions)
         for name in server.list_tables():
             attrs = server.table_attributes(name) or {}
@@ -160,7 +160,7 @@ class OTSClient:
         if self._owns_server and self._server is not None:
             self._server.close()
         self._server = None
-        self._row_reader = _rows.RowReader({}, None)   # every read takes the Python path
+        self._row_reader = _reads.RowReader({}, None)   # every read takes the Python path
         self._plain_writer = None                       # and every write
 
     def __enter__(self):
@@ -303,25 +303,25 @@ class OTSClient:
         return self._get(name, schema, values, names, max_version, rng, column_filter, window)
 
     def _get(self, name, schema, values, names, max_version, rng, column_filter, window=None):
-        row_key = _rows.encode_pk(schema.types, values)
+        row_key = _rowcodec.encode_pk(schema.types, values)
         entries = row_entries(self._server, name, row_key)
         if not entries:
             return read_cu(0), None, b""
         # Read CU: the primary key and the attribute cells returned.
         if whole_read(schema, names, rng, column_filter, window):
             # The row read whole: merged and decoded in C, no assembly.
-            cell_list, size = _rows.row_cells(len(row_key), entries,
+            cell_list, size = _rowcodec.row_cells(len(row_key), entries,
                                               min(max_version, schema.max_versions))
             if cell_list is None:
                 return read_cu(0), None, b""
-            consumed = read_cu(_rows.pk_size(schema.names, values) + size)
+            consumed = read_cu(_rowcodec.pk_size(schema.names, values) + size)
             return consumed, Row(list(zip(schema.names, values)), cell_list), b""
         head, deltas = cells.split_entries(len(row_key), entries)
         parts, size, _ = assemble(schema, values, len(row_key), head, deltas, cells.now_ms(), names,
                                   max_version, rng, column_filter, self._pk_projection, window)
         if parts is None:
             return read_cu(0), None, b""
-        consumed = read_cu(_rows.pk_size(schema.names, values) + size)
+        consumed = read_cu(_rowcodec.pk_size(schema.names, values) + size)
         return consumed, Row(parts[0], parts[1]), b""
 
     def get_range(self, table_name, direction, inclusive_start_primary_key,
@@ -348,8 +348,8 @@ class OTSClient:
                                      % limit.__class__.__name__)
             if limit <= 0:
                 raise service_error("limit_invalid")
-        s = _rows.encode_pk(schema.types, start)
-        e = _rows.encode_pk(schema.types, end)
+        s = _rowcodec.encode_pk(schema.types, start)
+        e = _rowcodec.encode_pk(schema.types, end)
         forward = direction == Direction.FORWARD
         if forward and not s < e:
             raise service_error("forward_range")
@@ -378,7 +378,7 @@ class OTSClient:
             return visible(len(row_key), head, deltas, schema.ttl, schema.max_versions,
                            now) is not None
 
-        page = _rows.RangePage(len(schema.names), schema.names,
+        page = _reads.RangePage(len(schema.names), schema.names,
                                whole_read(schema, names, rng, column_filter, window),
                                min(max_version or 1, schema.max_versions), max_rows,
                                RANGE_BYTES, slow, live)
@@ -557,7 +557,7 @@ class OTSClient:
         if schema.auto_incr is not None:
             raise service_error("transaction_auto_incr")
         values = check_pk(schema.partition(), key)
-        partition = partition_of(_rows.encode_pk(schema.types[:1], values))
+        partition = partition_of(_rowcodec.encode_pk(schema.types[:1], values))
         txn = self._transactions.start(name, partition)
         txn.client = self._in_transaction(txn)
         return txn.id
@@ -576,7 +576,7 @@ class OTSClient:
         the transaction's writes, writes are buffered in it)."""
         view = copy.copy(self)
         view._server, view._owns_server, view._txn = txn, False, txn
-        view._row_reader = _rows.RowReader(self._schemas, txn)
+        view._row_reader = _reads.RowReader(self._schemas, txn)
         view._writer = self._writer.on(txn)
         view._plain_writer = None        # writes go into the transaction, by the Python path
         return view

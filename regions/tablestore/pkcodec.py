@@ -111,3 +111,16 @@ def partition_prefix_len(key):
 def decode_partition_value(key):
     """The partition-key value a row key (or region boundary) starts with."""
     return _decode_one(key, 0)[0]
+
+
+def value_text(value) -> str:
+    """A primary-key value as text: INF_MIN / INF_MAX by name, BINARY in hex,
+    the rest by ``str`` (the console's form fields and the messages that name
+    a key use it)."""
+    if value is INF_MIN:
+        return "INF_MIN"
+    if value is INF_MAX:
+        return "INF_MAX"
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    return str(value)

@@ -13,7 +13,7 @@ order and attribute columns sorted by name, versions newest first, as
 its primary key and no attribute column.
 
 The hot paths of reads that ``whole_read`` allows are in C
-(``regions.tablestore._rows``: a row that is one PutRow head, a row read
+(``regions.tablestore._reads``: a row that is one PutRow head, a row read
 whole, the GetRange page loop); their pure-Python references, which the
 tests run against them, are in tests/rows_reference.py.  Pure functions,
 thread-safe.

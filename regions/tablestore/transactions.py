@@ -42,7 +42,6 @@ from sortedcontainers import SortedDict
 
 from . import pkcodec
 from .errors import service_error
-from .metadata import INF_MAX, INF_MIN
 
 __all__ = ["TransactionManager", "Transaction", "TIMEOUT_S", "MAX_BYTES"]
 
@@ -58,14 +57,7 @@ _ACTIVE, _DONE = "active", "done"
 
 def render_partition(key):
     """A partition key value as the service's messages print it (ours for INF and BINARY)."""
-    value = pkcodec.decode_partition_value(key)
-    if value is INF_MIN:
-        return "INF_MIN"
-    if value is INF_MAX:
-        return "INF_MAX"
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).hex()
-    return str(value)
+    return pkcodec.value_text(pkcodec.decode_partition_value(key))
 
 
 def partition_of(row_key):

@@ -27,7 +27,7 @@ into the transaction's view instead of the server.
 """
 import logging
 
-from . import _rows, cells
+from . import _rowcodec, _writes, cells
 from .capacity import failed_condition_cu, write_cu
 from .conditions import check_condition, evaluate
 from .errors import OTSClientError, OTSServiceError, service_error
@@ -79,7 +79,7 @@ def prepare(name, schema, kind, row, condition, return_type) -> Prepared:
             and condition.row_existence_expectation != RowExistenceExpectation.EXPECT_NOT_EXIST):
         # A plain row (the common case) checked, encoded and sized in one C
         # call; anything else, and every error, by the checks below.
-        plain = (_rows.plain_put if kind == BatchWriteRowType.PUT else _rows.plain_update)(
+        plain = (_writes.plain_put if kind == BatchWriteRowType.PUT else _writes.plain_update)(
             schema, row.primary_key, row.attribute_columns)
         if plain is not None:
             p.pk_values, p.row_key, p.cells, p.pk_bytes, p.attr_bytes = plain
@@ -104,10 +104,10 @@ def prepare(name, schema, kind, row, condition, return_type) -> Prepared:
                         or condition.column_condition is not None):
         raise service_error("auto_incr_condition")
     p.pk_values = values
-    p.row_key = None if p.auto_incr else _rows.encode_pk(schema.types, values)
-    p.pk_bytes = _rows.pk_size(schema.names, [0 if v is PK_AUTO_INCR else v
+    p.row_key = None if p.auto_incr else _rowcodec.encode_pk(schema.types, values)
+    p.pk_bytes = _rowcodec.pk_size(schema.names, [0 if v is PK_AUTO_INCR else v
                                               for v in values] if p.auto_incr else values)
-    p.attr_bytes = _rows.cells_size(p.cells if kind == BatchWriteRowType.PUT
+    p.attr_bytes = _rowcodec.cells_size(p.cells if kind == BatchWriteRowType.PUT
                                     else [(c[1], c[2]) for c in p.cells])
     if kind != BatchWriteRowType.DELETE:
         check_row_size(kind, p.pk_bytes + p.attr_bytes)
@@ -164,7 +164,7 @@ class RowWriter:
         """Give an auto-increment row its key values (once, before its lock)."""
         if p.row_key is None:
             p.pk_values = [self.auto.next() if v is PK_AUTO_INCR else v for v in p.pk_values]
-            p.row_key = _rows.encode_pk(schema.types, p.pk_values)
+            p.row_key = _rowcodec.encode_pk(schema.types, p.pk_values)
 
     def _row_ops(self, p, schema, now):
         """The (key, value) entries of write ``p``, under its row lock: reads
@@ -187,7 +187,7 @@ class RowWriter:
                         and not evaluate(cond.column_condition, live or {}))):
                 raise service_error("condition_failed")
         if p.kind == BatchWriteRowType.PUT:
-            return [(cells.head_key(row_key), _rows.put_head(self.gens.next(), p.cells, now))]
+            return [(cells.head_key(row_key), _rowcodec.put_head(self.gens.next(), p.cells, now))]
         if p.kind == BatchWriteRowType.DELETE:
             return [(cells.head_key(row_key), cells.encode_deleted_head(self.gens.next()))]
         return self._update_ops(row_key, p.cells, live, now)

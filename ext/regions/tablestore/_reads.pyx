@@ -1,0 +1,220 @@
+# cython: language_level=3
+"""C twins of the row reads of regions.tablestore (reads.py, client.py).
+
+    RangePage                   the GetRange page loop (range_page, tests/rows_reference.py)
+    RowReader                   OTSClient.get_row of a whole row by a plain key (OTSClient._get),
+                                and BatchGetRow's items of plain keys
+
+Tests run each against its Python twin on the same random inputs
+(tests/test_tablestore_rows_c.py); rows are decoded by _rowcodec.
+"""
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_SIZE
+from regions._buf cimport Buf, buf_put_byte as _put_byte
+from libc.stdlib cimport free
+from libc.string cimport memcmp
+from regions.tablestore._layout cimport *
+from regions.tablestore._rowcodec cimport (_as_bytes, _decode_one, _head_cells, _make_row,
+                                           _names_size, _pk_list, _plain_key, _row_cells)
+
+from regions.tablestore.capacity import UNIT
+from regions.tablestore.metadata import CapacityUnit, RowDataItem
+
+cdef extern from "Python.h":
+    int PyGC_Enable()
+    int PyGC_Disable()
+
+cdef object _new_object = object.__new__
+cdef object _CapacityUnit = CapacityUnit
+cdef object _RowDataItem = RowDataItem
+cdef Py_ssize_t _UNIT = UNIT
+
+
+# -- one GetRange page ------------------------------------------------------
+cdef class RangePage:
+    """One GetRange page built from a scan's entries (twin of rows_reference.range_page).
+
+    ``RangePage(npk, pk_names, fast, keep, max_rows, max_bytes, slow, live)``;
+    ``run(entries)`` -> (rows, next start PK values or None, bytes read).
+    Entries are grouped into rows (a row's entries are contiguous and start
+    with its self-delimiting row key).  When ``fast`` (no columns_to_get,
+    filter, time_range or TTL) every row is merged and decoded here
+    (row_cells); otherwise rows go to ``slow(row_key, values, group)`` -> (Row
+    parts or None, attribute bytes returned, row exists).  Once the page is
+    full (max_rows rows scanned or returned, or max_bytes returned), the first
+    row ``live(row_key, group)`` says exists is the next start.  Not thread-safe: one object per page.
+    """
+    cdef Py_ssize_t npk, keep, max_rows, max_bytes, names_size, scanned, read_bytes
+    cdef bint fast, done
+    cdef list pk_names, rows
+    cdef object slow, live, next_values
+
+    def __init__(self, Py_ssize_t npk, pk_names, bint fast, Py_ssize_t keep,
+                 Py_ssize_t max_rows, Py_ssize_t max_bytes, slow, live):
+        self.npk, self.pk_names, self.fast, self.keep = npk, list(pk_names), fast, keep
+        self.max_rows, self.max_bytes, self.slow, self.live = max_rows, max_bytes, slow, live
+        self.names_size = _names_size(self.pk_names)
+
+    cdef int _row(self, bytes first_key, first_value, Py_ssize_t rklen, list values,
+                  Py_ssize_t vsize, list group) except -1:
+        """Account one complete row; sets ``done`` when it is the next start."""
+        cdef Py_ssize_t size = 0
+        cdef list cells
+        if (self.scanned >= self.max_rows or self.read_bytes >= self.max_bytes
+                or PyList_GET_SIZE(self.rows) >= self.max_rows):
+            if group is None:
+                group = [(first_key, first_value)]
+            if self.live(first_key[:rklen], group):
+                self.next_values = values
+                self.done = True
+            return 0
+        if self.fast:
+            if group is None and PyBytes_GET_SIZE(first_key) == rklen + 1:
+                cells = _head_cells(_as_bytes(first_value), self.keep, &size)
+            else:
+                cells = _row_cells(rklen, group if group is not None
+                                   else [(first_key, first_value)], self.keep, &size)
+            if cells is not None:
+                self.scanned += 1
+                self.read_bytes += self.names_size + vsize + size
+                self.rows.append(_make_row(_pk_list(self.pk_names, values), cells))
+            return 0
+        if group is None:
+            group = [(first_key, first_value)]
+        parts, size, exists = self.slow(first_key[:rklen], values, group)
+        if exists:
+            self.scanned += 1
+        if parts is not None:
+            self.read_bytes += self.names_size + vsize + size
+            self.rows.append(_make_row(parts[0], parts[1]))
+        return 0
+
+    def run(self, entries):
+        """(rows, next start PK values or None, bytes read) of the page.
+
+        The page is built with the cyclic GC paused (its state restored
+        after): its rows are thousands of small containers alive at once,
+        and every collection the allocations trigger while the page grows
+        walks them all (a 5,000-row page: ~40 young and one full collection
+        in three pages, more than half of GetRange's time).  The pause is
+        bounded by the page (RANGE_ROWS rows, RANGE_BYTES); it is global, so
+        other threads' allocations trigger no collection meanwhile either:
+        the next one runs after."""
+        cdef int was_enabled = PyGC_Disable()
+        try:
+            return self._run(entries)
+        finally:
+            if was_enabled:
+                PyGC_Enable()
+
+    cdef _run(self, entries):
+        cdef bytes key, first_key = None
+        cdef const unsigned char* kp
+        cdef const unsigned char* rp = NULL
+        cdef Py_ssize_t rklen = 0, pos, vsize = 0
+        cdef list group = None, values = None
+        first_value = None
+        self.rows = []
+        self.scanned = self.read_bytes = 0
+        self.done = False
+        self.next_values = None
+        for key, value in entries:
+            kp = <const unsigned char*>PyBytes_AS_STRING(key)
+            if (first_key is not None and PyBytes_GET_SIZE(key) > rklen
+                    and (kp[rklen] == ROW_HEAD or kp[rklen] == ROW_DELTA) and memcmp(kp, rp, rklen) == 0):
+                if group is None:
+                    group = [(first_key, first_value)]
+                group.append((key, value))
+                continue
+            if first_key is not None:
+                self._row(first_key, first_value, rklen, values, vsize, group)
+                if self.done:
+                    break
+            pos = vsize = 0
+            values = []
+            for _ in range(self.npk):
+                values.append(_decode_one(kp, PyBytes_GET_SIZE(key), &pos, &vsize))
+            first_key, first_value, rklen, rp, group = key, value, pos, kp, None
+        else:
+            if first_key is not None:
+                self._row(first_key, first_value, rklen, values, vsize, group)
+        return self.rows, self.next_values, self.read_bytes
+
+
+# -- GetRow of a whole row --------------------------------------------------
+cdef class RowReader:
+    """``OTSClient.get_row(table, primary_key)`` with every other argument at
+    its default, in one C call: the key checked and encoded, the row read
+    (``server.read_range``), merged and decoded (``row_cells``), its Row and
+    read CU built.  ``get`` returns what ``get_row`` returns, or None when
+    the read is not plain (then the Python path, ``OTSClient._get``, its
+    twin, decides and raises what it raises): a table not in ``schemas`` or
+    with a TTL, a key that ``validate._plain_pk`` would not pass as plain,
+    or a key type other than INTEGER and STRING.  ``schemas`` is the
+    client's own dict (name -> Schema), read at each call.  Thread-safe.
+    """
+    cdef dict _schemas
+    cdef object _server
+
+    def __init__(self, dict schemas not None, server):
+        self._schemas = schemas
+        self._server = server
+
+    def get(self, table_name, primary_key):
+        """(consumed, Row or None, b"") as ``get_row`` returns, or None."""
+        return self._read(table_name, primary_key)
+
+    def item(self, table_name, primary_key, item_table_name):
+        """The BatchGetRow result item of the row (``RowDataItem(True, None,
+        None, item_table_name, consumed, ...)``, its attributes set in the
+        order its ``__init__`` sets them), or None."""
+        got = self._read(table_name, primary_key)
+        if got is None:
+            return None
+        item = _new_object(_RowDataItem)
+        item.is_ok = True
+        item.error_code = None
+        item.error_message = None
+        item.table_name = item_table_name
+        item.consumed = (<tuple>got)[0]
+        item.row = (<tuple>got)[1]
+        return item
+
+    def items(self, table_name, primary_keys, item_table_name):
+        """``[item(table_name, pk, item_table_name) for pk in primary_keys]``
+        in one C loop: BatchGetRow's items of a table (None where a read is
+        not plain)."""
+        cdef list out = []
+        for pk in primary_keys:
+            out.append(self.item(table_name, pk, item_table_name))
+        return out
+
+    cdef object _read(self, table_name, primary_key):
+        cdef Buf b
+        cdef Py_ssize_t i, size = 0, csize = 0
+        cdef list names, values = []
+        cdef bytes row_key, end
+        if type(table_name) is not str:
+            return None
+        schema = self._schemas.get(table_name)
+        if schema is None or schema.ttl > 0:
+            return None
+        names = <list?>schema.names
+        b.p, b.n, b.cap = NULL, 0, 0
+        try:
+            if not _plain_key(names, <list?>schema.types, primary_key, &b, &size, values):
+                return None
+            row_key = PyBytes_FromStringAndSize(<char*>b.p, b.n)
+            _put_byte(&b, ROW_END)
+            end = PyBytes_FromStringAndSize(<char*>b.p, b.n)
+        finally:
+            free(b.p)
+        entries = self._server.read_range(table_name, row_key, end)
+        cells = None
+        if entries:
+            cells = _row_cells(PyBytes_GET_SIZE(row_key), list(entries), 1, &csize)
+        if cells is None:
+            return _CapacityUnit(1, 0), None, b""
+        size += csize
+        return (_CapacityUnit(max(1, (size + _UNIT - 1) // _UNIT), 0),
+                _make_row(_pk_list(names, values), cells), b"")

@@ -1,0 +1,66 @@
+# The C interface of regions.tablestore._rowcodec, for _reads and _writes:
+# the row layout's codec (row keys, heads, deltas, a row's cells) and the
+# result objects built without their Python-level __init__.
+from libc.stdint cimport int64_t, uint64_t
+from regions._buf cimport Buf
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void* op)
+    bint PyObject_IS_GC(object op)
+    bint PyObject_GC_IsTracked(object op)
+
+
+# -- tuples the cyclic GC need not watch ------------------------------------
+# A page of rows is thousands of small tuples alive at once; every tracked one
+# is walked by each young-generation collection while the page is built (a
+# 5,000-row GetRange page triggered ~40 of them and spent more time in the GC
+# than in reading).  A tuple holding no GC-tracked object can be in no cycle:
+# the GC itself untracks such a tuple on its first pass over it; these do it
+# when the tuple is made.
+cdef inline tuple _atomic(tuple t):
+    """``t`` (a cell: name, value, ts; values are never containers), untracked."""
+    PyObject_GC_UnTrack(<void*>t)
+    return t
+
+
+cdef inline tuple _maybe_atomic(tuple t):
+    """``t``, untracked when none of its items is tracked."""
+    for item in t:
+        if PyObject_IS_GC(item) and PyObject_GC_IsTracked(item):
+            return t
+    PyObject_GC_UnTrack(<void*>t)
+    return t
+
+
+cdef inline uint64_t _get_le(const unsigned char* p, int width) noexcept nogil:
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(width):
+        v |= (<uint64_t>p[i]) << (8 * i)
+    return v
+
+
+cdef inline uint64_t _get_be64(const unsigned char* p) noexcept nogil:
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(8):
+        v = (v << 8) | p[i]
+    return v
+
+
+cdef inline bytes _as_bytes(data):
+    return data if type(data) is bytes else bytes(data)
+
+
+# -- defined in _rowcodec.pyx -------------------------------------------------
+cdef object _decode_one(const unsigned char* p, Py_ssize_t n, Py_ssize_t* pos,
+                        Py_ssize_t* size)
+cdef Py_ssize_t _names_size(names) except -1
+cdef object _head_cells(bytes data, Py_ssize_t keep, Py_ssize_t* size)
+cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize_t* size)
+cdef bint _plain_key(list names, list types, primary_key, Buf* b, Py_ssize_t* size,
+                     list values) except -1
+cdef bytes _delta_key(bytes row_key, bytes name, uint64_t gen)
+cdef bytes _put_delta(int64_t ts, value)
+cdef object _make_row(primary_key, attribute_columns)
+cdef list _pk_list(list names, list values)

@@ -1,0 +1,566 @@
+# cython: language_level=3
+"""C twins of the row layout's codec (row keys, heads, deltas, a row's cells).
+
+Every function here reimplements, byte for byte and value for value, a
+pure-Python function that stays the reference (tests run both on the same
+random inputs, tests/test_tablestore_rows_c.py):
+
+    encode_pk, decode_pk        pkcodec.encode_pk, pkcodec.decode_pk
+    encode_head, decode_head    cells.encode_head, cells.decode_head
+    put_head                    cells.put_head
+    delta_key, put_delta        cells.delta_key, cells.encode_put_delta
+    pk_size, cells_size         capacity.pk_size over zip(names, values), capacity.cells_size
+    head_cells, row_cells       head_cells, row_cells of tests/rows_reference.py
+
+The formats are documented where they are owned (pkcodec.py: row keys,
+cells.py: head values and deltas); nothing here defines a format.  Keys and
+head values are ``bytes`` (what the region server returns); other buffers
+are copied to bytes first.  The C interface (_rowcodec.pxd) serves the row
+reads (_reads) and plain writes (_writes).  Pure functions, thread-safe.
+"""
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_SIZE
+from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_DecodeUTF8
+from regions._buf cimport (Buf, buf_put as _put, buf_put_be64 as _put_be64,
+                            buf_put_byte as _put_byte, buf_put_le as _put_le,
+                            buf_reserve as _reserve, buf_take as _take)
+from libc.stdint cimport int64_t, uint64_t
+from libc.stdlib cimport free
+from libc.string cimport memchr, memcmp, memcpy
+from regions.tablestore._layout cimport *
+
+from operator import itemgetter
+
+from regions.tablestore.cells import put_head as _py_put_head
+from regions.tablestore.metadata import INF_MAX, INF_MIN, Row
+from regions.tablestore.validate import SHORT_PK_STR
+
+cdef extern from *:
+    Py_ssize_t PY_SSIZE_T_MAX
+
+cdef object _INF_MIN = INF_MIN
+cdef object _INF_MAX = INF_MAX
+cdef object _Row = Row
+cdef object _new_object = object.__new__
+cdef Py_ssize_t _SHORT_PK_STR = SHORT_PK_STR
+cdef object _by_gen = itemgetter(0)
+
+cdef uint64_t _OFFSET = (<uint64_t>1) << 63
+
+#: The values of _layout.pxd, for the test that checks them against pkcodec and cells.
+LAYOUT = {"TAG_INF_MIN": TAG_INF_MIN, "TAG_INTEGER": TAG_INTEGER, "TAG_STRING": TAG_STRING,
+          "TAG_BINARY": TAG_BINARY, "TAG_INF_MAX": TAG_INF_MAX, "PK_END": PK_END,
+          "PK_ESCAPED": PK_ESCAPED, "ROW_HEAD": ROW_HEAD,
+          "ROW_DELTA": ROW_DELTA, "ROW_END": ROW_END, "KIND_PUT": KIND_PUT,
+          "KIND_DELETED": KIND_DELETED, "D_PUT": D_PUT, "D_DELETE_ONE": D_DELETE_ONE,
+          "D_DELETE_ALL": D_DELETE_ALL, "D_EXISTS": D_EXISTS, "T_INTEGER": T_INTEGER,
+          "T_DOUBLE": T_DOUBLE, "T_BOOLEAN": T_BOOLEAN, "T_STRING": T_STRING,
+          "T_BINARY": T_BINARY}
+
+
+# -- primary keys (pkcodec.py owns the format) ------------------------------
+cdef int _put_escaped(Buf* b, bytes raw) except -1:
+    cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t i, n = PyBytes_GET_SIZE(raw)
+    _reserve(b, 2 * n + 2)
+    for i in range(n):
+        b.p[b.n] = s[i]
+        b.n += 1
+        if s[i] == 0:
+            b.p[b.n] = PK_ESCAPED
+            b.n += 1
+    b.p[b.n] = 0x00
+    b.p[b.n + 1] = PK_END
+    b.n += 2
+    return 0
+
+
+def encode_pk(types, values):
+    """Row key of the PK ``values`` (twin of pkcodec.encode_pk)."""
+    cdef Buf b
+    cdef int64_t iv
+    b.p, b.n, b.cap = NULL, 0, 0
+    try:
+        for t, v in zip(types, values):
+            if v is _INF_MIN:
+                _put_byte(&b, TAG_INF_MIN)
+            elif v is _INF_MAX:
+                _put_byte(&b, TAG_INF_MAX)
+            elif t == "INTEGER":
+                iv = v
+                _put_byte(&b, TAG_INTEGER)
+                _put_be64(&b, (<uint64_t>iv) ^ _OFFSET)
+            else:
+                _put_byte(&b, TAG_STRING if t == "STRING" else TAG_BINARY)
+                _put_escaped(&b, PyUnicode_AsUTF8String(v) if isinstance(v, str) else bytes(v))
+        return _take(&b)
+    finally:
+        free(b.p)
+
+
+cdef object _decode_one(const unsigned char* p, Py_ssize_t n, Py_ssize_t* pos,
+                        Py_ssize_t* size):
+    """One PK value at ``pos[0]`` (advanced past it); adds its CU size to size[0]."""
+    cdef Py_ssize_t i = pos[0], j
+    cdef unsigned char tag
+    cdef const unsigned char* hit
+    if i >= n:
+        raise ValueError("corrupt row key: truncated at offset %d" % i)
+    tag = p[i]
+    if tag == TAG_INTEGER:
+        if i + 9 > n:
+            raise ValueError("corrupt row key: truncated INTEGER at offset %d" % i)
+        pos[0] = i + 9
+        size[0] += 8
+        return <int64_t>(_get_be64(p + i + 1) ^ _OFFSET)
+    if tag == TAG_STRING or tag == TAG_BINARY:
+        # find the terminator 0x00 PK_END; an escaped 0x00 is 0x00 PK_ESCAPED
+        j = i + 1
+        while True:
+            hit = <const unsigned char*>memchr(p + j, 0, n - j) if j < n else NULL
+            if hit == NULL or hit - p + 1 >= n:
+                raise ValueError("corrupt row key: unterminated value at offset %d" % i)
+            j = hit - p
+            if p[j + 1] == PK_END:
+                break
+            j += 2
+        raw = _unescape(p + i + 1, j - i - 1)
+        pos[0] = j + 2
+        size[0] += PyBytes_GET_SIZE(raw)
+        if tag == TAG_STRING:
+            return raw.decode("utf-8")
+        return bytearray(raw)
+    if tag == TAG_INF_MIN:
+        pos[0] = i + 1
+        return _INF_MIN
+    if tag == TAG_INF_MAX:
+        pos[0] = i + 1
+        return _INF_MAX
+    raise ValueError("corrupt row key: unknown PK tag 0x%02x at offset %d" % (tag, i))
+
+
+cdef bytes _unescape(const unsigned char* s, Py_ssize_t n):
+    """Bytes of an escaped PK value: every 0x00 PK_ESCAPED becomes 0x00."""
+    cdef bytes out
+    cdef unsigned char* q
+    cdef Py_ssize_t i = 0, m = 0
+    if memchr(s, 0, n) == NULL:
+        return PyBytes_FromStringAndSize(<const char*>s, n)
+    out = PyBytes_FromStringAndSize(NULL, n)
+    q = <unsigned char*>PyBytes_AS_STRING(out)
+    while i < n:
+        q[m] = s[i]
+        m += 1
+        i += 2 if s[i] == 0 and i + 1 < n and s[i + 1] == PK_ESCAPED else 1
+    return out[:m]
+
+
+def decode_pk(data, Py_ssize_t count, Py_ssize_t pos=0):
+    """(values list, end offset) of ``count`` PK columns (twin of pkcodec.decode_pk)."""
+    cdef bytes b = _as_bytes(data)
+    cdef Py_ssize_t size = 0
+    cdef list values = []
+    for _ in range(count):
+        values.append(_decode_one(<const unsigned char*>PyBytes_AS_STRING(b),
+                                  PyBytes_GET_SIZE(b), &pos, &size))
+    return values, pos
+
+
+cdef Py_ssize_t _names_size(names) except -1:
+    cdef Py_ssize_t total = 0
+    for name in names:
+        total += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+    return total
+
+
+cdef inline Py_ssize_t _value_size(v) except -1:
+    """cells.value_size: 8 for numbers, 1 for booleans, else the byte length."""
+    if v is True or v is False:
+        return 1
+    if isinstance(v, (int, float)):
+        return 8
+    if isinstance(v, str):
+        return PyBytes_GET_SIZE(PyUnicode_AsUTF8String(v))
+    return len(v)
+
+
+def pk_size(names, values):
+    """CU size of a primary key (twin of capacity.pk_size(zip(names, values)))."""
+    cdef Py_ssize_t total = 0
+    for name, v in zip(names, values):
+        total += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name)) + _value_size(v)
+    return total
+
+
+def cells_size(cells):
+    """CU size of (name, value, ...) cells, value None: the name only (twin of
+    capacity.cells_size)."""
+    cdef Py_ssize_t total = 0
+    for cell in cells:
+        total += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(cell[0]))
+        v = cell[1]
+        if v is not None:
+            total += _value_size(v)
+    return total
+
+
+# -- head values (cells.py owns the format) ---------------------------------
+cdef int _put_value(Buf* b, value) except -1:
+    cdef double d
+    cdef uint64_t u
+    cdef int64_t iv
+    cdef bytes raw
+    if value is True or value is False:
+        _put_byte(b, T_BOOLEAN)
+        _put_byte(b, 1 if value else 0)
+    elif isinstance(value, int):
+        iv = value
+        _put_byte(b, T_INTEGER)
+        _put_le(b, <uint64_t>iv, 8)
+    elif isinstance(value, float):
+        d = value
+        memcpy(&u, &d, 8)
+        _put_byte(b, T_DOUBLE)
+        _put_le(b, u, 8)
+    else:
+        if isinstance(value, str):
+            raw = PyUnicode_AsUTF8String(value)
+            _put_byte(b, T_STRING)
+        elif isinstance(value, bytes):
+            raw = value
+            _put_byte(b, T_STRING)
+        else:
+            raw = bytes(value)
+            _put_byte(b, T_BINARY)
+        if PyBytes_GET_SIZE(raw) > 0xFFFFFFFF:
+            raise ValueError("cell value longer than 4 GB")
+        _put_le(b, PyBytes_GET_SIZE(raw), 4)
+        _put(b, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw))
+    return 0
+
+
+cdef int _put_cell(Buf* b, name, value, int64_t ts) except -1:
+    cdef bytes raw = PyUnicode_AsUTF8String(name)
+    if PyBytes_GET_SIZE(raw) > 255:
+        raise ValueError("column name longer than 255 bytes: %r" % name)
+    _put_byte(b, <unsigned char>PyBytes_GET_SIZE(raw))
+    _put(b, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw))
+    _put_le(b, <uint64_t>ts, 8)
+    _put_value(b, value)
+    return 0
+
+
+cdef bytes _encode_head(uint64_t gen, cells, bint stamp, int64_t now_ms):
+    """A PUT head of (name, value, ts) cells; with ``stamp`` a None ts is ``now_ms``."""
+    cdef Buf b
+    b.p, b.n, b.cap = NULL, 0, 0
+    try:
+        _put_byte(&b, KIND_PUT)
+        _put_le(&b, gen, 8)
+        for name, value, ts in cells:
+            _put_cell(&b, name, value, now_ms if stamp and ts is None else ts)
+        return _take(&b)
+    finally:
+        free(b.p)
+
+
+def encode_head(uint64_t gen, cells):
+    """Head of a PutRow from (name, value, ts) cells (twin of cells.encode_head)."""
+    return _encode_head(gen, cells, False, 0)
+
+
+def put_head(uint64_t gen, cells, int64_t now_ms):
+    """Head of a PutRow from validated (name, value, ts or None) cells (twin of
+    cells.put_head).  Cells whose names strictly increase are already in read
+    order and are encoded here; any other list takes the reference path."""
+    prev = None
+    for cell in cells:
+        if prev is not None and not prev < cell[0]:
+            return _py_put_head(gen, cells, now_ms)
+        prev = cell[0]
+    return _encode_head(gen, cells, True, now_ms)
+
+
+cdef inline Py_ssize_t _need(Py_ssize_t pos, Py_ssize_t k, Py_ssize_t n) except -1:
+    if pos + k > n:
+        raise ValueError("corrupt head: truncated at offset %d" % pos)
+    return pos + k
+
+
+cdef object _decode_value(const unsigned char* p, Py_ssize_t n, Py_ssize_t* pos,
+                          Py_ssize_t* size):
+    """The typed value at ``pos[0]`` (advanced past it); adds its CU size to size[0]."""
+    cdef Py_ssize_t i = pos[0], ln
+    cdef unsigned char t
+    cdef uint64_t u
+    cdef double d
+    _need(i, 1, n)
+    t = p[i]
+    if t == T_INTEGER or t == T_DOUBLE:
+        pos[0] = _need(i, 9, n)
+        size[0] += 8
+        u = _get_le(p + i + 1, 8)
+        if t == T_INTEGER:
+            return <int64_t>u
+        memcpy(&d, &u, 8)
+        return d
+    if t == T_STRING or t == T_BINARY:
+        _need(i, 5, n)
+        ln = <Py_ssize_t>_get_le(p + i + 1, 4)
+        pos[0] = _need(i + 5, ln, n)
+        size[0] += ln
+        if t == T_STRING:
+            return PyUnicode_DecodeUTF8(<const char*>p + i + 5, ln, NULL)
+        return bytearray(PyBytes_FromStringAndSize(<const char*>p + i + 5, ln))
+    if t == T_BOOLEAN:
+        pos[0] = _need(i, 2, n)
+        size[0] += 1
+        return p[i + 1] == 1
+    raise ValueError("corrupt cell: unknown value type %d at offset %d" % (t, i))
+
+
+cdef object _head_cells(bytes data, Py_ssize_t keep, Py_ssize_t* size):
+    """Cells of a PUT head trimmed to ``keep`` versions a column (None: DELETED head)."""
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 9, ln, count = 0
+    cdef Py_ssize_t prev = -1, prev_len = 0, skip = 0, name_pos
+    cdef uint64_t raw_ts, last_raw_ts = 0
+    ts = None
+    cdef list out
+    _need(0, 9, n)
+    if p[0] == KIND_DELETED:
+        return None
+    out = []
+    while pos < n:
+        ln = p[pos]
+        _need(pos + 1, ln + 8, n)
+        if prev >= 0 and ln == prev_len and memcmp(p + pos + 1, p + prev, ln) == 0:
+            count += 1
+        else:
+            prev, prev_len, count = pos + 1, ln, 1
+        name_pos = pos + 1
+        raw_ts = _get_le(p + pos + 1 + ln, 8)
+        if ts is None or raw_ts != last_raw_ts:  # a row's cells mostly share one ts
+            ts, last_raw_ts = <int64_t>raw_ts, raw_ts
+        pos += 9 + ln
+        if count > keep:
+            value = _decode_value(p, n, &pos, &skip)
+            continue
+        size[0] += ln
+        value = _decode_value(p, n, &pos, size)
+        out.append(_atomic((PyUnicode_DecodeUTF8(<const char*>p + name_pos, ln, NULL), value, ts)))
+    return out
+
+
+def decode_head(data):
+    """(gen, cells or None) of a head value (twin of cells.decode_head)."""
+    cdef bytes b = _as_bytes(data)
+    cdef Py_ssize_t size = 0
+    _need(0, 9, PyBytes_GET_SIZE(b))
+    gen = _get_le(<const unsigned char*>PyBytes_AS_STRING(b) + 1, 8)
+    return gen, _head_cells(b, PY_SSIZE_T_MAX, &size)
+
+
+def head_cells(data, Py_ssize_t keep):
+    """(cells or None, CU size of the cells) of a head read whole (twin of rows_reference.head_cells).
+
+    Cells are (name, value, ts) in read order, at most ``keep`` versions of a
+    column; None (size 0) for a DELETED head, [] for a PUT head without cells.
+    """
+    cdef Py_ssize_t size = 0
+    cells = _head_cells(_as_bytes(data), keep, &size)
+    if cells is None:
+        return None, 0
+    return cells, size
+
+
+cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize_t* size):
+    """Cells of a row's entries read whole, or None when the row does not exist
+    (cells.row_exists: a PUT head, a surviving EXISTS delta, or a cell)."""
+    cdef bytes key, value, head = None
+    cdef const unsigned char* kp
+    cdef const unsigned char* vp
+    cdef Py_ssize_t kn, vn, pos, n_deltas = 0, dummy = 0, ln
+    cdef uint64_t head_gen = 0, gen
+    cdef bint marked = False
+    cdef list decoded = []
+    for key, value in entries:
+        if PyBytes_GET_SIZE(key) == rklen + 1:  # R ROW_HEAD
+            head = value
+        else:
+            n_deltas += 1
+    if n_deltas == 0:
+        return None if head is None else _head_cells(head, keep, size)
+    columns = {}  # name -> {ts: value}, as cells.merge_row
+    if head is not None:
+        _need(0, 9, PyBytes_GET_SIZE(head))
+        head_gen = _get_le(<const unsigned char*>PyBytes_AS_STRING(head) + 1, 8)
+        head_list = _head_cells(head, PY_SSIZE_T_MAX, &dummy)
+        marked = head_list is not None
+        for name, v, ts in head_list or ():
+            columns.setdefault(name, {})[ts] = v
+    for key, value in entries:
+        kn = PyBytes_GET_SIZE(key)
+        if kn == rklen + 1:
+            continue
+        # delta key = R ROW_DELTA name 0x00 uint64-BE(~gen); value = kind [ts [value]]
+        # (the EXISTS delta has the empty name)
+        if kn < rklen + 10:
+            raise ValueError("corrupt delta key of %d bytes" % kn)
+        kp = <const unsigned char*>PyBytes_AS_STRING(key)
+        gen = ~_get_be64(kp + kn - 8)
+        if gen < head_gen:
+            continue
+        vp = <const unsigned char*>PyBytes_AS_STRING(value)
+        vn = PyBytes_GET_SIZE(value)
+        _need(0, 1, vn)
+        if vp[0] == D_EXISTS:
+            marked = True
+            continue
+        name = PyUnicode_DecodeUTF8(<const char*>kp + rklen + 1, kn - rklen - 10, NULL)
+        if vp[0] == D_DELETE_ALL:
+            decoded.append((gen, name, D_DELETE_ALL, None, None))
+            continue
+        _need(1, 8, vn)
+        ts = <int64_t>_get_le(vp + 1, 8)
+        if vp[0] == D_DELETE_ONE:
+            decoded.append((gen, name, D_DELETE_ONE, ts, None))
+        else:
+            pos = 9
+            decoded.append((gen, name, D_PUT, ts, _decode_value(vp, vn, &pos, &dummy)))
+    decoded.sort(key=_by_gen)
+    for _, name, kind, ts, v in decoded:
+        if kind == D_PUT:
+            columns.setdefault(name, {})[ts] = v
+        elif kind == D_DELETE_ONE:
+            versions = columns.get(name)
+            if versions is not None:
+                versions.pop(ts, None)
+        else:
+            columns.pop(name, None)
+    out = []
+    for name in sorted(columns):
+        ln = PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+        for ts, v in sorted(columns[name].items(), reverse=True)[:keep]:
+            out.append(_atomic((name, v, ts)))
+            size[0] += ln + _value_size(v)
+    if not out and not marked:
+        return None
+    return out
+
+
+def row_cells(Py_ssize_t row_key_len, entries, Py_ssize_t keep):
+    """(cells or None, CU size) of one row's (key, value) entries read whole
+    (twin of rows_reference.row_cells)."""
+    cdef Py_ssize_t size = 0
+    cells = _row_cells(row_key_len, list(entries), keep, &size)
+    if cells is None:
+        return None, 0
+    return cells, size
+
+
+# -- result objects -----------------------------------------------------------
+cdef object _make_row(primary_key, attribute_columns):
+    """``Row(primary_key, attribute_columns)`` without the Python-level __init__
+    call: the same two attributes, set in the same order (the twin tests
+    compare rows by their attributes)."""
+    row = _new_object(_Row)
+    row.primary_key = primary_key
+    row.attribute_columns = attribute_columns
+    return row
+
+
+cdef list _pk_list(list names, list values):
+    """``list(zip(names, values))`` for a decoded primary key."""
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(values)
+    cdef list out = []
+    for i in range(n):
+        out.append(_maybe_atomic((names[i], values[i])))
+    return out
+
+
+
+# -- a plain primary key ---------------------------------------------------
+cdef bint _plain_key(list names, list types, primary_key, Buf* b, Py_ssize_t* size,
+                     list values) except -1:
+    """Whether ``primary_key`` is plainly valid (``validate._plain_pk``) with
+    INTEGER and STRING columns only; if so its row key is written to ``b``,
+    its values appended to ``values`` and its CU size added to ``size``."""
+    cdef Py_ssize_t i, n = len(names)
+    cdef int64_t iv
+    cdef bytes raw
+    if type(primary_key) is not list and type(primary_key) is not tuple:
+        return False
+    if len(primary_key) != n:
+        return False
+    for i in range(n):
+        col = primary_key[i]
+        if type(col) is not tuple or len(<tuple>col) != 2:
+            return False
+        name = names[i]
+        if type((<tuple>col)[0]) is not str or (<tuple>col)[0] != name:
+            return False
+        v = (<tuple>col)[1]
+        t = types[i]
+        if t == "INTEGER":
+            if type(v) is not int:
+                return False
+            try:
+                iv = v
+            except OverflowError:
+                return False
+            _put_byte(b, TAG_INTEGER)
+            _put_be64(b, (<uint64_t>iv) ^ _OFFSET)
+            size[0] += 8
+        elif t == "STRING":
+            if type(v) is not str or len(<str>v) > _SHORT_PK_STR or not (<str>v).isascii():
+                return False
+            raw = PyUnicode_AsUTF8String(v)
+            _put_byte(b, TAG_STRING)
+            _put_escaped(b, raw)
+            size[0] += PyBytes_GET_SIZE(raw)
+        else:
+            return False
+        size[0] += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+        values.append(v)
+    return True
+
+
+
+# -- deltas (cells.py owns the format) ---------------------------------------
+cdef bytes _delta_key(bytes row_key, bytes name, uint64_t gen):
+    """cells.delta_key (cells.exists_key for the empty name): R ROW_DELTA name 0x00 BE64(~gen)."""
+    cdef Buf b
+    b.p, b.n, b.cap = NULL, 0, 0
+    try:
+        _put(&b, PyBytes_AS_STRING(row_key), PyBytes_GET_SIZE(row_key))
+        _put_byte(&b, ROW_DELTA)
+        _put(&b, PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name))
+        _put_byte(&b, 0)
+        _put_be64(&b, ~gen)
+        return PyBytes_FromStringAndSize(<char*>b.p, b.n)
+    finally:
+        free(b.p)
+
+
+cdef bytes _put_delta(int64_t ts, value):
+    """cells.encode_put_delta: D_PUT, LE64 timestamp, the typed value."""
+    cdef Buf b
+    b.p, b.n, b.cap = NULL, 0, 0
+    try:
+        _put_byte(&b, D_PUT)
+        _put_le(&b, <uint64_t>ts, 8)
+        _put_value(&b, value)
+        return PyBytes_FromStringAndSize(<char*>b.p, b.n)
+    finally:
+        free(b.p)
+
+
+def delta_key(bytes row_key not None, str name not None, uint64_t gen):
+    """The C twin of cells.delta_key (for the tests)."""
+    return _delta_key(row_key, PyUnicode_AsUTF8String(name), gen)
+
+
+def put_delta(int64_t ts, value):
+    """The C twin of cells.encode_put_delta (for the tests)."""
+    return _put_delta(ts, value)

@@ -1,0 +1,345 @@
+# cython: language_level=3
+"""C twins of the plain writes of regions.tablestore (writes.py).
+
+    plain_put, plain_update     writes.prepare of a plain PutRow / UpdateRow (its Python checks)
+    PlainWriter                 RowWriter.run / run_batch of plain rows written unconditionally
+
+Tests run each against its Python twin on the same random inputs
+(tests/test_tablestore_rows_c.py); keys, heads and deltas are encoded by
+_rowcodec.
+"""
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_AsUTF8String
+from regions._buf cimport Buf
+from libc.stdint cimport int64_t
+from libc.stdlib cimport free
+from regions.tablestore._rowcodec cimport _delta_key, _make_row, _plain_key, _put_delta
+
+import logging
+
+from lsm import WriteBatch as _WriteBatch
+from regions.tablestore import cells as _cells_module
+from regions.tablestore._rowcodec import put_head
+from regions.tablestore.capacity import UNIT
+from regions.tablestore.metadata import (BatchWriteRowResponseItem, BatchWriteRowType,
+                                         CapacityUnit, Condition, PutRowItem, ReturnType, Row,
+                                         RowExistenceExpectation)
+from regions.tablestore.validate import MAX_ROW_WRITE_BYTES, MAX_VALUE_BYTES, _GOOD_NAMES
+
+_log = logging.getLogger("regions.tablestore")
+
+cdef object _new_object = object.__new__
+cdef object _CapacityUnit = CapacityUnit
+cdef object _Row = Row
+cdef Py_ssize_t _UNIT = UNIT
+cdef Py_ssize_t _MAX_PLAIN_STR = MAX_VALUE_BYTES // 4     # validate._plain_value
+cdef Py_ssize_t _MAX_ROW_WRITE_BYTES = MAX_ROW_WRITE_BYTES
+cdef set _GOOD_NAMES_SET = _GOOD_NAMES
+cdef object _Condition = Condition
+cdef object _IGNORE = RowExistenceExpectation.IGNORE
+cdef object _RT_NONE = ReturnType.RT_NONE
+cdef bytes _HEAD = _cells_module.HEAD
+cdef object _PutRowItem = PutRowItem
+cdef object _BatchWriteRowResponseItem = BatchWriteRowResponseItem
+cdef object _PUT = BatchWriteRowType.PUT
+cdef bytes _EXISTS_VALUE = _cells_module.EXISTS_VALUE
+
+
+cdef list _plain_cells(list pk_names, columns, bint update, Py_ssize_t* attr):
+    """The cells of plain columns, or None: (name, value) pairs whose names
+    passed ``check_name`` before (``validate._GOOD_NAMES``) and are not key
+    columns, with plain values (``validate._plain_value``); for an update,
+    each name once.  Put cells are (name, value, None), update cells
+    ("PUT", name, value, None); their CU size is added to ``attr``."""
+    cdef list out = []
+    cdef set names = set() if update else None
+    cdef double d
+    cdef int64_t iv
+    if type(columns) is not list and type(columns) is not tuple:
+        return None
+    for col in columns:
+        if (type(col) is not tuple and (update or type(col) is not list)) or len(col) != 2:
+            return None
+        name = col[0]
+        if type(name) is not str or name not in _GOOD_NAMES_SET or name in pk_names:
+            return None
+        if update:
+            if name in names:
+                return None
+            names.add(name)
+        v = col[1]
+        t = type(v)
+        if t is int:
+            try:
+                iv = v
+            except OverflowError:
+                return None
+            attr[0] += 8
+        elif t is float:
+            d = v
+            if d != d or d - d != 0.0:          # NaN or an infinity
+                return None
+            attr[0] += 8
+        elif t is str:
+            if len(<str>v) > _MAX_PLAIN_STR:
+                return None
+            attr[0] += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(v))
+        else:
+            return None
+        attr[0] += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+        out.append(("PUT", name, v, None) if update else (name, v, None))
+    return out
+
+
+cdef object _plain_row(schema, primary_key, list cells, Py_ssize_t attr):
+    cdef Buf b
+    cdef Py_ssize_t size = 0
+    cdef list values = []
+    cdef bytes row_key
+    b.p, b.n, b.cap = NULL, 0, 0
+    try:
+        if not _plain_key(<list?>schema.names, <list?>schema.types, primary_key, &b, &size, values):
+            return None
+        row_key = PyBytes_FromStringAndSize(<char*>b.p, b.n)
+    finally:
+        free(b.p)
+    if size + attr > _MAX_ROW_WRITE_BYTES:
+        return None
+    return values, row_key, cells, size, attr
+
+
+def plain_put(schema, primary_key, columns):
+    """(values, row key, cells, pk bytes, attribute bytes) of a PutRow that is
+    plainly valid, or None (then ``writes.prepare``'s Python checks, its
+    twin, decide and raise what they raise): a plain key (``_plain_key``),
+    plain columns (``_plain_cells``) and a row within MAX_ROW_WRITE_BYTES.
+    Cells are (name, value, None): the writer assigns the timestamps."""
+    cdef Py_ssize_t attr = 0
+    cells = _plain_cells(<list?>schema.names, columns, False, &attr)
+    return None if cells is None else _plain_row(schema, primary_key, cells, attr)
+
+
+cdef object _only_puts(update):
+    """The (name, value) list of an UpdateRow's columns that only put, or None."""
+    if type(update) is not dict or len(<dict>update) != 1:
+        return None
+    columns = (<dict>update).get("put")
+    if columns is None:
+        columns = (<dict>update).get("PUT")
+    if type(columns) is not list or not columns:
+        return None
+    return columns
+
+
+def plain_update(schema, primary_key, update):
+    """``plain_put`` for an UpdateRow that only puts (``{"put": [(name,
+    value), ...]}``, each name once): cells ("PUT", name, value, None)."""
+    cdef Py_ssize_t attr = 0
+    columns = _only_puts(update)
+    if columns is None:
+        return None
+    cells = _plain_cells(<list?>schema.names, columns, True, &attr)
+    return None if cells is None else _plain_row(schema, primary_key, cells, attr)
+
+
+cdef class PlainWriter:
+    """``OTSClient.put_row(table, row, condition, return_type)`` in one C call
+    for a plain row written unconditionally: the table's schema in
+    ``schemas`` (the client's dict), ``row`` a Row of a plain key and plain
+    columns (``plain_put``), ``condition`` None or IGNORE without a column
+    condition, ``return_type`` None or RT_NONE.  Under the row's stripe of
+    ``locks`` it does what ``RowWriter.run`` does for such a row (its twin):
+    the partition checked against the transactions' locks, the head encoded
+    with the next generation and ``cells.now_ms()``, one ``server.put``; it
+    returns ``(consumed, None)``.  Anything else returns None before doing
+    anything, and the Python path decides.  Thread-safe.
+    """
+    cdef dict _schemas
+    cdef object _server, _gens, _transactions
+    cdef list _locks
+
+    def __init__(self, dict schemas not None, server, list locks not None, gens, transactions):
+        self._schemas = schemas
+        self._server = server
+        self._locks = locks
+        self._gens = gens
+        self._transactions = transactions
+
+    def put(self, table_name, row, condition, return_type):
+        """``put_row``'s answer, or None (see the class doc)."""
+        return self._write(table_name, row, condition, return_type, False)
+
+    def update(self, table_name, row, condition, return_type):
+        """``update_row``'s answer for an UpdateRow that only puts plain
+        columns (``plain_update``): its EXISTS delta and one PUT delta per
+        column, stamped now, written as one batch; or None."""
+        return self._write(table_name, row, condition, return_type, True)
+
+    def batch(self, dict items not None, Py_ssize_t max_bytes):
+        """BatchWriteRow's results (``{table: [result item, ...]}``) when every
+        row of ``items`` (``{table: TableInBatchWriteRowItem}``, counted and
+        checked non-empty by the caller) is a PutRowItem of a plain row
+        written unconditionally, no row key repeated in its table, the rows'
+        bytes within ``max_bytes``; else None, before doing anything.  Each
+        table's rows are written as ``RowWriter.run_batch`` writes them (its
+        twin): under the locks of all their stripes, taken in order, each
+        row's partition checked against the transactions' locks (a refused
+        row fails alone), one region-server write of their heads; if that
+        write fails, the rows it did not apply fail (``writes.failed_item``).
+        """
+        cdef Py_ssize_t attr, size, total = 0, i, n, nlocks = len(self._locks)
+        cdef list plans = [], rows, results, stripes
+        cdef tuple got
+        cdef dict response = {}
+        for table_name, table_item in items.items():
+            if type(table_name) is not str:
+                return None
+            schema = self._schemas.get(table_name)
+            if schema is None:
+                return None
+            rows = []
+            keys = set()
+            for row_item in table_item.row_items:
+                if type(row_item) is not _PutRowItem:
+                    return None
+                if not _unconditional(row_item.condition, row_item.return_type):
+                    return None
+                row = row_item.row
+                if type(row) is not _Row:
+                    return None
+                attr = 0
+                cells = _plain_cells(<list?>schema.names, row.attribute_columns, False, &attr)
+                if cells is None:
+                    return None
+                got = _plain_row(schema, row.primary_key, cells, attr)
+                if got is None or got[1] in keys:
+                    return None
+                keys.add(got[1])
+                size = <Py_ssize_t>got[3] + <Py_ssize_t>got[4]
+                total += size
+                rows.append((got[1], got[2], size))
+            plans.append((table_name, rows))
+        if total > max_bytes:
+            return None
+        for table_name, rows in plans:
+            n = len(rows)
+            results = [None] * n
+            stripes = sorted({_stripe(<bytes>(<tuple>r)[0], nlocks) for r in rows})
+            locks = [self._locks[i] for i in stripes]
+            for lock in locks:
+                lock.acquire()
+            try:
+                self._write_rows(table_name, rows, results)
+            finally:
+                for lock in reversed(locks):
+                    lock.release()
+            response[table_name] = results
+        return response
+
+    cdef int _write_rows(self, str table_name, list rows, list results) except -1:
+        """One table's plain rows, under their locks (``batch``)."""
+        cdef Py_ssize_t i
+        cdef list written = []
+        cdef tuple r
+        batch = _WriteBatch()
+        now = _cells_module.now_ms()
+        for i in range(len(rows)):
+            r = <tuple>rows[i]
+            if self._transactions._locked:
+                try:
+                    self._transactions.check_write(table_name, r[0], None, r[2])
+                except Exception as exc:
+                    results[i] = _failed_item(_PUT, table_name, exc)
+                    continue
+            batch.put(<bytes>r[0] + _HEAD, put_head(self._gens.next(), r[1], now))
+            written.append(i)
+        if not written:
+            return 0
+        try:
+            self._server.write(table_name, batch)
+            applied = None
+        except Exception as exc:
+            _log.error("BatchWriteRow: writing %d rows of table %r failed: %s",
+                       len(written), table_name, exc)
+            applied = getattr(exc, "applied_keys", frozenset())
+            failure = exc
+        for i in written:
+            r = <tuple>rows[i]
+            if applied is None or <bytes>r[0] + _HEAD in applied:
+                results[i] = _ok_item(r[2])
+            else:
+                results[i] = _failed_item(_PUT, table_name, failure)
+        return 0
+
+    cdef object _write(self, table_name, row, condition, return_type, bint update):
+        cdef Py_ssize_t attr = 0, size, i
+        cdef tuple got, cell
+        cdef int64_t now
+        if type(table_name) is not str or type(row) is not _Row:
+            return None
+        if not _unconditional(condition, return_type):
+            return None
+        schema = self._schemas.get(table_name)
+        if schema is None:
+            return None
+        columns = _only_puts(row.attribute_columns) if update else row.attribute_columns
+        if columns is None:
+            return None
+        cells = _plain_cells(<list?>schema.names, columns, update, &attr)
+        if cells is None:
+            return None
+        got = _plain_row(schema, row.primary_key, cells, attr)
+        if got is None:
+            return None
+        row_key = <bytes>got[1]
+        size = <Py_ssize_t>got[3] + <Py_ssize_t>got[4]
+        with self._locks[_stripe(row_key, len(self._locks))]:
+            if self._transactions._locked:
+                self._transactions.check_write(table_name, row_key, None, size)
+            if not update:
+                head = put_head(self._gens.next(), got[2], _cells_module.now_ms())
+                self._server.put(table_name, row_key + _HEAD, head)
+            else:
+                # writes.RowWriter._update_ops of puts: EXISTS first, then the columns
+                now = _cells_module.now_ms()
+                batch = _WriteBatch()
+                batch.put(_delta_key(row_key, b"", self._gens.next()), _EXISTS_VALUE)
+                for i in range(len(<list>got[2])):
+                    cell = <tuple>(<list>got[2])[i]
+                    batch.put(_delta_key(row_key, PyUnicode_AsUTF8String(cell[1]), self._gens.next()),
+                              _put_delta(now, cell[2]))
+                self._server.write(table_name, batch)
+        return _CapacityUnit(0, max(1, (size + _UNIT - 1) // _UNIT)), None
+
+
+cdef inline Py_ssize_t _stripe(bytes row_key, Py_ssize_t n) except -1:
+    """``hash(row_key) % n`` as Python computes it (C's % keeps the hash's sign)."""
+    cdef Py_ssize_t s = hash(row_key) % n
+    return s + n if s < 0 else s
+
+
+cdef inline bint _unconditional(condition, return_type) except -1:
+    """No condition (or IGNORE without a column condition), no return type (or RT_NONE)."""
+    if return_type is not None and return_type != _RT_NONE:
+        return False
+    return condition is None or (type(condition) is _Condition
+                                 and condition.column_condition is None
+                                 and condition.row_existence_expectation == _IGNORE)
+
+
+cdef object _failed_item(kind, table, exc):
+    """writes.failed_item (imported here: writes imports this module)."""
+    from regions.tablestore.writes import failed_item
+    return failed_item(kind, table, exc)
+
+
+cdef object _ok_item(Py_ssize_t size):
+    """``BatchWriteRowResponseItem(True, None, None, CU, None)``, its attributes
+    set in the order its ``__init__`` sets them."""
+    item = _new_object(_BatchWriteRowResponseItem)
+    item.is_ok = True
+    item.error_code = None
+    item.error_message = None
+    item.consumed = _CapacityUnit(0, max(1, (size + _UNIT - 1) // _UNIT))
+    item.row = _make_row(None, None)
+    return item
