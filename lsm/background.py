@@ -19,7 +19,7 @@ work (in the thread or inline) is kept in ``_bg_error``: every later write
 is refused (``ReadOnlyError``) until the store is reopened.
 
 DB state this class reads and writes (defined in ``DB._init``): ``_mutex``,
-``_cv``, ``_imm``, ``_imm_log_number``, ``_bg_busy``, ``_bg_error``,
+``_cv``, ``_imm``, ``_imm_log_number``, ``_bg_busy``, ``_bg_error``, ``_auto_compactions``,
 ``_bg_thread``, ``_closing``, ``_pointers``, ``pending_outputs``,
 ``_stats``, ``_last_seq``, ``_log``, ``_tables``, ``versions``, ``fs``,
 ``path``, ``options``.
@@ -106,8 +106,13 @@ class BackgroundWork:
 
 
     def _work_due(self):
-        return self._imm is not None or (not self._bg_busy and
-                                         pick_compaction(self.versions.current, self.options, self._pointers) is not None)
+        return self._imm is not None or (not self._bg_busy and self._compaction_due() is not None)
+
+    def _compaction_due(self):
+        """The compaction to run next, or None (also while auto compactions are off)."""
+        if not self._auto_compactions:
+            return None
+        return pick_compaction(self.versions.current, self.options, self._pointers)
 
 
     def _background_step(self):
@@ -121,7 +126,7 @@ class BackgroundWork:
             if self._imm is not None:
                 self._flush_imm()
             else:
-                c = pick_compaction(self.versions.current, self.options, self._pointers)
+                c = self._compaction_due()
                 if c is not None:
                     c.advance_pointer(self._pointers)
                     self._run_compaction(c, allow_move=True)
@@ -203,13 +208,15 @@ class BackgroundWork:
         deeper = any(v.overlapping(lv, lo, hi) for lv in range(c.output_level + 1, len(v.levels)))
         factory = self.options.compaction_filter_factory
         filter_fn = factory() if factory is not None else None
-        stream = CompactionStream(it, self._smallest_snapshot(), not deeper, filter_fn, self._compaction_check)
+        check = self._auto_compaction_check if allow_move else self._compaction_check
+        stream = CompactionStream(it, self._smallest_snapshot(), not deeper, filter_fn, check)
         try:
             metas = self._build_tables(stream, cut=True, level=c.output_level)
         except CompactionAborted:
-            # The store is closing: its outputs are already removed
-            # (build_tables), the inputs stay; a later open compacts again.
-            log.debug("%s: %r aborted: the store is closing", self.path, c)
+            # The store is closing (or, for an automatic compaction, automatic
+            # compactions were turned off): its outputs are already removed
+            # (build_tables), the inputs stay; a later compaction redoes it.
+            log.debug("%s: %r aborted", self.path, c)
             return
         edit = VersionEdit()
         for level, f in c.all_inputs():
@@ -238,6 +245,12 @@ class BackgroundWork:
             self._flush_imm()
         return self._closing
 
+    def _auto_compaction_check(self):
+        """``_compaction_check`` of an automatic compaction: it also aborts
+        when automatic compactions are turned off (HBase's compaction switch
+        interrupts running compactions too), e.g. on a region about to split."""
+        return self._compaction_check() or not self._auto_compactions
+
     def _delete_obsolete_files(self):
         """Delete files no live version, iterator or pending output uses."""
         numbers, _views = self.versions.live_files()
@@ -264,6 +277,5 @@ class BackgroundWork:
 
     def _run_inline_work(self):
         """Without a background thread: flush and compact until nothing is due."""
-        while self._imm is not None or pick_compaction(self.versions.current, self.options,
-                                                       self._pointers) is not None:
+        while self._imm is not None or self._compaction_due() is not None:
             self._background_step()

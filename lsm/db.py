@@ -184,6 +184,7 @@ class DB(BackgroundWork):
         self._bg_error = None
         self._bg_thread = None
         self._bg_busy = False
+        self._auto_compactions = options.auto_compactions
         self._manual = None                         # (lo, hi) of a pending compact_range
         self._closing = False
         self._snapshots = {}                        # seq -> count
@@ -407,9 +408,11 @@ class DB(BackgroundWork):
                     with self._mutex:
                         if self._imm is not None or len(self.versions.current.levels[0]) >= opts.l0_stop_trigger:
                             self._cv.wait(0.1)
-                else:
+                    continue
+                if self._imm is not None or self._compaction_due() is not None:
                     self._background_step()
-                continue
+                    continue
+                # inline, automatic compactions off: nothing will shrink L0; go on
             self._switch_memtable()
             if not opts.background:
                 self._run_inline_work()
@@ -556,6 +559,18 @@ class DB(BackgroundWork):
         if wait:
             self._wait_idle(lambda: self._imm is None)
 
+    def set_auto_compactions(self, enabled: bool) -> None:
+        """Turn automatic compactions on or off (``Options.auto_compactions``).
+        Off, a running automatic compaction aborts at its next check (its
+        inputs stay; a later one redoes it); flushes and ``compact_range`` are
+        not affected.  Turned on, the background thread picks what is
+        due at once (without one, the next flush or memtable switch runs it)."""
+        if not isinstance(enabled, bool):
+            raise TypeError(f"enabled must be a bool, got {type(enabled).__name__}")
+        with self._mutex:
+            self._auto_compactions = enabled
+            self._cv.notify_all()
+
     def compact_range(self, start: bytes = None, end: bytes = None) -> None:
         """Flush, then compact every table meeting ``[start, end]`` down to one
         level, rewriting views into own files.  Blocks until done."""
@@ -590,6 +605,7 @@ class DB(BackgroundWork):
             "memtable_entries": len(self._mem) + (len(imm) if imm is not None else 0),
             "num_entries": sum(f.entries for _l, f in v.files()) + len(self._mem),
             "views": sum(1 for _l, f in v.files() if f.is_view),
+            "auto_compactions": self._auto_compactions,
             "flushes": s["flushes"],
             "compactions": s["compactions"],
             "trivial_moves": s["trivial_moves"],

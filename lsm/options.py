@@ -89,6 +89,13 @@ class Options:
     #: Run flush and compaction in a background thread.  Off only in tests
     #: that want every step to happen inline.
     background: bool = True
+    #: Start compactions on their own (RocksDB's ``!disable_auto_compactions``).
+    #: Off, flushes still run and ``compact_range`` still compacts, but no
+    #: compaction is picked until ``DB.set_auto_compactions(True)``.  A
+    #: region split opens its daughters with it off so that their first
+    #: compactions do not compete for the GIL with the split's own steps.
+    #: While off, writes stall once L0 reaches ``l0_stop_trigger`` files.
+    auto_compactions: bool = True
 
     # -- environment ------------------------------------------------------
     #: The file-system interface every file operation goes through

@@ -263,9 +263,13 @@ class RegionServer(Router, ServerReports):
 
     def _create_store(self, table, region_id, views, last_sequence):
         """A daughter's store: ``views`` of its parent's tables; its sequence
-        numbers continue above the parent's ``last_sequence``."""
+        numbers continue above the parent's ``last_sequence``.  Its automatic
+        compactions start off: the split procedure turns them on when it is
+        done (its first compactions, rewriting the views, would otherwise
+        compete with the split's own steps for the GIL)."""
         return lsm.DB.create_from_views(self._region_path(region_id), views,
-                                        self._store_options(table), last_sequence=last_sequence)
+                                        self._store_options(table, auto_compactions=False),
+                                        last_sequence=last_sequence)
 
     def _make_region(self, table, region_id, start, end, db):
         rate = jitter_rate(region_id, getattr(self._policy, "jitter", 0.0))

@@ -87,12 +87,9 @@ def test_server_metrics_flushes_split_history_and_rollback(tmp_path):
         def fail(name):
             if name == "split.daughter_a_created":
                 raise RuntimeError("injected")
-        procedure.set_kill_hook(fail)
-        try:
+        with procedure.kill_hook(fail):
             with pytest.raises(RuntimeError):
                 s.split_region("t", r["region_id"], b"k0100")
-        finally:
-            procedure.set_kill_hook(None)
         daughters = s.split_region("t", r["region_id"], b"k0150")
         m = s.metrics()
         sp = m["splits"]

@@ -190,6 +190,78 @@ def test_a_closing_store_aborts_its_compaction_and_keeps_every_key(dbpath):
         assert [k for k, _ in db.scan()] == keys
 
 
+def test_automatic_compactions_off_pick_nothing_until_turned_on(dbpath):
+    """Options.auto_compactions=False: flushes still run, no compaction is
+    picked (L0 grows past its trigger); set_auto_compactions(True) lets the
+    next inline step compact; every key survives."""
+    with lsm.DB.open(dbpath, tiny_options(auto_compactions=False)) as db:
+        assert db.stats()["auto_compactions"] is False
+        for r in range(5):                       # l0_compaction_trigger is 2
+            for i in range(40):
+                db.put(b"%03d" % i, b"v%d" % r)
+            db.flush()
+        st = db.stats()
+        assert st["files_per_level"][0] == 5 and st["compactions"] == st["trivial_moves"] == 0
+        with pytest.raises(TypeError, match="must be a bool"):
+            db.set_auto_compactions(1)
+        db.set_auto_compactions(True)
+        db.put(b"x", b"y")
+        db.flush()                               # inline: runs what is now due
+        st = db.stats()
+        assert st["auto_compactions"] is True and st["compactions"] >= 1
+        assert st["files_per_level"][0] < 5
+        assert [db.get(b"%03d" % i) for i in range(40)] == [b"v4"] * 40
+        db.check()
+
+
+def test_inline_writes_go_on_past_the_l0_stop_trigger_with_compactions_off(dbpath):
+    """Without a background thread and with automatic compactions off nothing
+    can shrink L0: writes past l0_stop_trigger switch memtables instead of
+    waiting for ever."""
+    with lsm.DB.open(dbpath, tiny_options(auto_compactions=False, l0_slowdown_trigger=3,
+                                          l0_stop_trigger=4)) as db:
+        for i in range(2000):
+            db.put(b"%05d" % i, b"v" * 20)
+        assert db.stats()["files_per_level"][0] > 4
+        assert db.get(b"00000") == b"v" * 20 and db.get(b"01999") == b"v" * 20
+
+
+def test_turning_automatic_compactions_off_aborts_a_running_one(dbpath):
+    """An automatic compaction stops at its next check once they are turned
+    off: its outputs go, its inputs stay, nothing is lost.  A manual one
+    (compact_range) is not affected."""
+    state = {"calls": 0, "db": None}
+
+    def factory():
+        def keep(key, value):
+            state["calls"] += 1
+            if state["calls"] == 1500:
+                state["db"].set_auto_compactions(False)
+            return False
+        return keep
+
+    opts = tiny_options(compaction_filter_factory=factory, target_file_bytes=1 << 20,
+                        memtable_bytes=1 << 20, l0_compaction_trigger=2)
+    with lsm.DB.open(dbpath, opts) as db:
+        state["db"] = db
+        keys = [b"%05d" % i for i in range(4000)]
+        for half in (keys[::2], keys[1::2]):
+            for k in half:
+                db.put(k, k)
+            db.flush()                           # the second flush's inline work compacts
+        st = db.stats()
+        assert 1500 <= state["calls"] < 4000 and st["compactions"] == 0
+        assert st["files_per_level"][0] == 2 and st["auto_compactions"] is False
+        live = {os.path.basename(p) for _lv, p, _lo, _hi in db.live_tables()}
+        assert {n for n in os.listdir(dbpath) if n.endswith(".sst")} == live
+        assert all(db.get(k) == k for k in keys)
+        db.compact_range()                       # manual: runs whole
+        st = db.stats()
+        assert st["compactions"] >= 1 and st["files_per_level"][0] == 0
+        assert [k for k, _ in db.scan()] == keys
+        db.check()
+
+
 def test_compaction_stream_check_is_called_and_can_abort():
     from lsm._compaction_stream import CompactionAborted, CompactionStream
     from lsm._iter import ListIterator

@@ -291,20 +291,23 @@ def test_compaction_filter_hook_set_after_open_applies_to_all_regions(tmp_path):
         assert [k for k, _ in s.scan("t")] == [b"a-keep", b"x-keep"]
 
 
+def split_failing_at(server, region_id, point):
+    """Split region ``region_id`` of table "t" with an OSError injected at
+    kill point ``point``; the error must reach the caller."""
+    def fail(name):
+        if name == point:
+            raise OSError("injected")
+    with procedure.kill_hook(fail):
+        with pytest.raises(OSError, match="injected"):
+            server.split_region("t", region_id)
+
+
 def test_failure_before_the_point_of_no_return_rolls_back(server):
     server.create_table("t")
     fill(server, "t", 300)
     (r,) = server.regions("t")
 
-    def hook(name):
-        if name == "split.daughter_b_created":
-            raise OSError("injected")
-    procedure.set_kill_hook(hook)
-    try:
-        with pytest.raises(OSError, match="injected"):
-            server.split_region("t", r.region_id)
-    finally:
-        procedure.set_kill_hook(None)
+    split_failing_at(server, r.region_id, "split.daughter_b_created")
     assert [x.region_id for x in server.regions("t")] == [r.region_id]
     assert region_dirs(server) == ["r%d" % r.region_id]
     assert len(list(server.scan("t"))) == 300
@@ -312,6 +315,37 @@ def test_failure_before_the_point_of_no_return_rolls_back(server):
     assert server.get("t", key(1)) == b"after"
     server.check()
     server.split_region("t", r.region_id)          # and it can split afterwards
+    server.check()
+
+
+def test_a_split_holds_compactions_and_hands_them_back(server):
+    """The parent's automatic compactions stop when its split begins; the
+    daughters are created with theirs off and get them when the split is
+    done; a rolled-back split gives the parent its compactions back."""
+    server.create_table("t")
+    fill(server, "t", 400)
+    server.flush_all()
+    (r,) = server.regions("t")
+    seen = {}
+
+    def stores():
+        return {x.id: x.db for x in server._tables["t"].layout[1]}
+
+    def hook(name):
+        if name == "split.prepared":
+            seen["parent"] = stores()[r.region_id].stats()["auto_compactions"]
+        if name == "split.daughters_opened":     # routed, the procedure not yet done
+            seen["daughters"] = [db.stats()["auto_compactions"] for db in stores().values()]
+    with procedure.kill_hook(hook):
+        a, b = server.split_region("t", r.region_id)
+    assert seen == {"parent": False, "daughters": [False, False]}
+    now = stores()
+    assert [now[a.region_id].stats()["auto_compactions"],
+            now[b.region_id].stats()["auto_compactions"]] == [True, True]
+
+    split_failing_at(server, a.region_id, "split.prepared")
+    assert stores()[a.region_id].stats()["auto_compactions"] is True
+    assert [k for k, _ in server.scan("t")] == [key(i) for i in range(400)]
     server.check()
 
 

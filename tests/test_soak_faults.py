@@ -87,12 +87,9 @@ def test_a_split_whose_meta_write_failed_after_its_rename_keeps_the_daughters(tm
     def hook(name):
         if name == "split.before_meta":
             fs.fail("sync_dir", times=None)     # from the meta write on, every fsync of a directory fails
-    procedure.set_kill_hook(hook)
-    try:
+    with procedure.kill_hook(hook):
         with pytest.raises(StorageError):
             server.split_region("t", server.regions("t")[0].region_id, b"k10")
-    finally:
-        procedure.set_kill_hook(None)
     server.close()
     fs.close_all()
     fs.clear_faults()
