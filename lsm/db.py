@@ -307,7 +307,8 @@ class DB(BackgroundWork):
         failure = self._write_error or self._bg_error
         if failure is not None:
             raise ReadOnlyError(f"DB refuses writes after an earlier failure: {failure}")
-        if self._mem.approximate_bytes >= self.options.memtable_bytes or self._l0_busy():
+        if (self._mem.approximate_bytes >= self.options.memtable_bytes
+                or len(self.versions.current.levels[0]) >= self.options.l0_slowdown_trigger):
             self._make_room()
         return self._log
 
@@ -346,11 +347,12 @@ class DB(BackgroundWork):
         if not ops:
             return
         kmax, vmax = self.options.max_key_bytes, self.options.max_value_bytes
-        for kind, key, value in ops:
-            if len(key) > kmax:
-                check_key(key, kmax)
-            if len(value) > vmax:
-                check_value(value, vmax)
+        if batch.approximate_bytes > min(kmax, vmax):   # else no key or value can be too long
+            for kind, key, value in ops:
+                if len(key) > kmax:
+                    check_key(key, kmax)
+                if len(value) > vmax:
+                    check_value(value, vmax)
         with self._write_lock:
             lg = self._admit()
             seq = self._last_seq + 1
@@ -384,9 +386,6 @@ class DB(BackgroundWork):
                 raise
             lg.synced = target
             self._stats["wal_fsyncs"] += 1
-
-    def _l0_busy(self) -> bool:
-        return len(self.versions.current.levels[0]) >= self.options.l0_slowdown_trigger
 
     def _make_room(self):
         """Called with the write lock held: switch memtables, or wait for the

@@ -480,7 +480,8 @@ class RegionServer(Router, ServerReports):
                 r.exit()
             applied += mine
             ops = rest
-            batch = _batch_of(ops)
+            if ops:
+                batch = _batch_of(ops)
 
     def scan(self, table: str, start=None, end=None, reverse=False):
         """Iterate ``(key, value)`` over ``[start, end)`` of the table in key order

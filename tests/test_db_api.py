@@ -51,6 +51,11 @@ def test_empty_and_oversize_arguments_name_the_argument(dbpath):
         with pytest.raises(ValueError, match="value is 17 bytes"):
             db.write(b)
         assert db.get(b"ok") is None     # the batch was refused whole
+        b = lsm.WriteBatch().put(b"12345678", b"x" * 16).put(b"k2", b"y" * 16)
+        db.write(b)                      # every key and value at its limit: fine
+        assert db.get(b"12345678") == b"x" * 16
+        with pytest.raises(ValueError, match="key is 9 bytes"):
+            db.write(lsm.WriteBatch().delete(b"123456789"))
         with pytest.raises(TypeError):
             lsm.WriteBatch().put(b"k", 5)
 

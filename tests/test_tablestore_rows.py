@@ -488,3 +488,26 @@ def test_ttl_hides_expired_versions_on_read(client):
     assert attrs(client.get_row("t", pk(1))[1]) == [("a", 1), ("b", 2)]
     opts = client.describe_table("t").table_options
     assert (opts.time_to_live, opts.max_version, opts.max_time_deviation) == (86400, 3, 200000)
+
+
+def test_generations_are_unique_and_increasing_across_threads():
+    """cells.Generations.next from 4 threads: no value twice, each thread's
+    values increasing, all above the clock reading it started from."""
+    import threading
+    from regions.tablestore import cells
+
+    start = time.time_ns()
+    gens = cells.Generations()
+    got = [[] for _ in range(4)]
+
+    def work(out):
+        for _ in range(20000):
+            out.append(gens.next())
+    threads = [threading.Thread(target=work, args=(out,)) for out in got]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    every = [g for out in got for g in out]
+    assert len(set(every)) == len(every) == 80000
+    assert all(out == sorted(out) for out in got) and min(every) >= start

@@ -51,7 +51,6 @@ Format constants are never renumbered.  Pure functions, thread-safe.
 import itertools
 import math
 import struct
-import threading
 import time
 
 __all__ = ["head_key", "delta_prefix", "encode_head", "read_order", "put_head",
@@ -292,16 +291,13 @@ class Generations:
 
     Starts at the wall clock (in units of ``unit_ns``) when the client opens, so generations keep
     increasing across reopen as long as the clock does not step back by more
-    than the time between the two opens.  ``next()`` is thread-safe.
+    than the time between the two opens.  ``next()`` is thread-safe: it is
+    the counter's own ``__next__`` (``itertools.count``, in C), which runs
+    whole under the GIL, so no two calls return the same value.
     """
 
     def __init__(self, unit_ns=1):
-        self._lock = threading.Lock()
-        self._counter = itertools.count(time.time_ns() // unit_ns)
-
-    def next(self):
-        with self._lock:
-            return next(self._counter)
+        self.next = itertools.count(time.time_ns() // unit_ns).__next__
 
 
 def compaction_filter_factory(get_options):
