@@ -429,7 +429,8 @@ class RegionServer(Router, ServerReports):
     def _enter(self, table, key, write):
         """Route to the region holding ``key`` and enter its gate (the hot path,
         ``_gate.route`` in C: one dict lookup, one bisect, the gate; ``put``,
-        ``get``, ``delete`` and ``read_range`` are ``_gate.Router``'s, all in C)."""
+        ``get``, ``delete``, ``read_range`` and a one-region ``write`` are
+        ``_gate.Router``'s, all in C)."""
         return route(self._tables, table, key, write) or self._enter_slow(table, key, write)
 
     def _enter_slow(self, table, key, write, before=False):
@@ -449,12 +450,10 @@ class RegionServer(Router, ServerReports):
                 raise ServerClosedError("the region server is closed")
             r.wait_transition(self.options.busy_wait_seconds)
 
-    def write(self, table: str, batch, sync=None) -> None:
-        """Apply ``batch`` (an ``lsm.WriteBatch``).  Atomic when all its keys lie
-        in one region (always true for one row); a batch spanning regions is
-        applied region by region, each part atomic (one WAL record, one sync):
-        if a part fails after others were applied, ``PartialWriteError`` says
-        which keys were."""
+    def _write_parts(self, table: str, batch, sync=None) -> None:
+        """``write`` (``_gate.Router``'s, in C, for a batch inside one region)
+        for everything else: not a WriteBatch, empty, an unknown table, or
+        keys in several regions (applied region by region)."""
         if not isinstance(batch, lsm.WriteBatch):
             raise TypeError(f"batch must be an lsm.WriteBatch, got {type(batch).__name__}")
         ops = batch.ops

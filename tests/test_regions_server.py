@@ -171,8 +171,15 @@ def test_write_batches_within_and_across_regions(server):
     b.put(b"b", b"x").put(b"z", b"y").put(b"n", b"w")
     server.write("t", b)
     assert list(server.scan("t")) == [(b"a2", b"2"), (b"b", b"x"), (b"n", b"w"), (b"z", b"y")]
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="lsm.WriteBatch"):
         server.write("t", [(b"a", b"b")])
+    assert [r.writes for r in server.regions("t")] == [4, 2]     # one a key written
+    with pytest.raises(regions.UnknownTableError):
+        server.write("nope", lsm.WriteBatch().put(b"a", b"b"))
+    with pytest.raises(regions.UnknownTableError):
+        server.write("nope", lsm.WriteBatch())
+    server.write("t", lsm.WriteBatch())                          # empty: nothing
+    assert [r.writes for r in server.regions("t")] == [4, 2]
 
 
 # -- splits ----------------------------------------------------------------------

@@ -620,6 +620,9 @@ def test_plain_writer_batches_store_what_the_python_path_stores(rows, locked):
             return
         got = fast.batch_write_row(req)
         assert repr(got.get_put()) == repr(expect.get_put())
+        for table_of in ("table_of_put", "table_of_update", "table_of_delete"):
+            assert repr(getattr(got, table_of)) == repr(getattr(expect, table_of))
+        assert [item.index for item in got.get_put_by_table("t")] == list(range(len(rows)))
         a, b = (c.get_range("t", "FORWARD", [("k", INF_MIN)], [("k", INF_MAX)])[2]
                 for c in (fast, slow))
         assert [(r.primary_key, [x[:2] for x in r.attribute_columns]) for r in a] == \
@@ -664,5 +667,6 @@ def test_plain_writer_batch_leaves_what_is_not_plain_and_reports_a_failed_write(
                           txns)
     got = w.batch(_batch_of([([("k", 1)], [("a", 1)]), ([("k", 2)], [("a", 2)])]).items, 4 << 20)
     first, second = got["t"]
+    assert (first.index, second.index) == (0, 1)
     assert first.is_ok and first.consumed.write == 1
     assert not second.is_ok and second.error_code == "OTSInternalServerError"

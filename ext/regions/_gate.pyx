@@ -13,6 +13,8 @@ critical section around each method.
 from libc.string cimport memcmp
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 
+from lsm import WriteBatch as _WriteBatch
+
 #: Scan batch sizes: a range is read in chunks of FIRST_CHUNK entries,
 #: doubling up to MAX_CHUNK (RegionServer._scan_forward).
 FIRST_CHUNK = 64
@@ -80,17 +82,19 @@ cdef inline int _compare(bytes a, bytes b):
     return (la > lb) - (la < lb)
 
 
+cdef inline bint _inside(bytes key, bytes start, end):
+    """``key`` in ``[start, end)``, an empty or None end unbounded."""
+    return _compare(key, start) >= 0 and (not end or _compare(key, <bytes?>end) < 0)
+
+
 def split_ops(list ops, bytes start not None, end):
     """``(mine, rest)``: the (kind, key, value) ops whose key lies in
     ``[start, end)`` (an empty or None end: unbounded; a region's
     ``contains``) and the others, each in order.  ``mine`` is ``ops``
     itself when every key is inside."""
     cdef list mine = [], rest = []
-    cdef bint open_end = not end
-    cdef bytes key
     for op in ops:
-        key = <bytes?>(<tuple?>op)[1]
-        if _compare(key, start) >= 0 and (open_end or _compare(key, <bytes?>end) < 0):
+        if _inside(<bytes?>(<tuple?>op)[1], start, end):
             mine.append(op)
         else:
             rest.append(op)
@@ -165,6 +169,36 @@ cdef class Router:
             r.db.delete(key, sync)
         finally:
             r.exit()
+
+    def write(self, table, batch, sync=None):
+        """Apply ``batch`` (an ``lsm.WriteBatch``).  Atomic when all its keys lie
+        in one region (always true for one row): that case is one write of
+        the region's store, routed here; a batch spanning regions goes to the
+        subclass's ``_write_parts``, region by region, each part atomic (one
+        WAL record, one sync): if a part fails after others were applied,
+        ``PartialWriteError`` says which keys were."""
+        cdef Gate r
+        cdef list ops
+        cdef Py_ssize_t i, n
+        if type(batch) is _WriteBatch:
+            ops = <list?>batch.ops
+            n = len(ops)
+            if n:
+                # entered as internal work: the keys are counted once applied
+                # (a batch spanning regions is counted by _write_parts)
+                r = self._enter_fast(table, (<tuple?>ops[0])[1], None)
+                try:
+                    start, end = <bytes?>r.start, r.end
+                    for i in range(n):
+                        if not _inside(<bytes?>(<tuple?>ops[i])[1], start, end):
+                            break
+                    else:
+                        r.db.write(batch, sync)
+                        r.count_writes(n)
+                        return
+                finally:
+                    r.exit()
+        self._write_parts(table, batch, sync)
 
     def read_range(self, table, start, end):
         """Every ``(key, value)`` of ``[start, end)`` as one list: ``list(scan(...))``,

@@ -524,7 +524,7 @@ class OTSClient:
             # plain unconditional puts in one C call (its twin: the loops below)
             response = self._plain_writer.batch(request.items, BATCH_WRITE_BYTES)
             if response is not None:
-                return BatchWriteRowResponse(request, response)
+                return BatchWriteRowResponse.of_puts(response)
         prepared = {}
         size = 0
         for table_name, item in request.items.items():

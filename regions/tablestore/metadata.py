@@ -630,6 +630,18 @@ class BatchWriteRowResponse(_Value):
             self.table_of_update[table_name] = by_type[BatchWriteRowType.UPDATE]
             self.table_of_delete[table_name] = by_type[BatchWriteRowType.DELETE]
 
+    @classmethod
+    def of_puts(cls, response):
+        """The response to a request of PutRowItems only, from ``response``
+        (table -> its results in request order, each ``index`` already
+        set): what ``__init__`` builds for it, without the loop over rows.
+        Not in the SDK (the data API's fast path, _writes.PlainWriter.batch)."""
+        self = cls.__new__(cls)
+        self.table_of_put = dict(response)
+        self.table_of_update = {name: [] for name in response}
+        self.table_of_delete = {name: [] for name in response}
+        return self
+
     @staticmethod
     def _split(tables):
         rows = [row for rows in tables.values() for row in rows]

@@ -176,7 +176,8 @@ cdef class PlainWriter:
         return self._write(table_name, row, condition, return_type, True)
 
     def batch(self, dict items not None, Py_ssize_t max_bytes):
-        """BatchWriteRow's results (``{table: [result item, ...]}``) when every
+        """BatchWriteRow's results (``{table: [result item, ...]}``, each
+        item's ``index`` set: ``BatchWriteRowResponse.of_puts``) when every
         row of ``items`` (``{table: TableInBatchWriteRowItem}``, counted and
         checked non-empty by the caller) is a PutRowItem of a plain row
         written unconditionally, no row key repeated in its table, the rows'
@@ -249,7 +250,7 @@ cdef class PlainWriter:
                 try:
                     self._transactions.check_write(table_name, r[0], None, r[2])
                 except Exception as exc:
-                    results[i] = _failed_item(_PUT, table_name, exc)
+                    results[i] = _failed_item(_PUT, table_name, exc, i)
                     continue
             batch.put(<bytes>r[0] + _HEAD, put_head(self._gens.next(), r[1], now))
             written.append(i)
@@ -266,9 +267,9 @@ cdef class PlainWriter:
         for i in written:
             r = <tuple>rows[i]
             if applied is None or <bytes>r[0] + _HEAD in applied:
-                results[i] = _ok_item(r[2])
+                results[i] = _ok_item(r[2], i)
             else:
-                results[i] = _failed_item(_PUT, table_name, failure)
+                results[i] = _failed_item(_PUT, table_name, failure, i)
         return 0
 
     cdef object _write(self, table_name, row, condition, return_type, bint update):
@@ -327,19 +328,24 @@ cdef inline bint _unconditional(condition, return_type) except -1:
                                  and condition.row_existence_expectation == _IGNORE)
 
 
-cdef object _failed_item(kind, table, exc):
-    """writes.failed_item (imported here: writes imports this module)."""
+cdef object _failed_item(kind, table, exc, Py_ssize_t index):
+    """writes.failed_item (imported here: writes imports this module), its
+    ``index`` in its table's rows set (``BatchWriteRowResponse`` sets it)."""
     from regions.tablestore.writes import failed_item
-    return failed_item(kind, table, exc)
+    item = failed_item(kind, table, exc)
+    item.index = index
+    return item
 
 
-cdef object _ok_item(Py_ssize_t size):
+cdef object _ok_item(Py_ssize_t size, Py_ssize_t index):
     """``BatchWriteRowResponseItem(True, None, None, CU, None)``, its attributes
-    set in the order its ``__init__`` sets them."""
+    set in the order its ``__init__`` sets them, then its ``index`` in its
+    table's rows (``BatchWriteRowResponse`` sets it)."""
     item = _new_object(_BatchWriteRowResponseItem)
     item.is_ok = True
     item.error_code = None
     item.error_message = None
     item.consumed = _CapacityUnit(0, max(1, (size + _UNIT - 1) // _UNIT))
     item.row = _make_row(None, None)
+    item.index = index
     return item
