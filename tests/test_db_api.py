@@ -1,5 +1,8 @@
 """The DB's public API: arguments, errors, snapshots, stats, sizes, hooks."""
+import gc
 import os
+import random
+import sys
 import threading
 
 import pytest
@@ -408,6 +411,63 @@ def test_unsynced_writes_may_be_lost_on_power_loss_but_never_corrupt(dbpath):
         assert db.get(b"durable") == b"1"
         got = dict(db.scan())
         assert all(v == b"v" for k, v in got.items() if k != b"durable")
+
+
+def test_row_reads_of_the_memtable_stay_exact_while_writers_add_keys(dbpath):
+    """scan_short reads the memtable without its lock when no merge of
+    pending keys runs: with writers adding keys (pending until a reader
+    merges them), thread switches every 10 us and collections running
+    finalizers, every 40-key range read is exact."""
+    db = lsm.DB.open(dbpath, lsm.Options(memtable_bytes=64 << 20))
+    errors, written, done = [], [0, 0], threading.Event()
+
+    class Finalized:                 # cyclic garbage whose collection runs Python code
+        def __init__(self):
+            self.me = self
+
+        def __del__(self):
+            sum(range(20))
+
+    def writer(t):
+        for i in range(20000):
+            db.put(b"w%d-%06d" % (t, i), b"%d" % i)
+            written[t] = i + 1
+            if i % 7 == 0:
+                Finalized()
+
+    def reader(seed):
+        rnd = random.Random(seed)
+        try:
+            while not done.is_set():
+                w = rnd.randrange(2)
+                n = written[w]
+                if n < 50:
+                    continue
+                lo = rnd.randrange(n - 40)
+                got = db.scan_short(b"w%d-%06d" % (w, lo), b"w%d-%06d" % (w, lo + 40))
+                assert [k for k, _ in got] == [b"w%d-%06d" % (w, i) for i in range(lo, lo + 40)]
+                Finalized()
+        except Exception as e:   # pragma: no cover - reported below
+            errors.append(e)
+
+    interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
+    sys.setswitchinterval(1e-5)
+    gc.set_threshold(50, 5, 5)
+    try:
+        ws = [threading.Thread(target=writer, args=(t,)) for t in range(2)]
+        rs = [threading.Thread(target=reader, args=(t,)) for t in range(2)]
+        for t in ws + rs:
+            t.start()
+        for t in ws:
+            t.join()
+        done.set()
+        for t in rs:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+        gc.set_threshold(*thresholds)
+        db.close()
+    assert errors == []
 
 
 def test_threads_read_and_write_while_flush_and_compaction_run(dbpath):

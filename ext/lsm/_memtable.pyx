@@ -79,39 +79,62 @@ cpdef int visible_range(object mem, bytes lo, bytes hi, uint64_t seq, list out,
     sequence <= ``seq`` of each user key of ``[lo, hi)`` in ``mem`` (an
     lsm.memtable.MemTable), ascending.  Returns 0, or -1 (``out`` then holds
     a partial answer) when more than ``cap`` keys lie in the range."""
+    cdef list hits = []
+    cdef int rc
+    cdef Py_ssize_t i
+    lock = mem.lock
+    if mem._pending or lock.locked():
+        with lock:
+            if mem._pending:
+                mem._merge_pending()
+            rc = _visible_walk(mem, lo, hi, seq, hits, cap)
+    else:
+        # Nothing to merge and no merge running (a merge holds the lock).
+        # The walk runs no Python code and allocates no GC-tracked object (so
+        # no collection, no finalizer): under the GIL no other thread runs,
+        # and no merge can start, before it ends.
+        rc = _visible_walk(mem, lo, hi, seq, hits, cap)
+    for i in range(0, len(hits), 2):
+        v = hits[i + 1]
+        out.append((hits[i], pack_tag(<uint64_t>(<tuple>v)[0], <int>(<tuple>v)[1]), (<tuple>v)[2]))
+    return rc
+
+
+cdef int _visible_walk(object mem, bytes lo, bytes hi, uint64_t seq, list hits,
+                       Py_ssize_t cap) except -2:
+    """``visible_range``'s walk, the pending keys merged: appends each key
+    found and its visible version (``(seq, kind, value)``) to ``hits``."""
     cdef dict versions = mem.versions
     cdef list maxes, lists, sub
     cdef Py_ssize_t pos, idx, n, found = 0
     cdef object v, sl = mem._sorted
-    with mem.lock:
-        if mem._pending:
-            mem._merge_pending()
-        # The keys from lo, walked in SortedList's own layout (see _chunk_after).
-        maxes, lists = sl._maxes, sl._lists
-        n = len(lists)
-        pos = _lower_bound(maxes, lo)
-        if pos == n:
-            return 0
-        sub = <list>lists[pos]
-        idx = _lower_bound(sub, lo)
-        while True:
-            if idx == len(sub):
-                pos += 1
-                if pos == n:
-                    return 0
-                sub = <list>lists[pos]
-                idx = 0
-            k = <bytes>sub[idx]
-            if cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
-                        <const unsigned char*>PyBytes_AS_STRING(hi), PyBytes_GET_SIZE(hi)) >= 0:
+    # The keys from lo, walked in SortedList's own layout (see _chunk_after).
+    maxes, lists = sl._maxes, sl._lists
+    n = len(lists)
+    pos = _lower_bound(maxes, lo)
+    if pos == n:
+        return 0
+    sub = <list>lists[pos]
+    idx = _lower_bound(sub, lo)
+    while True:
+        if idx == len(sub):
+            pos += 1
+            if pos == n:
                 return 0
-            if found == cap:
-                return -1
-            found += 1
-            idx += 1
-            v = get_version(versions, k, seq)
-            if v is not None:
-                out.append((k, pack_tag(<uint64_t>(<tuple>v)[0], <int>(<tuple>v)[1]), (<tuple>v)[2]))
+            sub = <list>lists[pos]
+            idx = 0
+        k = <bytes>sub[idx]
+        if cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
+                    <const unsigned char*>PyBytes_AS_STRING(hi), PyBytes_GET_SIZE(hi)) >= 0:
+            return 0
+        if found == cap:
+            return -1
+        found += 1
+        idx += 1
+        v = get_version(versions, k, seq)
+        if v is not None:
+            hits.append(k)
+            hits.append(v)
 
 
 cdef inline list _as_list(object vs):
