@@ -1,4 +1,5 @@
 import sys
+import threading
 
 import pytest
 
@@ -29,3 +30,15 @@ def tiny():
 @pytest.fixture
 def dbpath(tmp_path):
     return str(tmp_path / "db")
+
+
+def run_writers_then_readers(writers, readers, done: threading.Event):
+    """Start every thread; once the writers are done, set ``done`` (the
+    readers loop until it is set) and wait for the readers."""
+    for t in writers + readers:
+        t.start()
+    for t in writers:
+        t.join()
+    done.set()
+    for t in readers:
+        t.join()

@@ -10,7 +10,7 @@ import pytest
 import lsm
 from lsm.faultfs import FaultInjectionFS
 from lsm.fs import OSFileSystem
-from conftest import tiny_options
+from conftest import run_writers_then_readers, tiny_options
 
 
 def test_put_get_delete_and_reopen(dbpath):
@@ -454,15 +454,9 @@ def test_row_reads_of_the_memtable_stay_exact_while_writers_add_keys(dbpath):
     sys.setswitchinterval(1e-5)
     gc.set_threshold(50, 5, 5)
     try:
-        ws = [threading.Thread(target=writer, args=(t,)) for t in range(2)]
-        rs = [threading.Thread(target=reader, args=(t,)) for t in range(2)]
-        for t in ws + rs:
-            t.start()
-        for t in ws:
-            t.join()
-        done.set()
-        for t in rs:
-            t.join()
+        run_writers_then_readers([threading.Thread(target=writer, args=(t,)) for t in range(2)],
+                                 [threading.Thread(target=reader, args=(t,)) for t in range(2)],
+                                 done)
     finally:
         sys.setswitchinterval(interval)
         gc.set_threshold(*thresholds)
@@ -510,15 +504,9 @@ def test_threads_read_and_write_while_flush_and_compaction_run(dbpath):
         except Exception as e:   # pragma: no cover
             errors.append(e)
 
-    ws = [threading.Thread(target=writer, args=(t,)) for t in range(3)]
-    rs = [threading.Thread(target=reader) for _ in range(2)] + [threading.Thread(target=chunk_reader)]
-    for t in ws + rs:
-        t.start()
-    for t in ws:
-        t.join()
-    done.set()
-    for t in rs:
-        t.join()
+    run_writers_then_readers([threading.Thread(target=writer, args=(t,)) for t in range(3)],
+                             [threading.Thread(target=reader) for _ in range(2)]
+                             + [threading.Thread(target=chunk_reader)], done)
     assert not errors
     for t in range(3):
         assert [k for k, _ in db.scan(b"w%d-" % t, b"w%d." % t)] == [b"w%d-%05d" % (t, i) for i in range(1500)]

@@ -5,6 +5,7 @@ import threading
 
 import lsm
 import regions
+from conftest import run_writers_then_readers
 
 KiB = 1 << 10
 
@@ -48,15 +49,8 @@ def test_writers_and_readers_during_background_splits(tmp_path):
             except Exception as e:
                 errors.append(e)
 
-        threads = [threading.Thread(target=writer, args=(n,)) for n in range(3)]
-        readers = [threading.Thread(target=reader) for _ in range(2)]
-        for t in threads + readers:
-            t.start()
-        for t in threads:
-            t.join()
-        stop.set()
-        for t in readers:
-            t.join()
+        run_writers_then_readers([threading.Thread(target=writer, args=(n,)) for n in range(3)],
+                                 [threading.Thread(target=reader) for _ in range(2)], stop)
         assert not errors, errors
         assert len(server.regions("t")) >= 4, "no split happened under load"
         server.check()
