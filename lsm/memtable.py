@@ -15,7 +15,10 @@ Thread-safety: one writer at a time (the DB's write lock), any number of
 readers.  A new key enters the dict before ``pending``, so whoever merges it
 into the sorted list finds its versions; ``pending`` and the sorted list are
 changed and read under ``lock``; dict and list appends are atomic under the
-GIL.  Versions added after an iterator was created have sequence numbers
+GIL.  One exception: a row read (``_memtable.visible_range``) with no pending
+keys and the lock free walks the sorted list without taking it, running no
+Python code and allocating no GC-tracked object, so no merge can start
+before it ends.  Versions added after an iterator was created have sequence numbers
 above its snapshot, so it may or may not see them: either is correct.
 """
 import threading
