@@ -260,7 +260,8 @@ class DB(BackgroundWork):
 
     def _new_log(self):
         n = self.versions.new_file_number()
-        f = self.fs.open_append(os.path.join(self.path, filenames.log_name(n)))
+        f = self.fs.open_append(os.path.join(self.path, filenames.log_name(n)),
+                                preallocate=self.options.wal_preallocate())
         # The new WAL's directory entry must survive power loss before a
         # sync=True write in it is acknowledged.
         self.fs.sync_dir(self.path)

@@ -291,12 +291,12 @@ class FaultInjectionFS(FileSystem):
 
     # -- the FileSystem interface ---------------------------------------------
 
-    def open_append(self, path: str, truncate: bool = True) -> AppendFile:
+    def open_append(self, path: str, truncate: bool = True, preallocate: int = 0) -> AppendFile:
         with self._lock:
             self._check("open_append", path)
             key = os.path.abspath(path)
             existed = self.base.exists(path)
-            f = _FaultAppendFile(self, path, self.base.open_append(path, truncate))
+            f = _FaultAppendFile(self, path, self.base.open_append(path, truncate, preallocate))
             if not existed:
                 self._undo.append(_Entry(None, key))
             if truncate or key not in self._files:

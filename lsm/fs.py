@@ -23,6 +23,14 @@ Contracts
 * A file's size is the attribute ``size`` on both kinds (``AppendFile``: bytes
   appended so far; ``ReadFile``: the size at open); ``FileSystem.file_size``
   stats a path.
+* ``open_append(..., preallocate=n)`` may keep zero bytes written past the
+  appended ones, ``n`` at a time, so that an append overwrites allocated
+  space and an ``fdatasync`` after it commits no change of the file's size
+  (sqlite3 reuses its WAL file for the same reason).  While the file is open
+  its bytes on disk are ``size`` plus up to ``n`` zeros; ``close`` trims
+  them, and a crash leaves them, which is why only the WAL asks for it: its
+  reader ends cleanly at zeros.  A hint: ``OSFileSystem`` honours it, the
+  in-memory file system ignores it.
 * ``ReadFile`` serves immutable files (tables) through ``mmap``: a block read
   is a ``memcpy`` under the GIL, not a syscall, and is safe from many threads
   at once.  A mapped file must not be truncated while mapped (SIGBUS).
@@ -143,9 +151,11 @@ class FileLock:
 class FileSystem:
     """The interface.  Paths are ``str``; directories are created by the caller."""
 
-    def open_append(self, path: str, truncate: bool = True) -> AppendFile:
+    def open_append(self, path: str, truncate: bool = True, preallocate: int = 0) -> AppendFile:
         """Open for appending: create, or truncate (``truncate=False`` keeps the
-        existing bytes and appends after them; ``size`` starts at their length)."""
+        existing bytes and appends after them; ``size`` starts at their length).
+        ``preallocate``: zero-fill ahead of the end, that many bytes at a time
+        (see the module doc)."""
         raise NotImplementedError
 
     def open_read(self, path: str) -> ReadFile:
@@ -283,6 +293,52 @@ class _OSAppendFile(AppendFile):
                 raise storage_error(e, "close", self.path) from None
 
 
+class _OSPreallocatedFile(_OSAppendFile):
+    """An ``_OSAppendFile`` that keeps zeros written ahead of its end.
+
+    Opened without ``O_APPEND``: ``write(2)`` goes to the descriptor's offset,
+    which is ``size``, while the zeros are written with ``pwrite``, which
+    leaves the offset alone.  ``_end`` is where the zeros stop."""
+
+    __slots__ = ("_step", "_end")
+
+    def __init__(self, path: str, fd: int, size: int, step: int):
+        super().__init__(path, fd, size)
+        self._step = step
+        self._end = size
+
+    def append(self, data) -> None:
+        if self.size + len(data) > self._end and self._fd >= 0:
+            self._zero_fill(len(data))
+        _OSAppendFile.append(self, data)
+
+    def _zero_fill(self, n: int) -> None:
+        step = self._step
+        want = self.size + n
+        end = max(self._end, self.size)
+        zeros = bytes(step)
+        try:
+            while end < want:
+                done = 0
+                while done < step:
+                    done += os.pwrite(self._fd, memoryview(zeros)[done:], end + done)
+                end += step
+        except OSError as e:
+            raise storage_error(e, "zero-fill", self.path) from None
+        finally:
+            self._end = end
+
+    def close(self) -> None:
+        if self._fd >= 0 and self._end > self.size:
+            try:
+                os.ftruncate(self._fd, self.size)
+            except OSError as e:
+                _OSAppendFile.close(self)
+                raise storage_error(e, "trim", self.path) from None
+            self._end = self.size
+        _OSAppendFile.close(self)
+
+
 class BufferReadFile(ReadFile):
     """Reads slices of a buffer that stays unchanged while open (an ``mmap``
     of a table here, the ``bytes`` of a file in lsm/memfs.py): each read is a
@@ -339,15 +395,17 @@ class _MmapReadFile(BufferReadFile):
 class OSFileSystem(FileSystem):
     """``FileSystem`` on the real OS (POSIX).  Stateless: safe from any thread."""
 
-    def open_append(self, path: str, truncate: bool = True) -> AppendFile:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
-        if truncate:
-            flags |= os.O_TRUNC
+    def open_append(self, path: str, truncate: bool = True, preallocate: int = 0) -> AppendFile:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
+        flags |= os.O_TRUNC if truncate else 0
+        flags |= 0 if preallocate else os.O_APPEND
         try:
             fd = os.open(path, flags, 0o644)
-            size = 0 if truncate else os.fstat(fd).st_size
+            size = 0 if truncate else os.lseek(fd, 0, os.SEEK_END)
         except OSError as e:
             raise storage_error(e, "open for append", path) from None
+        if preallocate:
+            return _OSPreallocatedFile(path, fd, size, preallocate)
         return _OSAppendFile(path, fd, size)
 
     def open_read(self, path: str) -> ReadFile:

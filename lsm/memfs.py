@@ -252,7 +252,8 @@ class MemoryFileSystem(FileSystem):
             raise _error(errno.EISDIR, what, path)
         return node
 
-    def open_append(self, path: str, truncate: bool = True) -> AppendFile:
+    def open_append(self, path: str, truncate: bool = True, preallocate: int = 0) -> AppendFile:
+        # ``preallocate`` is a hint for disks (see lsm.fs): nothing to gain here.
         with self._lock:
             node = self._created(path, "open for append")
             if truncate:

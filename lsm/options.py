@@ -21,6 +21,14 @@ class Options:
     #: is handed to the OS (survives kill -9); True fsyncs first (survives
     #: power loss; concurrent syncing writers share one fsync).
     sync: bool = False
+    #: Bytes of zeros written ahead of the WAL's end, that many at a time,
+    #: so that a synced write overwrites allocated space and its fdatasync
+    #: commits no change of the file's size (sqlite3 reuses its WAL file for
+    #: the same reason; measured here, an fdatasync after a 150-byte write
+    #: costs 20-30 us less).  The reader ends cleanly at the zeros a crash
+    #: leaves; a clean close trims them.  None: 1 MiB when ``sync`` is on,
+    #: else 0 (off: without fsyncs nothing is saved).
+    wal_preallocate_bytes: Optional[int] = None
     #: Largest key accepted (bytes).  Keys index blocks; huge keys bloat them.
     max_key_bytes: int = 64 << 10
     #: Largest value accepted (bytes): one value must fit comfortably in RAM
@@ -102,6 +110,12 @@ class Options:
     #: (``lsm.fs.OSFileSystem`` when None); tests pass a fault-injecting one.
     fs: object = None
 
+    def wal_preallocate(self) -> int:
+        """``wal_preallocate_bytes`` with its default resolved."""
+        if self.wal_preallocate_bytes is None:
+            return 1 << 20 if self.sync else 0
+        return self.wal_preallocate_bytes
+
     def copy(self, **changes) -> "Options":
         return replace(self, **changes)
 
@@ -112,6 +126,9 @@ class Options:
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"Options.{name} must be a positive int, got {v!r}")
+        v = self.wal_preallocate_bytes
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise ValueError(f"Options.wal_preallocate_bytes must be None or an int >= 0, got {v!r}")
         if self.bloom_bits_per_key < 0 or self.block_cache_bytes < 0:
             raise ValueError("Options.bloom_bits_per_key and block_cache_bytes must be >= 0")
         if not (self.l0_compaction_trigger <= self.l0_slowdown_trigger <= self.l0_stop_trigger):

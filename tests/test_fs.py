@@ -63,6 +63,36 @@ def test_open_append_truncates_or_continues(fs, tmp_path):
     assert fs.read_all(p) == b""
 
 
+def test_preallocate_changes_no_byte_a_reader_sees_after_close(fs, tmp_path):
+    p = str(tmp_path / "wal")
+    with fs.open_append(p, preallocate=4096) as f:
+        f.append(b"a" * 100)
+        f.append(b"b" * 5000)
+        assert f.size == 5100
+    assert fs.read_all(p) == b"a" * 100 + b"b" * 5000
+    with fs.open_append(p, truncate=False, preallocate=4096) as f:
+        f.append(b"c")
+    assert fs.read_all(p) == b"a" * 100 + b"b" * 5000 + b"c"
+
+
+def test_os_preallocate_keeps_zeros_ahead_of_the_end_and_close_trims_them(tmp_path):
+    p = str(tmp_path / "wal")
+    f = OSFileSystem().open_append(p, preallocate=4096)
+    f.append(b"a" * 100)
+    assert (f.size, os.path.getsize(p)) == (100, 4096)
+    f.sync()
+    f.append(b"b" * 5000)                 # crosses the zeros' end: one more step
+    assert (f.size, os.path.getsize(p)) == (5100, 8192)
+    assert content(p) == b"a" * 100 + b"b" * 5000 + bytes(8192 - 5100)
+    f.append(b"c" * 9000)                 # more than a step at once
+    assert (f.size, os.path.getsize(p)) == (14100, 16384)
+    f.close()
+    assert content(p) == b"a" * 100 + b"b" * 5000 + b"c" * 9000
+    f.close()
+    with pytest.raises(ClosedError):
+        f.append(b"x")
+
+
 def test_failed_append_is_a_storage_error_with_errno_and_path():
     f = OSFileSystem().open_append("/dev/full", truncate=False)
     with pytest.raises(StorageError) as ei:

@@ -112,8 +112,8 @@ class NoSyncFileSystem(OSFileSystem):
     ``FaultInjectionFS``, which itself records what was synced and drops the
     rest at a simulated power cut, the real fsyncs only cost time."""
 
-    def open_append(self, path: str, truncate: bool = True):
-        return _NoSyncFile(super().open_append(path, truncate))
+    def open_append(self, path: str, truncate: bool = True, preallocate: int = 0):
+        return _NoSyncFile(super().open_append(path, truncate, preallocate))
 
     def sync_dir(self, path: str) -> None:
         pass

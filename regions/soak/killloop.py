@@ -67,8 +67,8 @@ class _TableNotingFS(OSFileSystem):
     def __init__(self, log):
         self._log = log
 
-    def open_append(self, path: str, truncate: bool = True):
-        f = super().open_append(path, truncate)
+    def open_append(self, path: str, truncate: bool = True, preallocate: int = 0):
+        f = super().open_append(path, truncate, preallocate)
         if not path.endswith(".sst"):
             return f
         self._log.note("T+", path)
