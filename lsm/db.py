@@ -172,7 +172,8 @@ class DB(BackgroundWork):
         self.fs = options.fs or OSFileSystem()
         self._closed = False
         self._write_lock = threading.Lock()
-        self._sync_lock = threading.Lock()          # group commit: one fsync at a time
+        self._sync_cv = threading.Condition(threading.Lock())   # group commit (_sync_log)
+        self._sync_running = False                  # an fsync of the WAL is under way
         self._mutex = threading.Lock()              # guards imm, bg state, snapshots
         self._cv = threading.Condition(self._mutex)
         self._mem = MemTable(options.memtable_entry_overhead)
@@ -375,18 +376,52 @@ class DB(BackgroundWork):
             self._sync_log(lg, end)
 
     def _sync_log(self, lg: _Log, end: int) -> None:
-        """Group commit: one fsync covers every record appended before it."""
-        with self._sync_lock:
-            if lg.synced >= end:
-                return
-            target = lg.file.size
-            try:
+        """Group commit: make the WAL durable up to ``end``.
+
+        One fsync runs at a time and covers every record appended before it
+        starts.  A writer whose record a running fsync covers waits for it
+        and returns; one whose record came later becomes the next syncer the
+        moment it ends.  (With one lock around the fsync instead, covered
+        writers queued behind the next fsync: 1.5 records an fsync on 4
+        threads.)  After a failed fsync nobody retries: a retry can succeed
+        on pages the kernel already dropped (PostgreSQL's fsyncgate)."""
+        cv = self._sync_cv
+        with cv:
+            while lg.synced < end:
+                if self._sync_running:
+                    cv.wait()
+                    continue
+                if self._write_error is not None:
+                    raise ReadOnlyError(f"write not made durable after an earlier failure: "
+                                        f"{self._write_error}")
+                self._sync_running = True
+                target = lg.file.size
+                cv.release()
+                try:
+                    lg.file.sync()
+                except BaseException as e:
+                    self._write_error = e
+                    raise
+                else:
+                    if target > lg.synced:
+                        lg.synced = target
+                    self._stats["wal_fsyncs"] += 1
+                finally:
+                    cv.acquire()
+                    self._sync_running = False
+                    cv.notify_all()
+
+    def _close_log(self, lg: _Log) -> None:
+        """Sync (when the store syncs) and close ``lg`` once no fsync of it
+        runs; writers waiting to sync it then find their records covered."""
+        cv = self._sync_cv
+        with cv:
+            while self._sync_running:
+                cv.wait()
+            if lg.synced < lg.file.size and self.options.sync:
                 lg.file.sync()
-            except BaseException as e:
-                self._write_error = e
-                raise
-            lg.synced = target
-            self._stats["wal_fsyncs"] += 1
+            lg.synced = lg.file.size
+            lg.file.close()
 
     def _make_room(self):
         """Called with the write lock held: switch memtables, or wait for the
@@ -422,14 +457,11 @@ class DB(BackgroundWork):
         """Freeze the memtable and start a new WAL (write lock held)."""
         old = self._log
         try:
-            if old.synced < old.file.size and self.options.sync:
-                old.file.sync()
+            self._close_log(old)
             self._new_log()
         except BaseException as e:      # the old WAL's tail or the new one's entry is unknown
             self._write_error = e
             raise
-        old.synced = old.file.size
-        old.file.close()
         with self._mutex:
             self._imm = self._mem
             self._imm_log_number = self._log.number
@@ -714,9 +746,7 @@ class DB(BackgroundWork):
             self._bg_thread.join()
         try:
             if self._log is not None:
-                if self.options.sync:
-                    self._log.file.sync()
-                self._log.file.close()
+                self._close_log(self._log)
             self.versions.close()
             self._tables.close()
         finally:

@@ -4,6 +4,7 @@ import os
 import random
 import sys
 import threading
+import time
 
 import pytest
 
@@ -397,6 +398,105 @@ def test_sync_writes_fsync_before_returning_and_share_fsyncs(dbpath):
     fs.drop_unsynced()
     with lsm.DB.open(dbpath) as db:
         assert sum(1 for _ in db.scan()) == 801
+
+
+class _GatedSyncFS(OSFileSystem):
+    """The OS file system whose WAL fsyncs each wait for a gate the test
+    opens (``release``), so that a test can hold an fsync mid-way."""
+
+    def __init__(self):
+        self.gates, self.started = [], threading.Semaphore(0)
+
+    def open_append(self, path, truncate=True, preallocate=0):
+        f = super().open_append(path, truncate, preallocate)
+        if path.endswith(".log"):
+            inner_sync, fs = f.sync, self
+
+            def sync():
+                gate = threading.Event()
+                fs.gates.append(gate)
+                fs.started.release()
+                assert gate.wait(10), "the test never released this fsync"
+                if getattr(gate, "error", None):
+                    raise gate.error
+                inner_sync()
+            f.sync = sync
+        return f
+
+    def wait_started(self, n):
+        for _ in range(n):
+            assert self.started.acquire(timeout=10), "an fsync that should start did not"
+
+
+def _sync_put(db, key, out):
+    try:
+        db.put(key, b"v", sync=True)
+        out[key] = "ok"
+    except Exception as e:
+        out[key] = e
+
+
+def _wait_until(cond):
+    deadline = time.monotonic() + 10
+    while not cond():
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+
+
+def test_a_writer_covered_by_an_fsync_does_not_wait_for_the_next_one(dbpath):
+    """Group commit: when an fsync ends, the writers it covered return at
+    once, while a writer whose record came later starts the next fsync; they
+    do not queue behind it."""
+    fs = _GatedSyncFS()
+    db = lsm.DB.open(dbpath, lsm.Options(fs=fs, background=False))
+    out = {}
+    start = lambda k: threading.Thread(target=_sync_put, args=(db, k, out)).start()  # noqa: E731
+    start(b"a")
+    fs.wait_started(1)                      # fsync 1 (a) is running
+    start(b"b")
+    start(b"c")
+    _wait_until(lambda: db.stats()["wal_appends"] == 3)     # b and c wait for fsync 1
+    fs.gates[0].set()
+    fs.wait_started(1)                      # fsync 2 covers b and c
+    _wait_until(lambda: out.get(b"a") == "ok")
+    start(b"d")
+    _wait_until(lambda: db.stats()["wal_appends"] == 4)
+    fs.gates[1].set()
+    fs.wait_started(1)                      # fsync 3: d's
+    _wait_until(lambda: out.get(b"b") == "ok" and out.get(b"c") == "ok")
+    assert b"d" not in out                  # ... and d still waits for its own
+    fs.gates[2].set()
+    _wait_until(lambda: out.get(b"d") == "ok")
+    assert db.stats()["wal_fsyncs"] == 3
+    db.close()
+
+
+def test_after_a_failed_fsync_no_waiting_writer_retries_it(dbpath):
+    """A retried fsync can report success for pages the kernel dropped after
+    the failure (PostgreSQL's fsyncgate): writers waiting on the failed one
+    get ReadOnlyError naming it, and no second fsync is tried."""
+    fs = _GatedSyncFS()
+    db = lsm.DB.open(dbpath, lsm.Options(fs=fs, background=False))
+    out = {}
+    threading.Thread(target=_sync_put, args=(db, b"a", out)).start()
+    fs.wait_started(1)
+    waiters = [threading.Thread(target=_sync_put, args=(db, k, out)) for k in (b"b", b"c")]
+    for t in waiters:
+        t.start()
+    _wait_until(lambda: db.stats()["wal_appends"] == 3)
+    fs.gates[0].error = lsm.StorageError("fsync failed: EIO (simulated)")
+    fs.gates[0].set()
+    for t in waiters:
+        t.join(10)
+    _wait_until(lambda: b"a" in out)
+    assert isinstance(out[b"a"], lsm.StorageError)
+    for k in (b"b", b"c"):
+        assert isinstance(out[k], lsm.ReadOnlyError), out[k]
+        assert "not made durable after an earlier failure: fsync failed: EIO" in str(out[k])
+    assert len(fs.gates) == 1
+    with pytest.raises(lsm.ReadOnlyError):
+        db.put(b"d", b"v")
+    db.close()
 
 
 def test_unsynced_writes_may_be_lost_on_power_loss_but_never_corrupt(dbpath):
