@@ -50,6 +50,44 @@ def test_block_iterator_matches_sorted_model(seed, restart_interval):
     check_iterator(block.iterator, model, seed=seed)
 
 
+def _prefixed_model(rng, shape, n=300):
+    """Sorted (ikey, value) whose user keys share a long prefix (row keys of
+    one table), and for "runs" share 8 more bytes in long runs too."""
+    prefix = b"tbl:0017/row:"
+    users = set()
+    while len(users) < n:
+        if shape == "runs":
+            users.add(prefix + rng.choice((b"aaaaaaaa", b"aaaaaaab", b"zzzzzzzz"))
+                      + rng.randbytes(rng.randint(0, 3)))
+        else:
+            users.add(prefix + rng.randbytes(rng.randint(0, 10)))
+    items = {}
+    for seq, uk in enumerate(sorted(users), 1):
+        items[make_internal_key(uk, seq, KIND_VALUE)] = b"v%d" % seq
+        if rng.random() < 0.3:
+            items[make_internal_key(uk, seq + 10_000, KIND_DELETE)] = b""
+    return sorted(items.items(), key=lambda kv: internal_sort_key(kv[0]))
+
+
+@pytest.mark.parametrize("shape", ["prefixed", "runs"])
+def test_seeks_in_blocks_of_many_restarts_match_the_model(shape):
+    """Blocks of 64 restarts or more (index blocks) search a prefix array
+    of the bytes after the keys' common prefix first: seeks to every key,
+    to its neighbours and to keys outside the common prefix must land where
+    the plain binary search does."""
+    rng = random.Random(shape)
+    model = _prefixed_model(rng, shape)
+    for interval in (1, 3):
+        block = Block(build_block(model, interval))
+        check_iterator(block.iterator, model, seed=interval, max_probes=10 ** 6)
+        it = block.iterator()
+        for uk in (b"", b"tbl:0017", b"tbl:0017/row:", b"tbl:0017/row;", b"\xff" * 20):
+            target = make_internal_key(uk, 5, KIND_VALUE)
+            it.seek(target)
+            after = [k for k, _ in model if internal_sort_key(k) >= internal_sort_key(target)]
+            assert (it.key() if it.valid() else None) == (after[0] if after else None), uk
+
+
 def test_empty_block_iterates_nothing():
     data = BlockBuilder(16).finish()
     assert data == struct.pack("<II", 0, 1)

@@ -144,6 +144,29 @@ def test_scan_chunk_is_the_first_entries_of_scan_in_one_list(dbpath):
         snap.close()
 
 
+def test_point_reads_through_large_index_blocks_of_prefixed_keys(dbpath):
+    """Tables whose index blocks have hundreds of entries (small data
+    blocks) and whose keys share a long prefix: every key, every missing
+    neighbour and keys outside the prefix read as the model says."""
+    rng = random.Random(44)
+    keys = sorted({b"tbl:0017/row:" + rng.randbytes(rng.randint(1, 9)) for _ in range(3000)})
+    present = set(keys[::2])
+    opts = tiny_options(block_size=128, bloom_bits_per_key=0, memtable_bytes=1 << 20,
+                        target_file_bytes=1 << 20, level1_bytes=1 << 22)
+    with lsm.DB.open(dbpath, opts) as db:
+        for k in sorted(present):
+            db.put(k, k[::-1])
+        db.flush()
+        db.compact_range()
+        st = db.stats()             # a table or two, each of hundreds of data blocks
+        assert 1 <= sum(st["files_per_level"]) <= 2
+        assert sum(st["bytes_per_level"]) >= 200 * 128 * sum(st["files_per_level"])
+        for k in keys:
+            assert db.get(k) == (k[::-1] if k in present else None), k
+        for k in (b"a", b"tbl:0017", b"tbl:0017/row:", b"tbl:0017/row;", b"\xff" * 20):
+            assert db.get(k) is None
+
+
 def test_scan_is_an_iterator_that_resumes_where_it_stopped(dbpath):
     with lsm.DB.open(dbpath, tiny_options()) as db:
         for i in range(50):

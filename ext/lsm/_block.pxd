@@ -25,8 +25,14 @@ cdef class Block:
     cdef const unsigned char* ptr
     cdef Py_ssize_t limit          # offset of the restart array = end of entries
     cdef uint32_t num_restarts
+    cdef uint64_t* prefixes        # per restart key: 8 bytes after the common prefix, or NULL
+    cdef Py_ssize_t common         # bytes every restart's user key shares with restart 0's
+    cdef const unsigned char* key0 # restart 0's key (inside data)
     cdef int _restart_key(self, uint32_t i, const unsigned char** k,
                           Py_ssize_t* kn) noexcept nogil
+    cdef int _build_prefixes(self) noexcept
+    cdef int _restart_search(self, const unsigned char* t, Py_ssize_t tn,
+                             uint32_t* found) noexcept nogil
     cpdef BlockIter iterator(self)
     cdef int find(self, const unsigned char* t, Py_ssize_t tn, unsigned char* kbuf, Py_ssize_t kcap,
                   Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen) noexcept nogil

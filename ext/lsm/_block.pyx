@@ -34,6 +34,21 @@ from lsm._iter cimport InternalIterator
 
 from lsm.errors import CorruptionError
 
+#: Blocks with at least this many restart points (index blocks, whose
+#: every entry is one) get a prefix array for their binary search.
+DEF PREFIX_MIN_RESTARTS = 64
+
+
+cdef inline uint64_t _prefix8(const unsigned char* k, Py_ssize_t n) noexcept nogil:
+    """The first 8 bytes of ``k[:n]`` as a big-endian integer, zero-padded:
+    integers compare as the padded bytes do, so the order of keys is kept
+    (a key before another never gets a larger prefix)."""
+    cdef uint64_t p = 0
+    cdef Py_ssize_t j
+    for j in range(8):
+        p = (p << 8) | (k[j] if j < n else 0)
+    return p
+
 
 def encode_varint(uint64_t v):
     """The varint encoding of ``v`` (for block handles and properties)."""
@@ -220,6 +235,84 @@ cdef class Block:
                     or (self.limit == 0 and self.num_restarts != 1):
                 raise CorruptionError(f"bad restart array in a {n}-byte block")
             prev = r
+        if self.num_restarts >= PREFIX_MIN_RESTARTS:
+            self._build_prefixes()
+
+    def __dealloc__(self):
+        free(self.prefixes)
+
+    cdef int _build_prefixes(self) noexcept:
+        """The prefix array of the restart keys: for each, the 8 bytes of its
+        user key after the prefix all of them share (``common``).  A binary
+        search over these integers, 8 bytes each and contiguous, narrows the
+        restarts to those whose 8 bytes equal the target's before any key is
+        decoded; an index block of 2,000 entries is then searched in a few
+        cache lines instead of 11 decoded keys scattered over 60 KB.  Left
+        NULL (the plain search) when a restart key is not an internal key."""
+        cdef uint32_t i, n = self.num_restarts
+        cdef const unsigned char* k0
+        cdef const unsigned char* k
+        cdef Py_ssize_t kn0, kn, c
+        if self._restart_key(0, &k0, &kn0) != 0 or self._restart_key(n - 1, &k, &kn) != 0:
+            return 0
+        kn0 -= 8
+        kn -= 8
+        c = 0
+        while c < kn0 and c < kn and k0[c] == k[c]:
+            c += 1
+        cdef uint64_t* p = <uint64_t*>malloc(n * sizeof(uint64_t))
+        if p == NULL:
+            return 0
+        for i in range(n):
+            if self._restart_key(i, &k, &kn) != 0 or kn - 8 < c:
+                free(p)
+                return 0
+            p[i] = _prefix8(k + c, kn - 8 - c)
+        self.common = c
+        self.key0 = k0
+        self.prefixes = p
+        return 0
+
+    cdef int _restart_search(self, const unsigned char* t, Py_ssize_t tn,
+                             uint32_t* found) noexcept nogil:
+        """The last restart point whose key is < the internal key ``t`` (0
+        when none is): where a seek starts scanning.  -1 on a corrupt
+        restart entry."""
+        cdef Py_ssize_t left = 0, right = <Py_ssize_t>self.num_restarts - 1, mid, lo, hi
+        cdef Py_ssize_t c = self.common, un = tn - 8
+        cdef const unsigned char* k
+        cdef Py_ssize_t kn
+        cdef uint64_t pt
+        cdef const uint64_t* p = self.prefixes
+        if p != NULL and un >= c and memcmp(t, self.key0, c) == 0:
+            # Restarts whose prefix is below t's are all < t; above, all > t.
+            pt = _prefix8(t + c, un - c)
+            lo, hi = 0, right + 1
+            while lo < hi:                      # the first prefix >= pt
+                mid = (lo + hi) >> 1
+                if p[mid] < pt:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            left = lo - 1
+            hi = right + 1
+            while lo < hi:                      # the first prefix > pt
+                mid = (lo + hi) >> 1
+                if p[mid] <= pt:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            right = lo - 1
+        while left < right:
+            mid = (left + right + 1) >> 1
+            if self._restart_key(<uint32_t>mid, &k, &kn) != 0:
+                return -1
+            if cmp_ikey(k, kn, t, tn) < 0:
+                left = mid
+            else:
+                right = mid - 1
+        found[0] = <uint32_t>left if left > 0 else 0
+        return 0
 
     cdef int _restart_key(self, uint32_t i, const unsigned char** k,
                           Py_ssize_t* kn) noexcept nogil:
@@ -242,22 +335,14 @@ cdef class Block:
         ``kbuf[:klen]``, value at ``data[voff:voff + vlen]``), 0 past the
         last entry, -1 corrupt, -2 a key longer than ``kcap`` (the caller
         then takes the BlockIter path)."""
-        cdef uint32_t left = 0, right, mid
-        cdef const unsigned char* k
+        cdef uint32_t left
         cdef const unsigned char* d = self.ptr
-        cdef Py_ssize_t kn, p, limit = self.limit, nk = 0
+        cdef Py_ssize_t p, limit = self.limit, nk = 0
         cdef uint64_t shared, unshared, vl
         if limit == 0:
             return 0
-        right = self.num_restarts - 1
-        while left < right:
-            mid = (left + right + 1) // 2
-            if self._restart_key(mid, &k, &kn) != 0:
-                return -1
-            if cmp_ikey(k, kn, t, tn) < 0:
-                left = mid
-            else:
-                right = mid - 1
+        if self._restart_search(t, tn, &left) != 0:
+            return -1
         p = _fixed32(d + limit + 4 * left)
         while p < limit:
             if _entry_header(d, limit, &p, nk, &shared, &unshared, &vl) != 0:
@@ -419,23 +504,13 @@ cdef class BlockIter(InternalIterator):
     cdef int _seek_raw(self, const unsigned char* t, Py_ssize_t tn) except -1:
         """Position at the first entry >= t (invalid if none)."""
         cdef Block blk = self.block
-        cdef uint32_t left = 0, right = blk.num_restarts - 1, mid
-        cdef const unsigned char* k
-        cdef Py_ssize_t kn
-        cdef int bad = 0
+        cdef uint32_t left
+        cdef int bad
         if blk.limit == 0:
             self.cur = self.nxt = self.limit
             return 0
         with nogil:
-            while left < right:
-                mid = (left + right + 1) // 2
-                if blk._restart_key(mid, &k, &kn) != 0:
-                    bad = 1
-                    break
-                if cmp_ikey(k, kn, t, tn) < 0:
-                    left = mid
-                else:
-                    right = mid - 1
+            bad = blk._restart_search(t, tn, &left)
         if bad:
             return self._corrupt("bad restart entry")
         self._seek_to_restart(left)
