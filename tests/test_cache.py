@@ -169,3 +169,23 @@ def test_table_cache_under_threads_keeps_at_most_capacity():
     # Only the losers of an open race are closed, never a cached table.
     assert not any(tc.peek(f"p{i}") is not None and tc.peek(f"p{i}").closed for i in range(6))
     tc.close()
+
+
+def test_block_cache_keys_past_the_packed_range_still_work_and_never_collide():
+    """(owner, offset) pairs are packed into one int inside when they fit
+    (owner < 2**23, offset < 2**40); the others stay pairs.  Neither kind
+    may alias the other, and erase_prefix finds both."""
+    c = BlockCache(1 << 20)
+    big_owner, big_off = 1 << 23, 1 << 40
+    pairs = [(1, 0), (1, big_off), (big_owner, 0), (big_owner, big_off), (0, (1 << 40) - 1),
+             ((1 << 23) - 1, 5), (2, 1 << 17)]
+    for i, k in enumerate(pairs):
+        c.insert(k, i, 10)
+    assert [c.get(k) for k in pairs] == list(range(len(pairs)))
+    # what the packed int of (1, 0) would alias if packing ignored the limits
+    assert c.get((0, 1 << 40)) is None and c.get((1 << 22, 0)) is None
+    assert c.erase_prefix(1) == 2 and c.erase_prefix(big_owner) == 2
+    assert [c.get(k) for k in pairs] == [None, None, None, None, 4, 5, 6]
+    c.erase((2, 1 << 17))
+    assert c.get((2, 1 << 17)) is None and len(c) == 2
+    assert c.audit()["owner_keys"] == 2 and c.usage == 20

@@ -7,11 +7,12 @@ cdef class BlockCache:
     cdef readonly Py_ssize_t usage
     cdef readonly long long hits, misses
     cdef object _lock
-    cdef dict _map                # key -> _Slot
+    cdef dict _map                # _key(owner, offset) -> _Slot
     cdef object _ring             # deque of _Slot, oldest first (the clock hand at the left)
     cdef Py_ssize_t _dead         # dead shells in the ring
     cdef dict _by_owner           # owner -> set of keys
     cdef object lookup(self, object owner, uint64_t offset)
     cdef object _get(self, object key)
+    cdef object _key_of(self, object key)
     cdef void _drop(self, object key) except *
     cdef void _compact(self) except *
