@@ -110,6 +110,22 @@ def test_put_head_golden_bytes_from_the_format():
                     + b"\x01" + bytes.fromhex("000000000000f83f"))  # 1.5 = 0x3FF8 << 48
 
 
+def test_column_names_are_decoded_once_and_right_whatever_shares_their_slot():
+    """Column names come from a cache of 256 slots keyed by a hash of their
+    bytes: a name read again is the same str object, and 1,000 names (so
+    that many share slots, UTF-8 of several widths) each read as written."""
+    names = ["col_%d" % i for i in range(700)] + ["名前%d" % i for i in range(200)] + \
+        ["\U0001F600x%d" % i for i in range(100)]
+    heads = [cells.encode_head(1, [(n, i, 5)]) for i, n in enumerate(names)]
+    for _ in range(2):
+        got = [_rowcodec.decode_head(h)[1][0][0] for h in heads]
+        assert got == names
+    h = cells.encode_head(1, [("user_name", 1, 5), ("email", 2, 5)])
+    first, again = _rowcodec.decode_head(h)[1], _rowcodec.decode_head(h)[1]
+    assert [c[0] for c in first] == ["user_name", "email"]
+    assert first[0][0] is again[0][0] and first[1][0] is again[1][0]
+
+
 def test_head_cells_of_deleted_and_empty_heads():
     deleted = cells.encode_deleted_head(7)
     assert _rowcodec.head_cells(deleted, 1) == reference.head_cells(deleted, 1) == (None, 0)

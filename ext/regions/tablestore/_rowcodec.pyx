@@ -39,6 +39,32 @@ cdef extern from *:
     Py_ssize_t PY_SSIZE_T_MAX
 
 cdef object _INF_MIN = INF_MIN
+
+
+# -- column names, decoded once ------------------------------------------------
+# A page of rows repeats the same few column names on every row; each was a
+# new str (an allocation, a UTF-8 decode, a free when the page goes).  A
+# name's str is kept in one of 256 slots chosen by a hash of its bytes and
+# handed out again while no other name takes the slot.  strs are immutable,
+# so the rows share them safely; under the GIL a slot is read and replaced
+# whole (a tuple), so threads need no lock.
+cdef list _names = [None] * 256
+
+
+cdef inline object _name(const unsigned char* p, Py_ssize_t n):
+    """The str of the UTF-8 column name ``p[:n]``."""
+    cdef unsigned int h = 2166136261u          # FNV-1a
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ p[i]) * 16777619u
+    cdef object slot = _names[h & 255]
+    if slot is not None:
+        b = (<tuple>slot)[0]
+        if PyBytes_GET_SIZE(b) == n and memcmp(PyBytes_AS_STRING(b), p, n) == 0:
+            return (<tuple>slot)[1]
+    s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
+    _names[h & 255] = (PyBytes_FromStringAndSize(<const char*>p, n), s)
+    return s
 cdef object _INF_MAX = INF_MAX
 cdef object _Row = Row
 cdef object _new_object = object.__new__
@@ -348,7 +374,7 @@ cdef object _head_cells(bytes data, Py_ssize_t keep, Py_ssize_t* size):
             continue
         size[0] += ln
         value = _decode_value(p, n, &pos, size)
-        out.append(_atomic((PyUnicode_DecodeUTF8(<const char*>p + name_pos, ln, NULL), value, ts)))
+        out.append(_atomic((_name(p + name_pos, ln), value, ts)))
     return out
 
 
@@ -417,7 +443,7 @@ cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize
         if vp[0] == D_EXISTS:
             marked = True
             continue
-        name = PyUnicode_DecodeUTF8(<const char*>kp + rklen + 1, kn - rklen - 10, NULL)
+        name = _name(kp + rklen + 1, kn - rklen - 10)
         if vp[0] == D_DELETE_ALL:
             decoded.append((gen, name, D_DELETE_ALL, None, None))
             continue
