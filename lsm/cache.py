@@ -6,7 +6,10 @@ read) bounds the bytes of its entries and replaces by CLOCK, LRU in effect.
 Its keys are ``(owner, block_offset)`` where ``owner`` is a per-open-table
 id (``Table`` takes one from ``new_owner_id()``), so a file reopened, or two
 tables with the same name, never share stale blocks.  Values are immutable
-parsed blocks, shared freely between threads.
+parsed blocks, shared freely between threads.  A table's point reader
+(``lsm._table.PointReader``) also keeps the cache slot of each block it
+read, and takes a hit from it without the dict (an evicted slot has no
+value, and the reader goes back to the dict).
 
 ``TableCache`` keeps at most ``capacity`` tables by key; an evicted table is
 forgotten, not closed, and closes when its last user drops it.

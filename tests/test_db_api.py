@@ -167,6 +167,34 @@ def test_point_reads_through_large_index_blocks_of_prefixed_keys(dbpath):
             assert db.get(k) is None
 
 
+def test_point_reads_through_remembered_cache_slots_survive_eviction(dbpath):
+    """A table's point reader remembers the block-cache slot of each block
+    it read and skips the cache's dict on the next hit.  With a cache far
+    smaller than the table, slots are evicted under it all the time: every
+    read stays right, a repeated read counts as a hit, and the cache's
+    books stay consistent."""
+    rng = random.Random(45)
+    keys = [b"k%06d" % i for i in range(4000)]
+    opts = tiny_options(block_size=256, memtable_bytes=1 << 20, target_file_bytes=1 << 20,
+                        level1_bytes=1 << 22, block_cache_bytes=8 << 10)
+    with lsm.DB.open(dbpath, opts) as db:
+        for k in keys:
+            db.put(k, k * 3)
+        db.flush()
+        db.compact_range()
+        for k in rng.choices(keys, k=6000):
+            assert db.get(k) == k * 3
+        cache = db.block_cache
+        before = cache.stats()
+        assert db.get(b"k000123") == db.get(b"k000123") == b"k000123" * 3
+        after = cache.stats()
+        assert after["hits"] - before["hits"] >= 1
+        assert after["hits"] + after["misses"] - before["hits"] - before["misses"] == 2
+        audit = cache.audit()
+        assert audit["usage"] == cache.usage <= 8 << 10
+        assert audit["ring_live"] == audit["owner_keys"] == len(cache)
+
+
 def test_scan_is_an_iterator_that_resumes_where_it_stopped(dbpath):
     with lsm.DB.open(dbpath, tiny_options()) as db:
         for i in range(50):

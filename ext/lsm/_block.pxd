@@ -35,7 +35,8 @@ cdef class Block:
                              uint32_t* found) noexcept nogil
     cpdef BlockIter iterator(self)
     cdef int find(self, const unsigned char* t, Py_ssize_t tn, unsigned char* kbuf, Py_ssize_t kcap,
-                  Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen) noexcept nogil
+                  Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen,
+                  Py_ssize_t* ordinal=*) noexcept nogil
     cdef int next_entry(self, Py_ssize_t* pos, unsigned char* kbuf, Py_ssize_t kcap,
                         Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen) noexcept nogil
 

@@ -328,16 +328,19 @@ cdef class Block:
         return 0
 
     cdef int find(self, const unsigned char* t, Py_ssize_t tn, unsigned char* kbuf, Py_ssize_t kcap,
-                  Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen) noexcept nogil:
+                  Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen,
+                  Py_ssize_t* ordinal=NULL) noexcept nogil:
         """The first entry >= the internal key t, decoded into the caller's
         ``kbuf`` (``kcap`` bytes; no allocation, no GIL): the point-read
         twin of ``BlockIter._seek_raw``.  Returns 1 found (key in
         ``kbuf[:klen]``, value at ``data[voff:voff + vlen]``), 0 past the
         last entry, -1 corrupt, -2 a key longer than ``kcap`` (the caller
-        then takes the BlockIter path)."""
+        then takes the BlockIter path).  ``ordinal``, when given, receives
+        the found entry's number in the block if every entry is a restart
+        point (an index block), else only a number to check against."""
         cdef uint32_t left
         cdef const unsigned char* d = self.ptr
-        cdef Py_ssize_t p, limit = self.limit, nk = 0
+        cdef Py_ssize_t p, limit = self.limit, nk = 0, j = 0
         cdef uint64_t shared, unshared, vl
         if limit == 0:
             return 0
@@ -358,8 +361,11 @@ cdef class Block:
                 klen[0] = nk
                 voff[0] = p
                 vlen[0] = <Py_ssize_t>vl
+                if ordinal != NULL:
+                    ordinal[0] = left + j
                 return 1
             p += <Py_ssize_t>vl
+            j += 1
         return 0
 
     cdef int next_entry(self, Py_ssize_t* pos, unsigned char* kbuf, Py_ssize_t kcap,

@@ -1,5 +1,17 @@
 # The block cache (_blockcache.pyx), for the point read's C entry (_table.pyx).
+cimport cython
 from libc.stdint cimport uint64_t
+
+
+@cython.final
+cdef class _Slot:
+    cdef object key
+    cdef object owner
+    cdef uint64_t offset          # of the block in its table (for PointReader's check)
+    cdef object value             # None once erased or evicted
+    cdef Py_ssize_t charge
+    cdef bint referenced
+    cdef bint dead
 
 
 cdef class BlockCache:
@@ -12,6 +24,7 @@ cdef class BlockCache:
     cdef Py_ssize_t _dead         # dead shells in the ring
     cdef dict _by_owner           # owner -> set of keys
     cdef object lookup(self, object owner, uint64_t offset)
+    cdef _Slot slot_of(self, object owner, uint64_t offset)
     cdef object _get(self, object key)
     cdef object _key_of(self, object key)
     cdef void _drop(self, object key) except *

@@ -49,15 +49,11 @@ cdef inline object _key(object owner, uint64_t offset):
     return (owner, offset)
 
 
-@cython.final
 @cython.no_gc
 cdef class _Slot:
-    cdef object key
-    cdef object owner
-    cdef object value             # None once erased or evicted
-    cdef Py_ssize_t charge
-    cdef bint referenced
-    cdef bint dead
+    """One entry (declared in _blockcache.pxd).  A table's PointReader keeps
+    the slots of its blocks to skip the dict on a hit; an evicted or erased
+    slot has ``value`` None."""
 
 
 cdef class BlockCache:
@@ -81,6 +77,11 @@ cdef class BlockCache:
     cdef object lookup(self, object owner, uint64_t offset):
         """The block cached for ``(owner, offset)``, or None (counts a hit or a miss)."""
         return self._get(_key(owner, offset))
+
+    cdef _Slot slot_of(self, object owner, uint64_t offset):
+        """The live slot of ``(owner, offset)``, or None (counts nothing)."""
+        cdef PyObject* p = PyDict_GetItem(self._map, _key(owner, offset))
+        return <_Slot>p if p != NULL else None
 
     cdef object _get(self, object key):
         cdef PyObject* p = PyDict_GetItem(self._map, key)
@@ -110,10 +111,12 @@ cdef class BlockCache:
             raise ValueError(f"charge must be >= 0, got {charge}")
         if charge > self.capacity:
             return
-        owner = key[0]
+        owner, offset = key
         key = self._key_of(key)
         s = _Slot()
         s.key, s.owner, s.value, s.charge = key, owner, value, charge
+        if type(offset) is int and 0 <= offset < (<uint64_t>1 << 63):
+            s.offset = offset
         with self._lock:
             self._drop(key)
             self._map[key] = s

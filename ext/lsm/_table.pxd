@@ -12,9 +12,10 @@ cdef class PointReader:
     cdef object _fill
     cdef BlockCache _cache
     cdef bytes _lo, _hi
+    cdef list _slots              # per index entry: its block's cache slot, or None
     cdef object lookup(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk, Py_ssize_t lkn)
     cdef object _slow(self, bytes lk)
-    cdef Block _block_at(self, Py_ssize_t voff, Py_ssize_t vlen)
+    cdef Block _block_at(self, Py_ssize_t voff, Py_ssize_t vlen, Py_ssize_t ordinal)
     cdef int collect(self, const unsigned char* lo, Py_ssize_t lon, const unsigned char* lk,
                      Py_ssize_t lkn, const unsigned char* hi, Py_ssize_t hin, uint64_t seq,
                      list out, Py_ssize_t cap) except -2

@@ -8,6 +8,7 @@ method ``emit_data_block(contents, last_key)`` of its subclass, and the
 two-level iterator asks a Python ``loader(offset, size) -> Block``.
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memcmp
@@ -16,7 +17,7 @@ from lsm._keys cimport KIND_DELETE, KIND_VALUE, TAG_FIRST, cmp_ikey, cmp_user, i
 from lsm._coding cimport get_block_handle
 from lsm._iter cimport InternalIterator
 from lsm._block cimport Block, BlockBuilder, BlockIter
-from lsm._blockcache cimport BlockCache
+from lsm._blockcache cimport BlockCache, _Slot
 from lsm._bloom cimport murmur3_x64_128, probe
 
 from lsm.batch import check_bound
@@ -384,7 +385,7 @@ cdef class PointReader:
     the searches decode keys into a stack buffer and build no object but the
     value found.
     """
-    def __init__(self, filt, Block index, cache, owner, fill, lo=None, hi=None):
+    def __init__(self, filt, Block index, cache, owner, fill, lo=None, hi=None, slots=None):
         self._filter = filt
         self._index = index
         self._cache = cache
@@ -392,17 +393,24 @@ cdef class PointReader:
         self._fill = fill
         self._lo = lo
         self._hi = hi
+        # A hit on a block this reader has read before skips the cache's
+        # dict: the index entry's number picks the block's cache slot here
+        # (checked by its offset; an evicted slot has no value).
+        if slots is None and cache is not None:
+            slots = [None] * index.num_restarts
+        self._slots = slots
 
     def bounded(self, lo, hi):
         """This reader restricted to user keys in ``[lo, hi)`` (None = open)."""
-        return PointReader(self._filter, self._index, self._cache, self._owner, self._fill, lo, hi)
+        return PointReader(self._filter, self._index, self._cache, self._owner, self._fill, lo, hi,
+                           self._slots)
 
     cdef object lookup(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk, Py_ssize_t lkn):
         """The entry of user key ``uk`` at the lookup key ``lk`` (user key +
         tag of the read's sequence): its value (bytes), ``DELETED`` for a
         tombstone, None when the table has no visible entry."""
         cdef unsigned char kbuf[KBUF]
-        cdef Py_ssize_t klen, voff, vlen, pos
+        cdef Py_ssize_t klen, voff, vlen, pos, ordinal = -1
         cdef uint64_t off, size
         cdef int r
         cdef object blk
@@ -415,12 +423,12 @@ cdef class PointReader:
         if self._filter is not None and not probe(
                 <const unsigned char*>PyBytes_AS_STRING(self._filter), PyBytes_GET_SIZE(self._filter), uk, un):
             return None
-        r = self._index.find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
+        r = self._index.find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen, &ordinal)
         if r == 0:
             return None
         if r < 0:
             return self._slow(PyBytes_FromStringAndSize(<char*>lk, lkn))
-        blk = self._block_at(voff, vlen)
+        blk = self._block_at(voff, vlen, ordinal)
         r = (<Block>blk).find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
         if r == 0:
             return None
@@ -432,17 +440,31 @@ cdef class PointReader:
             return DELETED
         return PyBytes_FromStringAndSize(<char*>(<Block>blk).ptr + voff, vlen)
 
-    cdef Block _block_at(self, Py_ssize_t voff, Py_ssize_t vlen):
-        """The data block of the index entry whose value is at ``voff``, through the block cache."""
+    cdef Block _block_at(self, Py_ssize_t voff, Py_ssize_t vlen, Py_ssize_t ordinal):
+        """The data block of index entry number ``ordinal`` (-1: unknown),
+        whose value is at ``voff``, through the block cache."""
         cdef Py_ssize_t pos = voff
         cdef uint64_t off, size
         cdef object blk = None
+        cdef _Slot s
         if get_block_handle(self._index.ptr, voff + vlen, &pos, &off, &size) != 0:
             raise CorruptionError("bad block handle in index block")
-        if self._cache is not None:
-            blk = self._cache.lookup(self._owner, off)
+        if self._cache is None:
+            return <Block>self._fill(off, size)
+        cdef bint slotted = self._slots is not None and 0 <= ordinal < PyList_GET_SIZE(self._slots)
+        if slotted:
+            o = PyList_GET_ITEM(self._slots, ordinal)
+            if <object>o is not None:
+                s = <_Slot>o
+                if s.offset == off and s.value is not None:
+                    s.referenced = True
+                    self._cache.hits += 1
+                    return <Block>s.value
+        blk = self._cache.lookup(self._owner, off)
         if blk is None:
             blk = self._fill(off, size)
+        if slotted:
+            self._slots[ordinal] = self._cache.slot_of(self._owner, off)
         return <Block>blk
 
     cdef int collect(self, const unsigned char* lo, Py_ssize_t lon, const unsigned char* lk,
@@ -457,7 +479,7 @@ cdef class PointReader:
         No bloom probe: the filter answers for one key, not a range."""
         cdef unsigned char kbuf[KBUF]
         cdef unsigned char ibuf[KBUF]
-        cdef Py_ssize_t klen, voff, vlen, ilen, ivoff, ivlen, pos, ipos, n0 = len(out)
+        cdef Py_ssize_t klen, voff, vlen, ilen, ivoff, ivlen, pos, ipos, n0 = len(out), ordinal = -1
         cdef Py_ssize_t lastn = -1
         cdef const unsigned char* last = NULL
         cdef uint64_t tag
@@ -474,10 +496,10 @@ cdef class PointReader:
                                              PyBytes_GET_SIZE(self._hi), hi, hin) < 0:
             hi = <const unsigned char*>PyBytes_AS_STRING(self._hi)
             hin = PyBytes_GET_SIZE(self._hi)
-        r = self._index.find(lk, lkn, ibuf, KBUF, &ilen, &ivoff, &ivlen)
+        r = self._index.find(lk, lkn, ibuf, KBUF, &ilen, &ivoff, &ivlen, &ordinal)
         while r == 1:
             ipos = ivoff + ivlen
-            blk = self._block_at(ivoff, ivlen)
+            blk = self._block_at(ivoff, ivlen, ordinal)
             r = blk.find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
             while r == 1:
                 if cmp_user(kbuf, klen - 8, hi, hin) >= 0:
@@ -496,6 +518,7 @@ cdef class PointReader:
             if r != 0:
                 return -1
             r = self._index.next_entry(&ipos, ibuf, KBUF, &ilen, &ivoff, &ivlen)
+            ordinal += 1
         return 0 if r == 0 else -1
 
     cdef object _slow(self, bytes lk):
