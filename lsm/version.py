@@ -134,15 +134,17 @@ class Version:
     def __init__(self, levels: List[List[FileMeta]]):
         self.levels = levels
         self.refs = 0
-        # What a point lookup walks: L0 as (smallest, largest, file), newest
-        # first; then per non-empty deeper level (files, largest ikeys) for a
-        # binary search.
-        self.l0 = [(f.smallest_user, f.largest_user, f) for f in levels[0]]
-        self.search = [(lv, [f.largest for f in lv]) for lv in levels[1:] if lv]
+        # What a point lookup walks: L0 as (smallest, largest, file, number),
+        # newest first; then per non-empty deeper level (files, largest ikeys,
+        # smallest user keys, numbers) for a binary search (lists, so that
+        # lsm._read reads no attribute of a file).
+        self.l0 = [(f.smallest_user, f.largest_user, f, f.number) for f in levels[0]]
+        self.search = [(lv, [f.largest for f in lv], [f.smallest_user for f in lv],
+                        [f.number for f in lv]) for lv in levels[1:] if lv]
         # What a bounded scan walks: per non-empty deeper level (files, largest
         # ikeys, smallest user keys, largest user keys).
-        self.bounds = [(lv, largest, [f.smallest_user for f in lv], [f.largest_user for f in lv])
-                       for lv, largest in self.search]
+        self.bounds = [(lv, largest, smallest, [f.largest_user for f in lv])
+                       for lv, largest, smallest, _ in self.search]
 
     def files(self):
         for level, files in enumerate(self.levels):

@@ -249,7 +249,7 @@ cdef class PointPath:
         cdef unsigned char* lk = stack
         cdef bytes heap = None
         cdef Py_ssize_t lkn = un + 8, lo
-        cdef object item, f, r, files
+        cdef object item, r
         cdef list largest
         cdef bytes b
         if lkn > LKBUF:
@@ -264,24 +264,27 @@ cdef class PointPath:
             b = <bytes>(<tuple>item)[1]
             if cmp_user(uk, un, <const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b)) > 0:
                 continue
-            r = self._table(<object>(<tuple>item)[2]).lookup(uk, un, lk, lkn)
+            r = self._table_of((<tuple>item)[3], (<tuple>item)[2]).lookup(uk, un, lk, lkn)
             if r is not None:
                 return r
         for item in <list>v.search:
-            files = (<tuple>item)[0]
             largest = <list>(<tuple>item)[1]
             lo = bisect_keys(largest, lk, lkn, True)
             if lo < len(largest):
-                f = (<list>files)[lo]
-                b = <bytes>f.smallest_user
+                b = <bytes>(<list>(<tuple>item)[2])[lo]
                 if cmp_user(<const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), uk, un) <= 0:
-                    r = self._table(f).lookup(uk, un, lk, lkn)
+                    r = self._table_of((<list>(<tuple>item)[3])[lo],
+                                       (<list>(<tuple>item)[0])[lo]).lookup(uk, un, lk, lkn)
                     if r is not None:
                         return r
         return None
 
     cdef PointReader _table(self, object f):
-        cdef PyObject* t = PyDict_GetItem(self._tables, f.number)
+        return self._table_of(f.number, f)
+
+    cdef PointReader _table_of(self, object number, object f):
+        """The point reader of file ``f`` (numbered ``number``), open or opened."""
+        cdef PyObject* t = PyDict_GetItem(self._tables, number)
         if t != NULL:
             return <PointReader>(<object>t).point
         return <PointReader>self._db._table(f).point
