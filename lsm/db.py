@@ -326,7 +326,7 @@ class DB(BackgroundWork):
             seq = self._last_seq + 1
             w = lg.writer
             try:
-                rec = frame_single(seq, kind, key, value, w.block_left())
+                rec = frame_single(seq, kind, key, value, w.room)
                 if rec is not None:
                     w.append_framed(rec)
                 else:
@@ -360,7 +360,7 @@ class DB(BackgroundWork):
             seq = self._last_seq + 1
             w = lg.writer
             try:
-                rec = frame_batch(seq, ops, w.block_left())
+                rec = frame_batch(seq, ops, w.room)
                 if rec is not None:
                     w.append_framed(rec)
                 else:

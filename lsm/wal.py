@@ -74,13 +74,16 @@ class LogWriter:
     The writer owns ``f``: ``close()`` closes it.
     """
 
-    __slots__ = ("_f", "_block_offset", "_error")
+    __slots__ = ("_f", "room", "_error")
 
     def __init__(self, f, offset: int = 0):
         if not isinstance(offset, int) or offset < 0:
             raise ValueError(f"LogWriter offset must be an int >= 0, got {offset!r}")
         self._f = f
-        self._block_offset = offset % BLOCK_SIZE
+        #: Bytes left in the current block (an attribute, not a method: the
+        #: DB reads it on every write).  A FULL record of up to ``room -
+        #: HEADER_SIZE`` payload bytes fits without fragments.
+        self.room = BLOCK_SIZE - offset % BLOCK_SIZE
         self._error = None
 
     @property
@@ -94,7 +97,7 @@ class LogWriter:
         if type(payload) is not bytes:
             payload = self._as_bytes(payload)
         n = len(payload)
-        bo = self._block_offset
+        bo = BLOCK_SIZE - self.room
         if n + HEADER_SIZE <= BLOCK_SIZE - bo:          # the common case: one FULL record
             lt = _LEN_TYPE.pack(n, FULL)
             c = crc32(payload, crc32(lt))
@@ -107,16 +110,11 @@ class LogWriter:
         except BaseException as e:
             self._error = e
             raise
-        self._block_offset = new_offset
-
-    def block_left(self) -> int:
-        """Bytes left in the current block: a FULL record of up to
-        ``block_left() - HEADER_SIZE`` payload bytes fits without fragments."""
-        return BLOCK_SIZE - self._block_offset
+        self.room = BLOCK_SIZE - new_offset
 
     def append_framed(self, rec: bytes) -> None:
         """Append one FULL physical record built elsewhere (lsm._record's
-        C twin of ``add_record``'s fast path); it must fit in ``block_left()``."""
+        C twin of ``add_record``'s fast path); it must fit in ``room``."""
         if self._error is not None:
             self._refuse()
         try:
@@ -124,7 +122,7 @@ class LogWriter:
         except BaseException as e:
             self._error = e
             raise
-        self._block_offset += len(rec)
+        self.room -= len(rec)
 
     @staticmethod
     def _as_bytes(payload) -> bytes:
