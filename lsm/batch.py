@@ -12,6 +12,7 @@ per field, which is what Python does fastest.
 """
 import struct
 
+from ._record import ops_bytes
 from .dbformat import KIND_DELETE, KIND_VALUE
 from .errors import CorruptionError
 
@@ -134,6 +135,20 @@ class WriteBatch:
         self._ops.append((KIND_VALUE, key, value))
         self._bytes += len(key) + len(value)
         return self
+
+    @classmethod
+    def of_ops(cls, ops: list) -> "WriteBatch":
+        """A batch of ``ops``, a list of ``(KIND_VALUE, key, value)`` and
+        ``(KIND_DELETE, key, b"")`` tuples (lsm.dbformat's kinds), checked
+        as ``put`` and ``delete`` check theirs in one C pass: how a caller
+        with many rows builds a batch without a method call a row.  The
+        batch takes ``ops`` over: the caller must not change it after."""
+        if type(ops) is not list:
+            raise TypeError(f"ops must be a list, got {type(ops).__name__}")
+        b = cls.__new__(cls)
+        b._bytes = ops_bytes(ops)
+        b._ops = ops
+        return b
 
     def delete(self, key: bytes) -> "WriteBatch":
         if type(key) is not bytes or not key:

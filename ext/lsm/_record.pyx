@@ -25,7 +25,7 @@ from libc.stdint cimport uint32_t, uint64_t
 from libc.string cimport memcpy
 
 from lsm._coding cimport encode_fixed32 as _put32, encode_fixed64 as _put64, mask_crc
-from lsm._keys cimport KIND_VALUE
+from lsm._keys cimport KIND_DELETE, KIND_VALUE
 
 from lsm import wal
 
@@ -126,3 +126,28 @@ def frame_batch(uint64_t seq, list ops, Py_ssize_t block_left):
     c = crc32(c, p + HEADER, <unsigned int>n)
     _put32(p, mask_crc(c))
     return out
+
+
+def ops_bytes(list ops):
+    """The key and value bytes of ``ops``, ``(kind, key, value)`` tuples that
+    ``WriteBatch.of_ops`` takes, checked as ``put`` and ``delete`` check
+    theirs: raises TypeError or ValueError naming the first bad one."""
+    from lsm.batch import check_key, check_value
+    cdef Py_ssize_t total = 0, i
+    cdef object op, kind, key, value
+    for i in range(len(ops)):
+        op = ops[i]
+        if type(op) is not tuple or len(<tuple>op) != 3:
+            raise TypeError(f"operation {i} must be a (kind, key, value) tuple, got {op!r}")
+        kind, key, value = <tuple>op
+        if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0:
+            check_key(key, 1 << 62)
+        if type(value) is not bytes:
+            check_value(value, 1 << 62)
+        if type(kind) is not int or (kind != KIND_VALUE and kind != KIND_DELETE):
+            raise ValueError(f"operation {i}: kind must be {KIND_VALUE} (put) or "
+                             f"{KIND_DELETE} (delete), got {kind!r}")
+        if kind == KIND_DELETE and PyBytes_GET_SIZE(value):
+            raise ValueError(f"operation {i}: a delete carries no value, got {len(value)} bytes")
+        total += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value)
+    return total

@@ -14,6 +14,7 @@ from regions._buf cimport Buf
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free
 from regions.tablestore._rowcodec cimport _delta_key, _make_row, _plain_key, _put_delta
+from lsm._keys cimport KIND_VALUE
 
 import logging
 
@@ -241,8 +242,8 @@ cdef class PlainWriter:
         """One table's plain rows, under their locks (``batch``)."""
         cdef Py_ssize_t i
         cdef list written = []
+        cdef list ops = []
         cdef tuple r
-        batch = _WriteBatch()
         now = _cells_module.now_ms()
         for i in range(len(rows)):
             r = <tuple>rows[i]
@@ -252,12 +253,12 @@ cdef class PlainWriter:
                 except Exception as exc:
                     results[i] = _failed_item(_PUT, table_name, exc, i)
                     continue
-            batch.put(<bytes>r[0] + _HEAD, put_head(self._gens.next(), r[1], now))
+            ops.append((KIND_VALUE, <bytes>r[0] + _HEAD, put_head(self._gens.next(), r[1], now)))
             written.append(i)
         if not written:
             return 0
         try:
-            self._server.write(table_name, batch)
+            self._server.write(table_name, _WriteBatch.of_ops(ops))
             applied = None
         except Exception as exc:
             _log.error("BatchWriteRow: writing %d rows of table %r failed: %s",
@@ -303,13 +304,13 @@ cdef class PlainWriter:
             else:
                 # writes.RowWriter._update_ops of puts: EXISTS first, then the columns
                 now = _cells_module.now_ms()
-                batch = _WriteBatch()
-                batch.put(_delta_key(row_key, b"", self._gens.next()), _EXISTS_VALUE)
+                ops = [(KIND_VALUE, _delta_key(row_key, b"", self._gens.next()), _EXISTS_VALUE)]
                 for i in range(len(<list>got[2])):
                     cell = <tuple>(<list>got[2])[i]
-                    batch.put(_delta_key(row_key, PyUnicode_AsUTF8String(cell[1]), self._gens.next()),
-                              _put_delta(now, cell[2]))
-                self._server.write(table_name, batch)
+                    ops.append((KIND_VALUE, _delta_key(row_key, PyUnicode_AsUTF8String(cell[1]),
+                                                       self._gens.next()),
+                                _put_delta(now, cell[2])))
+                self._server.write(table_name, _WriteBatch.of_ops(ops))
         return _CapacityUnit(0, max(1, (size + _UNIT - 1) // _UNIT)), None
 
 
