@@ -101,14 +101,18 @@ class _Pin:
 
 
 class _Log:
-    """The active WAL file, with the group-commit bookkeeping."""
-    __slots__ = ("number", "file", "writer", "synced")
+    """The active WAL file, with the group-commit bookkeeping: ``synced``,
+    the bytes an fsync covered; ``wanted``, the end of the last record whose
+    writer waits for an fsync (set under the write lock, so that closing the
+    log for a memtable switch syncs what such a writer is owed)."""
+    __slots__ = ("number", "file", "writer", "synced", "wanted")
 
     def __init__(self, number, file):
         self.number = number
         self.file = file
         self.writer = LogWriter(file)
         self.synced = 0
+        self.wanted = 0
 
 
 class DB(BackgroundWork):
@@ -338,7 +342,10 @@ class DB(BackgroundWork):
             self._last_seq = seq
             self._stats["wal_appends"] += 1
             end = lg.file.size
-        if sync or (sync is None and self.options.sync):
+            sync = sync or (sync is None and self.options.sync)
+            if sync:
+                lg.wanted = end
+        if sync:
             self._sync_log(lg, end)
 
     def write(self, batch: WriteBatch, sync: bool = None) -> None:
@@ -372,7 +379,10 @@ class DB(BackgroundWork):
             self._last_seq = seq + len(ops) - 1
             self._stats["wal_appends"] += 1
             end = lg.file.size
-        if sync or (sync is None and self.options.sync):
+            sync = sync or (sync is None and self.options.sync)
+            if sync:
+                lg.wanted = end
+        if sync:
             self._sync_log(lg, end)
 
     def _sync_log(self, lg: _Log, end: int) -> None:
@@ -412,15 +422,22 @@ class DB(BackgroundWork):
                     cv.notify_all()
 
     def _close_log(self, lg: _Log) -> None:
-        """Sync (when the store syncs) and close ``lg`` once no fsync of it
-        runs; writers waiting to sync it then find their records covered."""
+        """Sync and close ``lg`` once no fsync of it runs; writers waiting to
+        sync it then find their records covered.  It is synced when the
+        store syncs, or when a writer of it still waits for an fsync (a
+        ``sync=True`` write to a store without ``sync``, whose memtable
+        switch came between its append and its fsync).  After a failed
+        write or fsync it is closed without one."""
         cv = self._sync_cv
         with cv:
             while self._sync_running:
                 cv.wait()
-            if lg.synced < lg.file.size and self.options.sync:
-                lg.file.sync()
-            lg.synced = lg.file.size
+            if self._write_error is None:
+                if lg.synced < lg.file.size and (self.options.sync or lg.wanted > lg.synced):
+                    lg.file.sync()
+                lg.synced = lg.file.size
+            # else no fsync after a failed one, and no writer still to sync
+            # finds its record covered: it gets the failure (_sync_log)
             lg.file.close()
 
     def _make_room(self):

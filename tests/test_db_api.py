@@ -575,6 +575,33 @@ def test_after_a_failed_fsync_no_waiting_writer_retries_it(dbpath):
     db.close()
 
 
+@pytest.mark.parametrize("write", ["put", "batch"])
+def test_a_sync_write_survives_a_memtable_switch_between_its_append_and_its_fsync(dbpath, write):
+    """A store without ``sync``, one write with ``sync=True``: a memtable
+    switch by another writer between that write's append and its fsync
+    closes the WAL under it.  The switch must sync what the writer is owed
+    (before, it marked the log synced without an fsync, and the write was
+    acknowledged and then lost at a power cut)."""
+    fs = FaultInjectionFS(OSFileSystem())
+    db = lsm.DB.open(dbpath, lsm.Options(fs=fs, background=False))
+    db.put(b"before", b"0")
+    sync_log = db._sync_log
+
+    def switch_first(lg, end):          # the other writer's switch, in the window
+        with db._write_lock:
+            db._switch_memtable()
+        sync_log(lg, end)
+    db._sync_log = switch_first
+    if write == "put":
+        db.put(b"k", b"durable", sync=True)
+    else:
+        db.write(lsm.WriteBatch().put(b"k", b"durable"), sync=True)
+    db._sync_log = sync_log
+    fs.drop_unsynced()                   # power cut; the store is not closed
+    with lsm.DB.open(dbpath) as db2:
+        assert db2.get(b"k") == b"durable"
+
+
 def test_unsynced_writes_may_be_lost_on_power_loss_but_never_corrupt(dbpath):
     fs = FaultInjectionFS(OSFileSystem())
     db = lsm.DB.open(dbpath, lsm.Options(fs=fs))
