@@ -207,6 +207,7 @@ class DB(BackgroundWork):
         self.get = self._point.get      # the point read, one C call (lsm/_read.pyx); DB.get documents it
         self.scan_chunk = self._point.scan_chunk    # likewise; DB.scan_chunk documents it
         self.scan_short = self._point.scan_short    # likewise; DB.scan_short documents it
+        self.scan_short_many = self._point.scan_short_many  # likewise
 
     def _abort_open(self):
         try:
@@ -588,6 +589,15 @@ class DB(BackgroundWork):
         ``scan_short``); a source holding more than 64 keys of the range
         makes it take ``scan_chunk``'s path.  Same result either way."""
         return self._point.scan_short(start, end, limit, snapshot)
+
+    def scan_short_many(self, ranges: list, limit: int = 1000, snapshot: Snapshot = None) -> list:
+        """``[scan_short(start, end, limit, snapshot) for start, end in ranges]``
+        in one call, every range read at one sequence (the latest, or the
+        snapshot's): a consistent read of many rows (the data API's
+        BatchGetRow).  ``ranges`` is a list of ``(start, end)`` tuples
+        (``lsm._read.PointPath.scan_short_many``, bound as each DB's
+        ``scan_short_many``)."""
+        return self._point.scan_short_many(ranges, limit, snapshot)
 
     # ------------------------------------------------------- flush / compaction
     def flush(self, wait: bool = True) -> None:

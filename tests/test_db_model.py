@@ -32,6 +32,13 @@ def check_chunk(db, rng, model, start, end, reverse, snapshot=None):
     assert it.next_batch(limit, reverse) == got
     if not reverse:
         assert db.scan_short(start, end, limit, snapshot) == got, (start, end, limit)
+        # scan_short_many: this range among others, all at one sequence
+        others = [(rand_bound(rng), rand_bound(rng)) for _ in range(rng.randint(0, 3))]
+        ranges = others + [(start, end)] + others[:1]
+        many = db.scan_short_many(ranges, limit, snapshot)
+        assert many[len(others)] == got, (start, end, limit)
+        assert many == [db.scan_short(a, b, limit, snapshot) if a is not None and b is not None
+                        else db.scan_chunk(a, b, limit, False, snapshot) for a, b in ranges]
 
 
 def rand_key(rng):

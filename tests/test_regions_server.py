@@ -161,6 +161,29 @@ def test_read_range_is_the_scan_as_a_list_within_and_across_regions(server):
         server.read_range("nope", b"a", b"b")
 
 
+def test_read_ranges_reads_each_range_as_read_range(server):
+    """Ranges within one region, across regions, past a region's end, empty,
+    unbounded, and of more than a scan chunk: each as read_range reads it;
+    a region's ranges that follow each other are read under one gate entry,
+    each counted as a read."""
+    server.create_table("t", [key(3000), key(3001), key(7000)])
+    fill(server, "t", 10000)
+    bounds = [(5, 6), (7, 9), (2990, 2995), (2999, 3002), (100, 5000), (6999, 7001),
+              (7001, 7001), (8, 8), (9999, 10000), (50, 51), (3000, 3001), (0, 10000)]
+    ranges = [(key(lo), key(hi) if hi < 10000 else b"\xff") for lo, hi in bounds]
+    ranges += [(b"", key(3)), (key(4) + b"\x00", key(4) + b"\x01")]
+    before = sum(r.reads for r in server.regions("t"))
+    got = server.read_ranges("t", ranges)
+    assert sum(r.reads for r in server.regions("t")) - before >= len(ranges)
+    assert got == [server.read_range("t", a, b) for a, b in ranges]
+    assert [len(g) for g in got[:3]] == [1, 2, 5]
+    assert server.read_ranges("t", []) == []
+    with pytest.raises(TypeError, match="ranges must hold"):
+        server.read_ranges("t", [(key(1), key(2)), key(3)])
+    with pytest.raises(regions.UnknownTableError):
+        server.read_ranges("nope", [(b"a", b"b")])
+
+
 def test_write_batches_within_and_across_regions(server):
     server.create_table("t", [b"m"])
     b = lsm.WriteBatch()

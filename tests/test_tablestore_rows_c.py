@@ -483,13 +483,55 @@ def test_a_range_page_pauses_the_gc_only_while_it_is_built():
             finally:
                 gc.enable()
             assert [r.primary_key for r in rows] == [[("k", i)] for i in range(50)]
-            # cells and key columns hold no container: the GC need not watch them
+            # rows hold no container but their own: the GC need not watch them
             assert not any(gc.is_tracked(c) for r in rows for c in r.attribute_columns + r.primary_key)
-            assert all(gc.is_tracked(r.attribute_columns) for r in rows)
+            assert not any(gc.is_tracked(x) for r in rows
+                           for x in (r, r.attribute_columns, r.primary_key))
     page = _reads.RangePage(1, ["k"], True, 1, 10, 1 << 20, None, None)
     with pytest.raises(ValueError):                 # a corrupt row key: the state is restored
         page.run([(b"\x07garbage", b"\x00" * 9)])
     assert gc.isenabled()
+
+
+def test_read_results_are_untracked_and_still_freed():
+    """GetRow, BatchGetRow and BatchWriteRow results (items, rows, their lists,
+    CUs) are not tracked by the cyclic GC, a batch read leaves the GC as it
+    found it, and the results are freed when dropped, by reference counting."""
+    import gc
+    import weakref
+    from regions.tablestore import (OTSClient, Row, TableMeta, BatchGetRowRequest,
+                                    BatchWriteRowRequest, PutRowItem,
+                                    TableInBatchGetRowItem, TableInBatchWriteRowItem)
+    with OTSClient(":memory:") as client:
+        client.create_table(TableMeta("t", [("k", "INTEGER")]))
+        for i in range(5):
+            client.put_row("t", Row([("k", i)], [("a", i)]))
+        consumed, row, _ = client.get_row("t", [("k", 1)])
+        assert row.attribute_columns[0][:2] == ("a", 1)
+        assert not any(gc.is_tracked(x) for x in (consumed, row, row.primary_key,
+                                                   row.attribute_columns))
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            try:
+                req = BatchGetRowRequest()
+                req.add(TableInBatchGetRowItem("t", [[("k", i)] for i in range(7)], max_version=1))
+                items = client.batch_get_row(req).get_result_by_table("t")
+                assert gc.isenabled() is enabled
+            finally:
+                gc.enable()
+        assert [it.row.primary_key if it.row else None for it in items] == \
+            [[("k", i)] for i in range(5)] + [None, None]
+        assert not any(gc.is_tracked(x) for it in items[:5]
+                       for x in (it, it.consumed, it.row, it.row.primary_key,
+                                 it.row.attribute_columns))
+        assert not any(gc.is_tracked(x) for it in items[5:] for x in (it, it.consumed))
+        refs = [weakref.ref(it.row) for it in items[:5]] + [weakref.ref(items[0])]
+        del items
+        assert all(r() is None for r in refs)
+        req = BatchWriteRowRequest()
+        req.add(TableInBatchWriteRowItem("t", [PutRowItem(Row([("k", 9)], [("a", 9)]), None)]))
+        (done,) = client.batch_write_row(req).get_put()[0]
+        assert done.is_ok and not gc.is_tracked(done) and not gc.is_tracked(done.consumed)
 
 
 # -- PlainWriter: put_row of a plain row in one C call ---------------------------

@@ -103,7 +103,7 @@ cdef class PointPath:
             check_bound("start", start)
         if end is not None and type(end) is not bytes:
             check_bound("end", end)
-        return self._scan(start, end, limit, reverse, snapshot, False)
+        return self._scan([(start, end)], limit, reverse, snapshot, False)[0]
 
     def scan_short(self, start, end, limit=1000, snapshot=None):
         """``scan_chunk(start, end, limit, False, snapshot)`` for a range
@@ -115,15 +115,33 @@ cdef class PointPath:
         if (type(start) is not bytes or type(end) is not bytes or type(limit) is not int
                 or limit < 0 or not _lt(<bytes>start, <bytes>end)):
             return self.scan_chunk(start, end, limit, False, snapshot)
-        return self._scan(start, end, limit, False, snapshot, True)
+        return self._scan([(start, end)], limit, False, snapshot, True)[0]
 
-    cdef list _scan(self, object start, object end, Py_ssize_t limit, bint reverse,
-                    object snapshot, bint short):
-        """A checked scan's chunk, read again on the new version when a
-        compaction deleted a table under it."""
+    def scan_short_many(self, list ranges not None, limit=1000, snapshot=None):
+        """``[scan_short(start, end, limit, snapshot) for start, end in
+        ranges]``, every range read at one sequence (the latest, or the
+        snapshot's), the DB's state read once (``DB.scan_short_many``)."""
+        if type(limit) is not int or limit < 0:
+            raise ValueError(f"limit must be an int >= 0, got {limit!r}")
+        for pair in ranges:
+            if type(pair) is not tuple or len(<tuple>pair) != 2:
+                raise TypeError(f"ranges must hold (start, end) tuples, got {pair!r}")
+            for bound, name in zip(<tuple>pair, ("start", "end")):
+                if bound is not None and type(bound) is not bytes:
+                    check_bound(name, bound)
+        return self._scan(ranges, limit, False, snapshot, True)
+
+    cdef list _scan(self, list ranges, Py_ssize_t limit, bint reverse, object snapshot,
+                    bint short):
+        """Checked scans' chunks, one list of entries a ``(start, end)`` of
+        ``ranges``, all read at one sequence on the DB's state read once, and
+        read again on the new version when a compaction deleted a table under
+        them.  ``short``: each range that can be (two bytes bounds, start <
+        end) is read as ``scan_short`` reads it."""
         cdef object db = self._db
         cdef uint64_t seq
         cdef object v, versions, got
+        cdef list out
         cdef int attempt
         if db._closed:
             db._check_open()
@@ -133,16 +151,20 @@ cdef class PointPath:
         versions = db.versions
         for attempt in range(3):
             v = versions.current
+            out = []
             try:
-                got = self._short(mem, imm, v, seq, <bytes>start, <bytes>end, limit) if short \
-                    else None
-                if got is None:
-                    got = self._chunk(mem, imm, v, seq, start, end, limit, reverse)
-                return got
+                for start, end in ranges:
+                    got = None
+                    if short and start is not None and end is not None and _lt(<bytes>start, <bytes>end):
+                        got = self._short(mem, imm, v, seq, <bytes>start, <bytes>end, limit)
+                    if got is None:
+                        got = self._chunk(mem, imm, v, seq, start, end, limit, reverse)
+                    out.append(got)
+                return out
             except FileMissingError:
                 if v is versions.current:
                     raise
-        raise CorruptionError(f"table files keep vanishing under a scan of [{start!r}, {end!r})")
+        raise CorruptionError(f"table files keep vanishing under a scan of {ranges!r}")
 
     cdef object _short(self, object mem, object imm, object v, uint64_t seq, bytes lo, bytes hi,
                        Py_ssize_t limit):

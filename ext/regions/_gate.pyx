@@ -87,6 +87,13 @@ cdef inline bint _inside(bytes key, bytes start, end):
     return _compare(key, start) >= 0 and (not end or _compare(key, <bytes?>end) < 0)
 
 
+cdef inline bint _short_range(object pair):
+    """``pair`` is a ``(start, end)`` of bytes, ``start`` not empty (what
+    ``Router.read_range`` reads in one call of a store)."""
+    return (type(pair) is tuple and len(<tuple>pair) == 2 and type((<tuple>pair)[0]) is bytes
+            and type((<tuple>pair)[1]) is bytes and PyBytes_GET_SIZE((<tuple>pair)[0]) > 0)
+
+
 def split_ops(list ops, bytes start not None, end):
     """``(mine, rest)``: the (kind, key, value) ops whose key lies in
     ``[start, end)`` (an empty or None end: unbounded; a region's
@@ -217,6 +224,53 @@ cdef class Router:
             finally:
                 r.exit()
         return list(self.scan(table, start, end))
+
+    def read_ranges(self, table, list ranges not None):
+        """``[read_range(table, start, end) for start, end in ranges]``: the
+        ranges of one region that follow each other in the list are read in
+        one call of its store (``lsm.DB.scan_short_many``), at one sequence,
+        under one entry of its gate (each counted as a read).  How
+        BatchGetRow reads its rows."""
+        cdef list out = [None] * len(ranges), group, big = []
+        cdef Py_ssize_t i = 0, j, n = len(ranges)
+        cdef Gate r
+        for pair in ranges:
+            if type(pair) is not tuple or len(<tuple>pair) != 2:
+                raise TypeError(f"ranges must hold (start, end) tuples, got {pair!r}")
+        while i < n:
+            pair = ranges[i]
+            if not _short_range(pair):
+                out[i] = self.read_range(table, (<tuple>pair)[0], (<tuple>pair)[1])
+                i += 1
+                continue
+            r = self._enter_fast(table, (<tuple>pair)[0], False)
+            try:
+                rstart, rend = <bytes?>r.start, r.end
+                group = []
+                j = i
+                while j < n:
+                    pair = ranges[j]
+                    if (not _short_range(pair) or not _inside(<bytes>(<tuple>pair)[0], rstart, rend)
+                            or (rend and _compare(<bytes>(<tuple>pair)[1], <bytes?>rend) > 0)):
+                        break
+                    group.append(pair)
+                    j += 1
+                if group:
+                    r.reads += len(group) - 1
+                    for items in r.db.scan_short_many(group, _MAX_CHUNK):
+                        if len(<list>items) >= _MAX_CHUNK:
+                            big.append(i)
+                        out[i] = items
+                        i += 1
+            finally:
+                r.exit()
+            if not group:           # the range runs past its region's end
+                big.append(i)
+                i += 1
+        for i in big:               # read whole, across regions, through splits
+            pair = ranges[i]
+            out[i] = list(self.scan(table, (<tuple>pair)[0], (<tuple>pair)[1]))
+        return out
 
     def get(self, table, key):
         """The value of ``key`` of ``table``, or None."""

@@ -123,6 +123,11 @@ class Transaction:
         """``list(scan(table, start, end))`` (the RegionServer interface)."""
         return list(self.scan(table, start, end))
 
+    def read_ranges(self, table, ranges):
+        """``[read_range(table, start, end) for start, end in ranges]`` (the
+        RegionServer interface)."""
+        return [self.read_range(table, start, end) for start, end in ranges]
+
     def batch(self):
         """Every buffered entry as one ``lsm.WriteBatch`` (key order)."""
         import lsm

@@ -14,18 +14,18 @@ from regions._buf cimport Buf, buf_put_byte as _put_byte
 from libc.stdlib cimport free
 from libc.string cimport memcmp
 from regions.tablestore._layout cimport *
-from regions.tablestore._rowcodec cimport (_as_bytes, _decode_one, _head_cells, _make_row,
-                                           _names_size, _pk_list, _plain_key, _row_cells)
+from regions.tablestore._rowcodec cimport (_as_bytes, _decode_one, _head_cells, _make_cu,
+                                           _make_row, _names_size, _pk_list, _plain_key,
+                                           _row_cells, _untracked)
 
 from regions.tablestore.capacity import UNIT
-from regions.tablestore.metadata import CapacityUnit, RowDataItem
+from regions.tablestore.metadata import RowDataItem
 
 cdef extern from "Python.h":
     int PyGC_Enable()
     int PyGC_Disable()
 
 cdef object _new_object = object.__new__
-cdef object _CapacityUnit = CapacityUnit
 cdef object _RowDataItem = RowDataItem
 cdef Py_ssize_t _UNIT = UNIT
 
@@ -142,6 +142,14 @@ cdef class RangePage:
 
 
 # -- GetRow of a whole row --------------------------------------------------
+cdef class _Key:
+    """A plain primary key, checked and encoded: its row's range, its
+    decoded values and the CU size of its key columns."""
+    cdef bytes row_key, end
+    cdef list values
+    cdef Py_ssize_t size
+
+
 cdef class RowReader:
     """``OTSClient.get_row(table, primary_key)`` with every other argument at
     its default, in one C call: the key checked and encoded, the row read
@@ -162,59 +170,107 @@ cdef class RowReader:
 
     def get(self, table_name, primary_key):
         """(consumed, Row or None, b"") as ``get_row`` returns, or None."""
-        return self._read(table_name, primary_key)
+        cdef list names, types
+        cdef _Key k
+        schema = self._schema(table_name)
+        if schema is None:
+            return None
+        names, types = <list?>schema.names, <list?>schema.types
+        k = self._key(names, types, primary_key)
+        if k is None:
+            return None
+        return self._result(names, k, self._server.read_range(table_name, k.row_key, k.end))
 
     def item(self, table_name, primary_key, item_table_name):
         """The BatchGetRow result item of the row (``RowDataItem(True, None,
         None, item_table_name, consumed, ...)``, its attributes set in the
-        order its ``__init__`` sets them), or None."""
-        got = self._read(table_name, primary_key)
-        if got is None:
-            return None
-        item = _new_object(_RowDataItem)
-        item.is_ok = True
-        item.error_code = None
-        item.error_message = None
-        item.table_name = item_table_name
-        item.consumed = (<tuple>got)[0]
-        item.row = (<tuple>got)[1]
-        return item
+        order its ``__init__`` sets them; untracked by the GC, as the row
+        and its CU are: see _rowcodec.pxd), or None."""
+        return self.items(table_name, [primary_key], item_table_name)[0]
 
     def items(self, table_name, primary_keys, item_table_name):
-        """``[item(table_name, pk, item_table_name) for pk in primary_keys]``
-        in one C loop: BatchGetRow's items of a table (None where a read is
-        not plain)."""
-        cdef list out = []
-        for pk in primary_keys:
-            out.append(self.item(table_name, pk, item_table_name))
-        return out
+        """``[item(table_name, pk, item_table_name) for pk in primary_keys]``,
+        None where a read is not plain: BatchGetRow's items of a table, its
+        plain rows read in one call (``server.read_ranges``: one read of
+        each region's store, at one sequence, for the keys of one region
+        that follow each other).
 
-    cdef object _read(self, table_name, primary_key):
-        cdef Buf b
-        cdef Py_ssize_t i, size = 0, csize = 0
-        cdef list names, values = []
-        cdef bytes row_key, end
+        Built with the cyclic GC paused, as a GetRange page is (RangePage.run):
+        a batch's worth (BATCH_GET_ROWS) of small objects is allocated, and the
+        collections the allocations would trigger one after another cost more
+        than the reads.  The pause is global and bounded by the batch; the
+        collection runs after."""
+        cdef list out, keys = [], ranges = [], got
+        cdef list names, types
+        cdef _Key k
+        cdef Py_ssize_t i, j, n
+        cdef int was_enabled = PyGC_Disable()
+        try:
+            n = len(primary_keys)
+            out = [None] * n
+            schema = self._schema(table_name)
+            if schema is None:
+                return out
+            names, types = <list?>schema.names, <list?>schema.types
+            for pk in primary_keys:
+                k = self._key(names, types, pk)
+                keys.append(k)
+                if k is not None:
+                    ranges.append((k.row_key, k.end))
+            got = self._server.read_ranges(table_name, ranges)
+            j = 0
+            for i in range(n):
+                k = <_Key>keys[i]
+                if k is None:
+                    continue
+                result = self._result(names, k, got[j])
+                j += 1
+                item = _untracked(_new_object(_RowDataItem))
+                item.is_ok = True
+                item.error_code = None
+                item.error_message = None
+                item.table_name = item_table_name
+                item.consumed = (<tuple>result)[0]
+                item.row = (<tuple>result)[1]
+                out[i] = item
+            return out
+        finally:
+            if was_enabled:
+                PyGC_Enable()
+
+    cdef object _schema(self, table_name):
+        """The table's Schema, or None when its reads are not plain."""
         if type(table_name) is not str:
             return None
         schema = self._schemas.get(table_name)
         if schema is None or schema.ttl > 0:
             return None
-        names = <list?>schema.names
+        return schema
+
+    cdef _Key _key(self, list names, list types, primary_key):
+        """The plain key checked and encoded, or None."""
+        cdef Buf b
+        cdef _Key k = _Key.__new__(_Key)
+        k.values = []
+        k.size = 0
         b.p, b.n, b.cap = NULL, 0, 0
         try:
-            if not _plain_key(names, <list?>schema.types, primary_key, &b, &size, values):
+            if not _plain_key(names, types, primary_key, &b, &k.size, k.values):
                 return None
-            row_key = PyBytes_FromStringAndSize(<char*>b.p, b.n)
+            k.row_key = PyBytes_FromStringAndSize(<char*>b.p, b.n)
             _put_byte(&b, ROW_END)
-            end = PyBytes_FromStringAndSize(<char*>b.p, b.n)
+            k.end = PyBytes_FromStringAndSize(<char*>b.p, b.n)
         finally:
             free(b.p)
-        entries = self._server.read_range(table_name, row_key, end)
+        return k
+
+    cdef tuple _result(self, list names, _Key k, entries):
+        """(consumed, Row or None, b"") of the row read as ``entries``."""
+        cdef Py_ssize_t csize = 0
         cells = None
         if entries:
-            cells = _row_cells(PyBytes_GET_SIZE(row_key), list(entries), 1, &csize)
+            cells = _row_cells(PyBytes_GET_SIZE(k.row_key), list(entries), 1, &csize)
         if cells is None:
-            return _CapacityUnit(1, 0), None, b""
-        size += csize
-        return (_CapacityUnit(max(1, (size + _UNIT - 1) // _UNIT), 0),
-                _make_row(_pk_list(names, values), cells), b"")
+            return _make_cu(1, 0), None, b""
+        return (_make_cu(max(1, (k.size + csize + _UNIT - 1) // _UNIT), 0),
+                _make_row(_pk_list(names, k.values), cells), b"")

@@ -32,7 +32,7 @@ from regions.tablestore._layout cimport *
 from operator import itemgetter
 
 from regions.tablestore.cells import put_head as _py_put_head
-from regions.tablestore.metadata import INF_MAX, INF_MIN, Row
+from regions.tablestore.metadata import INF_MAX, INF_MIN, CapacityUnit, Row
 from regions.tablestore.validate import SHORT_PK_STR
 
 cdef extern from *:
@@ -67,6 +67,7 @@ cdef inline object _name(const unsigned char* p, Py_ssize_t n):
     return s
 cdef object _INF_MAX = INF_MAX
 cdef object _Row = Row
+cdef object _CapacityUnit = CapacityUnit
 cdef object _new_object = object.__new__
 cdef Py_ssize_t _SHORT_PK_STR = SHORT_PK_STR
 cdef object _by_gen = itemgetter(0)
@@ -486,14 +487,28 @@ def row_cells(Py_ssize_t row_key_len, entries, Py_ssize_t keep):
 
 
 # -- result objects -----------------------------------------------------------
+# Built without their Python-level __init__ and untracked by the cyclic GC
+# (see _untracked in _rowcodec.pxd).
 cdef object _make_row(primary_key, attribute_columns):
     """``Row(primary_key, attribute_columns)`` without the Python-level __init__
     call: the same two attributes, set in the same order (the twin tests
-    compare rows by their attributes)."""
-    row = _new_object(_Row)
+    compare rows by their attributes); the row and its lists untracked."""
+    row = _untracked(_new_object(_Row))
+    if type(primary_key) is list:
+        _untracked(primary_key)
+    if type(attribute_columns) is list:
+        _untracked(attribute_columns)
     row.primary_key = primary_key
     row.attribute_columns = attribute_columns
     return row
+
+
+cdef object _make_cu(Py_ssize_t read, Py_ssize_t write):
+    """``CapacityUnit(read, write)`` without the Python-level __init__, untracked."""
+    cu = _untracked(_new_object(_CapacityUnit))
+    cu.read = read
+    cu.write = write
+    return cu
 
 
 cdef list _pk_list(list names, list values):

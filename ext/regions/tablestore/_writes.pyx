@@ -13,7 +13,8 @@ from cpython.unicode cimport PyUnicode_AsUTF8String
 from regions._buf cimport Buf
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free
-from regions.tablestore._rowcodec cimport _delta_key, _make_row, _plain_key, _put_delta
+from regions.tablestore._rowcodec cimport (_delta_key, _make_cu, _make_row, _plain_key, _put_delta,
+                                           _untracked)
 from lsm._keys cimport KIND_VALUE
 
 import logging
@@ -23,14 +24,13 @@ from regions.tablestore import cells as _cells_module
 from regions.tablestore._rowcodec import put_head
 from regions.tablestore.capacity import UNIT
 from regions.tablestore.metadata import (BatchWriteRowResponseItem, BatchWriteRowType,
-                                         CapacityUnit, Condition, PutRowItem, ReturnType, Row,
+                                         Condition, PutRowItem, ReturnType, Row,
                                          RowExistenceExpectation)
 from regions.tablestore.validate import MAX_ROW_WRITE_BYTES, MAX_VALUE_BYTES, _GOOD_NAMES
 
 _log = logging.getLogger("regions.tablestore")
 
 cdef object _new_object = object.__new__
-cdef object _CapacityUnit = CapacityUnit
 cdef object _Row = Row
 cdef Py_ssize_t _UNIT = UNIT
 cdef Py_ssize_t _MAX_PLAIN_STR = MAX_VALUE_BYTES // 4     # validate._plain_value
@@ -311,7 +311,7 @@ cdef class PlainWriter:
                                                        self._gens.next()),
                                 _put_delta(now, cell[2])))
                 self._server.write(table_name, _WriteBatch.of_ops(ops))
-        return _CapacityUnit(0, max(1, (size + _UNIT - 1) // _UNIT)), None
+        return _make_cu(0, max(1, (size + _UNIT - 1) // _UNIT)), None
 
 
 cdef inline Py_ssize_t _stripe(bytes row_key, Py_ssize_t n) except -1:
@@ -341,12 +341,13 @@ cdef object _failed_item(kind, table, exc, Py_ssize_t index):
 cdef object _ok_item(Py_ssize_t size, Py_ssize_t index):
     """``BatchWriteRowResponseItem(True, None, None, CU, None)``, its attributes
     set in the order its ``__init__`` sets them, then its ``index`` in its
-    table's rows (``BatchWriteRowResponse`` sets it)."""
-    item = _new_object(_BatchWriteRowResponseItem)
+    table's rows (``BatchWriteRowResponse`` sets it); untracked by the GC, as
+    its CU and row are (_rowcodec.pxd)."""
+    item = _untracked(_new_object(_BatchWriteRowResponseItem))
     item.is_ok = True
     item.error_code = None
     item.error_message = None
-    item.consumed = _CapacityUnit(0, max(1, (size + _UNIT - 1) // _UNIT))
+    item.consumed = _make_cu(0, max(1, (size + _UNIT - 1) // _UNIT))
     item.row = _make_row(None, None)
     item.index = index
     return item
