@@ -2,7 +2,7 @@
 
 Layout: a ``dict`` from user key to its versions, plus a ``SortedList`` of
 the user keys for ordered reads.  How a key's versions are held (a bare
-tuple or a list) is known only to ext/lsm/_memtable.pyx (``add_version``,
+tuple or a list) is known only to ext/lsm/_memtable.pyx (``add_entry``,
 ``get_version``, ``MemTableIterator``); ``DB.get`` calls ``get_version``.
 A point read is one dict lookup (no O(log n) search, unlike a skiplist) and a
 write of an existing key is a list append.  A new key is appended to
@@ -26,7 +26,7 @@ from bisect import bisect_left as _bisect_left
 
 from sortedcontainers import SortedList
 
-from ._memtable import MemTableIterator, add_batch, add_version, get_version
+from ._memtable import MemTableIterator, add_entries, add_entry, get_version
 
 __all__ = ["MemTable"]
 
@@ -44,17 +44,13 @@ class MemTable:
         self.overhead = entry_overhead
 
     def add(self, seq: int, kind: int, key: bytes, value: bytes) -> None:
-        """Record one write.  Caller holds the DB's write lock."""
-        if add_version(self.versions, key, seq, kind, value):
-            self._pending.append(key)     # list.append is atomic under the GIL
-        self.approximate_bytes += len(key) + len(value) + self.overhead
-        self.entries += 1
+        """Record one write (``_memtable.add_entry``).  Caller holds the DB's write lock."""
+        add_entry(self, seq, kind, key, value)
 
     def add_all(self, seq: int, ops) -> None:
         """``add`` each (kind, key, value) of ``ops`` at ``seq``, ``seq + 1``, ...
-        in one C call.  Caller holds the DB's write lock."""
-        self.approximate_bytes += add_batch(self.versions, self._pending, seq, ops, self.overhead)
-        self.entries += len(ops)
+        in one C call (``_memtable.add_entries``).  Caller holds the DB's write lock."""
+        add_entries(self, seq, ops)
 
     def get(self, key: bytes, seq: int):
         """``(kind, value)`` of the newest version with sequence <= seq, or None."""

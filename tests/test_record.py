@@ -2,7 +2,8 @@
 payload) and of the memtable's batch insert equal the Python paths."""
 import random
 
-from lsm._memtable import add_batch, add_version
+from lsm._memtable import add_entries, add_version
+from lsm.memtable import MemTable
 from lsm._record import encode_batch, frame_batch, frame_single
 from lsm.batch import decode_record, encode_record, encode_single
 from lsm.memfs import MemoryAppendFile
@@ -67,17 +68,25 @@ def test_frame_batch_matches_add_record_of_encode_record_or_declines():
         assert list(LogReader(b.getvalue())) == [payload]
 
 
-def test_add_batch_is_add_version_per_entry():
+def test_add_entries_is_add_version_per_entry():
+    import gc
     rng = random.Random(5)
     keys = [rng.randbytes(rng.randint(1, 6)) for _ in range(30)]   # repeats: version lists
-    a, b, pending_a, pending_b = {}, {}, [], []
+    mem, one = MemTable(64), MemTable(64)
+    b, pending_b = {}, []
     seq = 1
     for _ in range(50):
         ops = _random_ops(rng, rng.randint(0, 40), keys)
-        charged = add_batch(a, pending_a, seq, ops, 64)
+        charged = mem.approximate_bytes
+        add_entries(mem, seq, ops)
         for i, (kind, key, value) in enumerate(ops):
+            one.add(seq + i, kind, key, value)
             if add_version(b, key, seq + i, kind, value):
                 pending_b.append(key)
-        assert charged == sum(len(k) + len(v) + 64 for _, k, v in ops)
+        assert mem.approximate_bytes - charged == sum(len(k) + len(v) + 64 for _, k, v in ops)
         seq += len(ops)
-    assert a == b and pending_a == pending_b
+    assert mem.versions == b == one.versions and mem._pending == pending_b == one._pending
+    assert mem.entries == one.entries == seq - 1
+    assert mem.approximate_bytes == one.approximate_bytes
+    # versions hold no container: untracked from the start
+    assert not any(gc.is_tracked(v) for v in b.values() if type(v) is tuple)

@@ -5,10 +5,13 @@ key's versions are held, and the memtable's internal iterator.
 Representation (lsm/memtable.py keeps the dict and the sorted keys): a dict
 from user key to its versions, each ``(seq, kind, value)``; a key with one
 version maps to that bare tuple, a key with more to a list of them, oldest
-first.  Tuples of ints and bytes are untracked by the cyclic GC, lists are
-not, and full collections over a million tracked lists cost a write-heavy
-load ~15% (measured).  Only this module looks inside: ``add_version``,
-``get_version`` and ``MemTableIterator``.
+first.  The tuples are untracked by the cyclic GC from the start (``_version``),
+lists are not, and full collections over a million tracked lists cost a
+write-heavy load ~15% (measured).  Only this module looks inside:
+``add_version``, ``add_entry``, ``add_entries``, ``get_version`` and
+``MemTableIterator``; ``add_entry`` and ``add_entries`` also keep the
+memtable's pending keys and charge (``MemTable.add`` and ``add_all`` are
+them, and so is the DB's write path, lsm/_record.pyx).
 
 Thread-safety: one writer (the DB's write lock) and any number of readers;
 replacing a dict value and appending to a list are atomic under the GIL.
@@ -26,25 +29,51 @@ cdef enum:
     CHUNK = 128         # ... doubling up to this many on each later load
 
 
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void* op)
+
+
+cdef inline tuple _version(uint64_t seq, int kind, bytes value):
+    """``(seq, kind, value)``, untracked from the start: it holds no container,
+    and a young collection would otherwise walk it once just to find that
+    out; while every key has one version the dict then stays untracked too,
+    so full collections skip the memtable."""
+    cdef tuple t = (seq, kind, value)
+    PyObject_GC_UnTrack(<void*>t)
+    return t
+
+
 cpdef bint add_version(dict versions, bytes key, uint64_t seq, int kind, bytes value):
     """Record one version of ``key``; True when the key is new."""
     cdef object vs = versions.get(key)
     if vs is None:
-        versions[key] = (seq, kind, value)
+        versions[key] = _version(seq, kind, value)
         return True
     if type(vs) is tuple:
-        versions[key] = [vs, (seq, kind, value)]
+        versions[key] = [vs, _version(seq, kind, value)]
     else:
-        (<list>vs).append((seq, kind, value))
+        (<list>vs).append(_version(seq, kind, value))
     return False
 
 
-def add_batch(dict versions, list pending, uint64_t seq, list ops, Py_ssize_t overhead):
-    """``add_version`` of each (kind, key, value) of ``ops`` at sequences
-    ``seq``, ``seq + 1``, ...; new keys appended to ``pending``.  Returns the
-    bytes to charge (key + value + ``overhead`` per entry).  Runs no Python
-    code, so no other thread sees the batch half-added."""
-    cdef Py_ssize_t i, total = 0
+cpdef add_entry(object mem, uint64_t seq, int kind, bytes key, bytes value):
+    """``MemTable.add``: one write recorded (a new key also appended to the
+    memtable's pending keys) and charged (key + value + ``overhead``
+    bytes).  Caller holds the DB's write lock."""
+    if add_version(mem.versions, key, seq, kind, value):
+        (<list?>mem._pending).append(key)     # list.append is atomic under the GIL
+    mem.approximate_bytes += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value) + <Py_ssize_t>mem.overhead
+    mem.entries += 1
+
+
+cpdef add_entries(object mem, uint64_t seq, list ops):
+    """``MemTable.add_all``: ``add_entry`` of each (kind, key, value) of
+    ``ops`` at sequences ``seq``, ``seq + 1``, ...  Runs no Python code, so
+    no other thread sees the batch half-added.  Caller holds the DB's write
+    lock."""
+    cdef Py_ssize_t i, total = 0, overhead = mem.overhead
+    cdef dict versions = mem.versions
+    cdef list pending = mem._pending
     cdef tuple op
     cdef bytes key, value
     for i in range(len(ops)):
@@ -53,8 +82,9 @@ def add_batch(dict versions, list pending, uint64_t seq, list ops, Py_ssize_t ov
         value = <bytes?>op[2]
         if add_version(versions, key, seq + i, <int>op[0], value):
             pending.append(key)
-        total += len(key) + len(value) + overhead
-    return total
+        total += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value) + overhead
+    mem.approximate_bytes += total
+    mem.entries += len(ops)
 
 
 cpdef object get_version(dict versions, bytes key, uint64_t seq):
