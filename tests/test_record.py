@@ -88,5 +88,7 @@ def test_add_entries_is_add_version_per_entry():
     assert mem.versions == b == one.versions and mem._pending == pending_b == one._pending
     assert mem.entries == one.entries == seq - 1
     assert mem.approximate_bytes == one.approximate_bytes
-    # versions hold no container: untracked from the start
-    assert not any(gc.is_tracked(v) for v in b.values() if type(v) is tuple)
+    # versions and version lists hold no container but versions: untracked from the start
+    assert any(type(v) is list for v in b.values())
+    assert not any(gc.is_tracked(v) for v in b.values())
+    assert not any(gc.is_tracked(x) for v in b.values() if type(v) is list for x in v)

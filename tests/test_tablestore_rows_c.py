@@ -528,10 +528,17 @@ def test_read_results_are_untracked_and_still_freed():
         refs = [weakref.ref(it.row) for it in items[:5]] + [weakref.ref(items[0])]
         del items
         assert all(r() is None for r in refs)
-        req = BatchWriteRowRequest()
-        req.add(TableInBatchWriteRowItem("t", [PutRowItem(Row([("k", 9)], [("a", 9)]), None)]))
-        (done,) = client.batch_write_row(req).get_put()[0]
-        assert done.is_ok and not gc.is_tracked(done) and not gc.is_tracked(done.consumed)
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            try:
+                req = BatchWriteRowRequest()
+                req.add(TableInBatchWriteRowItem("t", [PutRowItem(Row([("k", 9)], [("a", 9)]),
+                                                                  None)]))
+                (done,) = client.batch_write_row(req).get_put()[0]
+                assert gc.isenabled() is enabled        # paused only while the batch ran
+            finally:
+                gc.enable()
+            assert done.is_ok and not gc.is_tracked(done) and not gc.is_tracked(done.consumed)
 
 
 # -- PlainWriter: put_row of a plain row in one C call ---------------------------

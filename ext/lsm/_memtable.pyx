@@ -5,9 +5,10 @@ key's versions are held, and the memtable's internal iterator.
 Representation (lsm/memtable.py keeps the dict and the sorted keys): a dict
 from user key to its versions, each ``(seq, kind, value)``; a key with one
 version maps to that bare tuple, a key with more to a list of them, oldest
-first.  The tuples are untracked by the cyclic GC from the start (``_version``),
-lists are not, and full collections over a million tracked lists cost a
-write-heavy load ~15% (measured).  Only this module looks inside:
+first.  Tuples and lists are untracked by the cyclic GC from the start: they
+hold no container but each other, and only this module builds or changes
+them (full collections over a million tracked version lists cost a
+write-heavy load ~15%, measured).  Only this module looks inside:
 ``add_version``, ``add_entry``, ``add_entries``, ``get_version`` and
 ``MemTableIterator``; ``add_entry`` and ``add_entries`` also keep the
 memtable's pending keys and charge (``MemTable.add`` and ``add_all`` are
@@ -50,7 +51,9 @@ cpdef bint add_version(dict versions, bytes key, uint64_t seq, int kind, bytes v
         versions[key] = _version(seq, kind, value)
         return True
     if type(vs) is tuple:
-        versions[key] = [vs, _version(seq, kind, value)]
+        vs = [vs, _version(seq, kind, value)]
+        PyObject_GC_UnTrack(<void*>vs)    # holds only versions: in no cycle, ever
+        versions[key] = vs
     else:
         (<list>vs).append(_version(seq, kind, value))
     return False

@@ -517,17 +517,17 @@ class RowItem(_Value):
 
 class PutRowItem(RowItem):
     def __init__(self, row, condition, return_type=None):
-        super().__init__(BatchWriteRowType.PUT, row, condition, return_type)
+        RowItem.__init__(self, BatchWriteRowType.PUT, row, condition, return_type)
 
 
 class UpdateRowItem(RowItem):
     def __init__(self, row, condition, return_type=None):
-        super().__init__(BatchWriteRowType.UPDATE, row, condition, return_type)
+        RowItem.__init__(self, BatchWriteRowType.UPDATE, row, condition, return_type)
 
 
 class DeleteRowItem(RowItem):
     def __init__(self, row, condition, return_type=None):
-        super().__init__(BatchWriteRowType.DELETE, row, condition, return_type)
+        RowItem.__init__(self, BatchWriteRowType.DELETE, row, condition, return_type)
 
 
 class TableInBatchGetRowItem(_Value):

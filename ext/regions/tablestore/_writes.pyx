@@ -30,6 +30,10 @@ from regions.tablestore.validate import MAX_ROW_WRITE_BYTES, MAX_VALUE_BYTES, _G
 
 _log = logging.getLogger("regions.tablestore")
 
+cdef extern from "Python.h":
+    int PyGC_Enable()
+    int PyGC_Disable()
+
 cdef object _new_object = object.__new__
 cdef object _Row = Row
 cdef Py_ssize_t _UNIT = UNIT
@@ -188,7 +192,20 @@ cdef class PlainWriter:
         row's partition checked against the transactions' locks (a refused
         row fails alone), one region-server write of their heads; if that
         write fails, the rows it did not apply fail (``writes.failed_item``).
+
+        Run with the cyclic GC paused, as a BatchGetRow's items are built
+        (_reads.RowReader.items): the request's rows are young objects, and
+        each collection the batch's allocations would trigger walks them
+        all.  The pause is global and bounded by the batch (BATCH_WRITE_ROWS).
         """
+        cdef int was_enabled = PyGC_Disable()
+        try:
+            return self._batch(items, max_bytes)
+        finally:
+            if was_enabled:
+                PyGC_Enable()
+
+    cdef object _batch(self, dict items, Py_ssize_t max_bytes):
         cdef Py_ssize_t attr, size, total = 0, i, n, nlocks = len(self._locks)
         cdef list plans = [], rows, results, stripes
         cdef tuple got
