@@ -24,19 +24,20 @@ import logging
 import os
 import threading
 import time
+from operator import attrgetter
 
 from . import filenames
 from ._db_iter import DBIterator
 from ._iter import LevelIterator, ListIterator, MergingIterator
 from ._read import PointPath
-from ._record import encode_batch, frame_batch, frame_single
+from ._state import DBState
+from ._write import WritePath
 from .background import BackgroundWork
-from .batch import WriteBatch, check_bound, check_key, check_value, encode_single, replay
+from .batch import WriteBatch, check_bound, replay
 from .cache import BlockCache, TableCache
 from .check import check_db
 from .views import create_store_from_views
 from .compaction import range_compactions
-from .dbformat import KIND_DELETE, KIND_VALUE
 from .errors import ClosedError, ReadOnlyError
 from .fs import OSFileSystem
 from .memfs import open_in_memory
@@ -115,12 +116,29 @@ class _Log:
         self.wanted = 0
 
 
+def _state_field(name: str) -> property:
+    """The DB attribute that is field ``name`` of its ``DBState`` (lsm/_state.pyx)."""
+    def set_field(db, value):
+        setattr(db._s, name, value)
+    return property(attrgetter("_s." + name), set_field)
+
+
 class DB(BackgroundWork):
     """An open store.  Create with ``DB.open(path)``; see the module doc.
 
     This file holds the DB's API and state; flush, compaction and file
     cleanup are ``BackgroundWork`` (lsm/background.py).
     """
+
+    # The state the C paths read on every call lives in C fields
+    # (``self._s``, lsm/_state.pyx); these are their Python names.
+    _mem = _state_field("mem")
+    _imm = _state_field("imm")
+    _log = _state_field("log")
+    _last_seq = _state_field("last_seq")
+    _closed = _state_field("closed")
+    _write_error = _state_field("write_error")
+    _bg_error = _state_field("bg_error")
 
     # ------------------------------------------------------------------ open
     @classmethod
@@ -171,6 +189,7 @@ class DB(BackgroundWork):
         return cls.open(path, options)
 
     def _init(self, path, options):
+        self._s = DBState()
         self.path = path
         self.options = options
         self.fs = options.fs or OSFileSystem()
@@ -203,11 +222,15 @@ class DB(BackgroundWork):
         self.block_cache = options.block_cache if options.block_cache is not None \
             else BlockCache(options.block_cache_bytes)
         self._tables = TableCache(self._open_table, options.max_open_files)   # file number -> table
-        self._point = PointPath(self, self._tables.peek.__self__)
+        self._point = PointPath(self, self._s, self._tables.peek.__self__)
         self.get = self._point.get      # the point read, one C call (lsm/_read.pyx); DB.get documents it
         self.scan_chunk = self._point.scan_chunk    # likewise; DB.scan_chunk documents it
         self.scan_short = self._point.scan_short    # likewise; DB.scan_short documents it
         self.scan_short_many = self._point.scan_short_many  # likewise
+        self._writes = WritePath(self, self._s)
+        self.put = self._writes.put     # the write path, one C call each (lsm/_write.pyx)
+        self.delete = self._writes.delete
+        self.write = self._writes.write
 
     def _abort_open(self):
         try:
@@ -293,18 +316,14 @@ class DB(BackgroundWork):
 
     # ------------------------------------------------------------------ writes
     def put(self, key: bytes, value: bytes, sync: bool = None) -> None:
-        """Set ``key`` to ``value``.  See the module doc for durability."""
-        if type(key) is not bytes or not key or len(key) > self.options.max_key_bytes:
-            check_key(key, self.options.max_key_bytes)
-        if type(value) is not bytes or len(value) > self.options.max_value_bytes:
-            check_value(value, self.options.max_value_bytes)
-        self._write_one(KIND_VALUE, key, value, sync)
+        """Set ``key`` to ``value``.  See the module doc for durability.
+        (One C call, ``lsm._write.WritePath.put``, which each DB binds as
+        its ``put``; likewise ``delete`` and ``write``.)"""
+        self._writes.put(key, value, sync)
 
     def delete(self, key: bytes, sync: bool = None) -> None:
         """Remove ``key`` (a tombstone; no error if it is absent)."""
-        if type(key) is not bytes or not key or len(key) > self.options.max_key_bytes:
-            check_key(key, self.options.max_key_bytes)
-        self._write_one(KIND_DELETE, key, b"", sync)
+        self._writes.delete(key, sync)
 
     def _admit(self) -> _Log:
         """With the write lock held: refuse if closed or failed, make room
@@ -319,72 +338,9 @@ class DB(BackgroundWork):
             self._make_room()
         return self._log
 
-    def _write_one(self, kind, key, value, sync):
-        with self._write_lock:
-            # _admit's checks inline on the hot path; it decides when any fails
-            if (self._closed or self._write_error is not None or self._bg_error is not None
-                    or self._mem.approximate_bytes >= self.options.memtable_bytes
-                    or len(self.versions.current.levels[0]) >= self.options.l0_slowdown_trigger):
-                lg = self._admit()
-            else:
-                lg = self._log
-            seq = self._last_seq + 1
-            w = lg.writer
-            try:
-                rec = frame_single(seq, kind, key, value, w.room)
-                if rec is not None:
-                    w.append_framed(rec)
-                else:
-                    w.add_record(encode_single(seq, kind, key, value))
-            except BaseException as e:
-                self._write_error = e
-                raise
-            self._mem.add(seq, kind, key, value)
-            self._last_seq = seq
-            self._stats["wal_appends"] += 1
-            end = lg.file.size
-            sync = sync or (sync is None and self.options.sync)
-            if sync:
-                lg.wanted = end
-        if sync:
-            self._sync_log(lg, end)
-
     def write(self, batch: WriteBatch, sync: bool = None) -> None:
         """Apply every operation of ``batch`` atomically, in order."""
-        if not isinstance(batch, WriteBatch):
-            raise TypeError(f"batch must be lsm.WriteBatch, got {type(batch).__name__}")
-        ops = list(batch.ops)
-        if not ops:
-            return
-        kmax, vmax = self.options.max_key_bytes, self.options.max_value_bytes
-        if batch.approximate_bytes > min(kmax, vmax):   # else no key or value can be too long
-            for kind, key, value in ops:
-                if len(key) > kmax:
-                    check_key(key, kmax)
-                if len(value) > vmax:
-                    check_value(value, vmax)
-        with self._write_lock:
-            lg = self._admit()
-            seq = self._last_seq + 1
-            w = lg.writer
-            try:
-                rec = frame_batch(seq, ops, w.room)
-                if rec is not None:
-                    w.append_framed(rec)
-                else:
-                    w.add_record(encode_batch(seq, ops))
-            except BaseException as e:
-                self._write_error = e
-                raise
-            self._mem.add_all(seq, ops)
-            self._last_seq = seq + len(ops) - 1
-            self._stats["wal_appends"] += 1
-            end = lg.file.size
-            sync = sync or (sync is None and self.options.sync)
-            if sync:
-                lg.wanted = end
-        if sync:
-            self._sync_log(lg, end)
+        self._writes.write(batch, sync)
 
     def _sync_log(self, lg: _Log, end: int) -> None:
         """Group commit: make the WAL durable up to ``end``.

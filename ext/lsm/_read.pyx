@@ -1,7 +1,7 @@
 # cython: language_level=3
 """``DB.get`` in one C call (docs/impl.md, "A point read").
 
-``PointPath(db).get(key, snapshot=None)`` walks what ``DB.get`` reads, in
+``PointPath(db, state, tables).get(key, snapshot=None)`` walks what ``DB.get`` reads, in
 order, and stops at the first entry of ``key`` visible at the read's
 sequence: the memtable and the frozen memtable (``_memtable.get_version``),
 then the current version's L0 tables newest first and one table per deeper
@@ -12,11 +12,12 @@ found (and the block-cache key); only a table not yet open (the DB's
 ``_table``) or a block-cache miss (the table's ``_fill``) calls back into
 Python.
 
-It reads the DB's state as ``DB.get`` did: ``_mem``, ``_imm``,
-``_last_seq``, ``versions.current`` and the table cache's map (lock-free,
+It reads the DB's state as ``DB.get`` did: the memtables, the last
+sequence and the closed flag from the DB's ``DBState`` (lsm/_state.pyx, C
+fields), ``versions.current`` and the table cache's map (lock-free,
 see lsm/cache.py ``TableCache.peek``).  If a compaction deleted a table
 between reading the version and opening the file, the read retries on the
-new version.  ``PointPath(db).scan_chunk(start, end, limit, reverse, snapshot)`` is
+new version.  ``PointPath(...).scan_chunk(start, end, limit, reverse, snapshot)`` is
 ``DB.scan_chunk``: the first ``limit`` entries of ``[start, end)`` read in
 one call.  It builds the merging iterator of only the sources that may hold
 the range, as ``DB.iterator`` does, but without pinning the version: every
@@ -39,6 +40,7 @@ from lsm._db_iter cimport DBIterator
 from lsm._iter cimport InternalIterator
 from lsm._keys cimport KIND_VALUE, bisect_keys, cmp_user, lower_bound as _lower_bound, pack_tag
 from lsm._memtable cimport get_version, visible_range
+from lsm._state cimport DBState
 from lsm._table cimport PointReader
 
 from lsm._iter import LevelIterator, MergingIterator
@@ -55,27 +57,30 @@ cdef enum:
 cdef class PointPath:
     """The point read of one ``DB`` (see the module doc)."""
     cdef object _db
+    cdef DBState _s            # the DB's memtables, last sequence, closed flag
     cdef object _tables        # the TableCache's OrderedDict: number -> Table/TableView
 
-    def __init__(self, db, tables_map):
+    def __init__(self, db, DBState state not None, tables_map):
         self._db = db
+        self._s = state
         self._tables = tables_map
 
     def get(self, key, snapshot=None):
         """The value of ``key``, or None (``DB.get``)."""
         cdef object db = self._db
+        cdef DBState s = self._s
         cdef uint64_t seq
         cdef object v, versions, r
         cdef int attempt
         if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0:
             check_key(key, db.options.max_key_bytes)
-        if db._closed:
+        if s.closed:
             db._check_open()
-        seq = db._last_seq if snapshot is None else db._snapshot_seq(snapshot)
-        v = get_version(db._mem.versions, <bytes>key, seq)
+        seq = s.last_seq if snapshot is None else db._snapshot_seq(snapshot)
+        v = get_version(s.mem.versions, <bytes>key, seq)
         if v is not None:
             return (<tuple>v)[2] if (<tuple>v)[1] == KIND_VALUE else None
-        v = db._imm
+        v = s.imm
         if v is not None:
             v = get_version(v.versions, <bytes>key, seq)
             if v is not None:
@@ -139,15 +144,16 @@ cdef class PointPath:
         them.  ``short``: each range that can be (two bytes bounds, start <
         end) is read as ``scan_short`` reads it."""
         cdef object db = self._db
+        cdef DBState s = self._s
         cdef uint64_t seq
         cdef object v, versions, got
         cdef list out
         cdef int attempt
-        if db._closed:
+        if s.closed:
             db._check_open()
-        seq = db._last_seq if snapshot is None else db._snapshot_seq(snapshot)
+        seq = s.last_seq if snapshot is None else db._snapshot_seq(snapshot)
         # After seq: every entry at or below it is in these memtables by now.
-        mem, imm = db._mem, db._imm
+        mem, imm = s.mem, s.imm
         versions = db.versions
         for attempt in range(3):
             v = versions.current

@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""The put/delete hot path: one WAL record, framed, built in one C buffer.
+"""The WAL record of a write, framed, built in one C buffer (for the write
+path, lsm._write, through _record.pxd).
 
 ``frame_single`` returns the bytes that ``LogWriter.add_record(
 encode_single(seq, kind, key, value))`` would append when the record fits in
@@ -36,9 +37,14 @@ cdef Py_ssize_t HEADER = wal.HEADER_SIZE
 cdef unsigned char FULL = wal.FULL
 
 
-def frame_single(uint64_t seq, int kind, bytes key, bytes value, Py_ssize_t block_left):
+def frame_single(uint64_t seq, int kind, bytes key not None, bytes value not None,
+                 Py_ssize_t block_left):
     """The framed WAL bytes of a one-entry batch, or None if it does not fit
     in ``block_left`` bytes (the caller then takes the general path)."""
+    return _frame_single(seq, kind, key, value, block_left)
+
+
+cdef bytes _frame_single(uint64_t seq, int kind, bytes key, bytes value, Py_ssize_t block_left):
     cdef Py_ssize_t kn = PyBytes_GET_SIZE(key)
     cdef Py_ssize_t vn = PyBytes_GET_SIZE(value) if kind == KIND_VALUE else 0
     cdef Py_ssize_t n = 8 + 4 + 1 + 4 + kn + ((4 + vn) if kind == KIND_VALUE else 0)
@@ -100,19 +106,27 @@ cdef void _put_batch(unsigned char* q, uint64_t seq, list ops):
             q += 4 + vn
 
 
-def encode_batch(uint64_t seq, list ops):
+def encode_batch(uint64_t seq, list ops not None):
     """``lsm.batch.encode_record(seq, ops)``: ops are (kind, key, value) tuples
     of bytes (``WriteBatch`` checked them)."""
+    return _encode_batch(seq, ops)
+
+
+cdef bytes _encode_batch(uint64_t seq, list ops):
     cdef Py_ssize_t n = _batch_size(ops)
     cdef bytes out = PyBytes_FromStringAndSize(NULL, n)
     _put_batch(<unsigned char*>PyBytes_AS_STRING(out), seq, ops)
     return out
 
 
-def frame_batch(uint64_t seq, list ops, Py_ssize_t block_left):
+def frame_batch(uint64_t seq, list ops not None, Py_ssize_t block_left):
     """``frame_single`` for a batch: the framed WAL bytes of
     ``encode_batch(seq, ops)`` as one FULL record, or None if it does not fit
     in ``block_left`` bytes (the caller then takes the general path)."""
+    return _frame_batch(seq, ops, block_left)
+
+
+cdef bytes _frame_batch(uint64_t seq, list ops, Py_ssize_t block_left):
     cdef Py_ssize_t n = _batch_size(ops)
     if n + HEADER > block_left or n > 0xffff:
         return None

@@ -1,0 +1,8 @@
+# The live state of an open DB, for its C paths (lsm._read, lsm._write).
+from libc.stdint cimport uint64_t
+
+
+cdef class DBState:
+    cdef public object mem, imm, log, write_error, bg_error
+    cdef public bint closed
+    cdef public uint64_t last_seq

@@ -1,0 +1,28 @@
+# cython: language_level=3
+"""The live state of an open DB that its C paths read on every call.
+
+``DBState`` holds, as C fields, what ``DB.get`` (``lsm._read``) and ``DB.put``,
+``delete`` and ``write`` (``lsm._write``) read or change each time: the
+memtable (``mem``), the frozen one (``imm``), the WAL (``log``, a ``_Log``),
+the last sequence number, whether the DB is closed, and the failures that
+make it refuse writes (``write_error``, ``bg_error``).  The DB's own
+attributes of those names (``_mem``, ``_imm``, ``_log``, ``_last_seq``,
+``_closed``, ``_write_error``, ``_bg_error``) are properties over these
+fields, so there is one copy, and the DB's Python code reads and writes it
+as before.  Why C fields: C code reading a Python object's attributes goes
+through the generic attribute lookup, which costs about what Python 3.11's
+specialized bytecode does for the same reads: a put written in C over the
+DB's ``__dict__`` measured no faster than the Python one (docs/performance.md).
+"""
+
+
+cdef class DBState:
+    """See the module doc.  Guarded as the DB guards the attributes: writes
+    under its write lock (and ``_mutex`` for ``imm``), reads lock-free under
+    the GIL."""
+
+    def __init__(self):
+        self.mem = self.imm = self.log = None
+        self.write_error = self.bg_error = None
+        self.closed = False
+        self.last_seq = 0

@@ -1,0 +1,135 @@
+# cython: language_level=3
+"""``DB.put``, ``DB.delete`` and ``DB.write`` in one C call each (docs/impl.md,
+"A write").
+
+``WritePath(db)`` holds what a write does, in order: the arguments checked
+(``check_key``, ``check_value``, the batch's keys and values), then under the
+DB's write lock:
+
+- admission: ``DB._admit`` when the DB is closed or failed, its memtable is
+  full, or L0 has reached its slowdown trigger (it refuses, switches the
+  memtable or waits); otherwise the current WAL;
+- the next sequence number(s);
+- the WAL record, framed in one buffer (``lsm._record``) and appended
+  (``LogWriter.append_framed``; ``add_record`` for a record that does not fit
+  in the rest of the block).  A failed append marks the DB failed
+  (``_write_error``): every later write is refused;
+- the memtable (``_memtable.add_entry`` / ``add_entries``), the last
+  sequence and the ``wal_appends`` count;
+- with ``sync`` (or ``Options.sync``), the end of the record as the log's
+  ``wanted``;
+
+and after the lock, for a durable write, ``DB._sync_log`` (group commit).
+The DB reads and writes the same state under the same lock elsewhere (the
+memtable switch, flush, close); only the order of the steps lives here.
+Each DB binds its ``put``, ``delete`` and ``write`` to its WritePath's; the
+DB's methods document them.  Thread-safety: any number of threads (the
+write lock serializes them).
+"""
+from cpython.bytes cimport PyBytes_GET_SIZE
+from libc.stdint cimport uint64_t
+
+from lsm._keys cimport KIND_DELETE, KIND_VALUE
+from lsm._memtable cimport add_entries, add_entry
+from lsm._record cimport _encode_batch, _frame_batch, _frame_single
+from lsm._state cimport DBState
+
+from lsm.batch import WriteBatch, check_key, check_value, encode_single
+
+
+cdef class WritePath:
+    """The write path of one ``DB`` (see the module doc)."""
+    cdef object _db, _lock, _stats, _options
+    cdef DBState _s
+
+    def __init__(self, db, DBState state not None):
+        self._db = db
+        self._s = state
+        self._lock = db._write_lock      # the DB's, for its life
+        self._stats = db._stats
+        self._options = db.options
+
+    def put(self, key, value, sync=None):
+        """``DB.put``."""
+        cdef object options = self._options
+        if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0 \
+                or PyBytes_GET_SIZE(key) > options.max_key_bytes:
+            check_key(key, options.max_key_bytes)
+        if type(value) is not bytes or PyBytes_GET_SIZE(value) > options.max_value_bytes:
+            check_value(value, options.max_value_bytes)
+        self._apply(KIND_VALUE, key, value, None, sync)
+
+    def delete(self, key, sync=None):
+        """``DB.delete``."""
+        cdef object options = self._options
+        if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0 \
+                or PyBytes_GET_SIZE(key) > options.max_key_bytes:
+            check_key(key, options.max_key_bytes)
+        self._apply(KIND_DELETE, key, b"", None, sync)
+
+    def write(self, batch, sync=None):
+        """``DB.write``."""
+        cdef list ops
+        cdef object options = self._options
+        if not isinstance(batch, WriteBatch):
+            raise TypeError(f"batch must be lsm.WriteBatch, got {type(batch).__name__}")
+        ops = list(batch.ops)
+        if not ops:
+            return
+        kmax, vmax = options.max_key_bytes, options.max_value_bytes
+        if batch.approximate_bytes > min(kmax, vmax):   # else no key or value can be too long
+            for kind, key, value in ops:
+                if len(key) > kmax:
+                    check_key(key, kmax)
+                if len(value) > vmax:
+                    check_value(value, vmax)
+        self._apply(0, None, None, ops, sync)
+
+    cdef _apply(self, int kind, bytes key, bytes value, list ops, sync):
+        """One checked write: ``ops`` (a batch), or else one ``kind`` entry."""
+        cdef DBState s = self._s
+        cdef object options = self._options, lock = self._lock, db
+        cdef bint durable = False
+        cdef bytes rec
+        cdef uint64_t seq
+        lock.acquire()
+        try:
+            mem = s.mem
+            if (s.closed or s.write_error is not None or s.bg_error is not None
+                    or mem.approximate_bytes >= options.memtable_bytes
+                    or len(self._db.versions.current.levels[0]) >= options.l0_slowdown_trigger):
+                lg = self._db._admit()
+                mem = s.mem
+            else:
+                lg = s.log
+            seq = s.last_seq + 1
+            w = lg.writer
+            try:
+                if ops is None:
+                    rec = _frame_single(seq, kind, key, value, w.room)
+                else:
+                    rec = _frame_batch(seq, ops, w.room)
+                if rec is not None:
+                    w.append_framed(rec)
+                elif ops is None:
+                    w.add_record(encode_single(seq, kind, key, value))
+                else:
+                    w.add_record(_encode_batch(seq, ops))
+            except BaseException as e:
+                s.write_error = e
+                raise
+            if ops is None:
+                add_entry(mem, seq, kind, key, value)
+                s.last_seq = seq
+            else:
+                add_entries(mem, seq, ops)
+                s.last_seq = seq + len(ops) - 1
+            self._stats["wal_appends"] += 1
+            end = lg.file.size
+            durable = bool(sync or (sync is None and options.sync))
+            if durable:
+                lg.wanted = end
+        finally:
+            lock.release()
+        if durable:
+            self._db._sync_log(lg, end)
