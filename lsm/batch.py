@@ -12,7 +12,7 @@ per field, which is what Python does fastest.
 """
 import struct
 
-from ._record import ops_bytes
+from ._record import WriteBatch  # in C (ext/lsm/_record.pyx): the write path reads it
 from .dbformat import KIND_DELETE, KIND_VALUE
 from .errors import CorruptionError
 
@@ -109,66 +109,3 @@ def replay(records):
         for i, (kind, key, value) in enumerate(ops):
             yield seq + i, kind, key, value
 
-
-class WriteBatch:
-    """Puts and deletes applied atomically by ``DB.write``, in order.
-
-    Arguments are checked when added, so a bad one raises at once and the
-    batch stays as it was.  Not thread-safe; reusable after ``clear()``.
-
-    >>> b = WriteBatch().put(b"k", b"v").delete(b"old")
-    >>> len(b), b.ops[1]
-    (2, (0, b'old', b''))
-    """
-    __slots__ = ("_ops", "_bytes")
-
-    #: Limits checked when the batch is written (the DB's Options apply);
-    #: here only types and emptiness, so a batch can be built without a DB.
-    def __init__(self):
-        self._ops = []
-        self._bytes = 0
-
-    def put(self, key: bytes, value: bytes) -> "WriteBatch":
-        if type(key) is not bytes or not key or type(value) is not bytes:
-            check_key(key, 1 << 62)
-            check_value(value, 1 << 62)
-        self._ops.append((KIND_VALUE, key, value))
-        self._bytes += len(key) + len(value)
-        return self
-
-    @classmethod
-    def of_ops(cls, ops: list) -> "WriteBatch":
-        """A batch of ``ops``, a list of ``(KIND_VALUE, key, value)`` and
-        ``(KIND_DELETE, key, b"")`` tuples (lsm.dbformat's kinds), checked
-        as ``put`` and ``delete`` check theirs in one C pass: how a caller
-        with many rows builds a batch without a method call a row.  The
-        batch takes ``ops`` over: the caller must not change it after."""
-        if type(ops) is not list:
-            raise TypeError(f"ops must be a list, got {type(ops).__name__}")
-        b = cls.__new__(cls)
-        b._bytes = ops_bytes(ops)
-        b._ops = ops
-        return b
-
-    def delete(self, key: bytes) -> "WriteBatch":
-        if type(key) is not bytes or not key:
-            check_key(key, 1 << 62)
-        self._ops.append((KIND_DELETE, key, b""))
-        self._bytes += len(key)
-        return self
-
-    def clear(self) -> None:
-        self._ops = []
-        self._bytes = 0
-
-    def __len__(self) -> int:
-        return len(self._ops)
-
-    @property
-    def approximate_bytes(self) -> int:
-        return self._bytes
-
-    @property
-    def ops(self):
-        """The (kind, key, value) operations, in order (read-only use)."""
-        return self._ops

@@ -142,7 +142,7 @@ cdef bytes _frame_batch(uint64_t seq, list ops, Py_ssize_t block_left):
     return out
 
 
-def ops_bytes(list ops):
+def ops_bytes(list ops not None):
     """The key and value bytes of ``ops``, ``(kind, key, value)`` tuples that
     ``WriteBatch.of_ops`` takes, checked as ``put`` and ``delete`` check
     theirs: raises TypeError or ValueError naming the first bad one."""
@@ -165,3 +165,72 @@ def ops_bytes(list ops):
             raise ValueError(f"operation {i}: a delete carries no value, got {len(value)} bytes")
         total += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value)
     return total
+
+
+# -- the batch ---------------------------------------------------------------
+cdef class WriteBatch:
+    """Puts and deletes applied atomically by ``DB.write``, in order.
+
+    Arguments are checked when added, so a bad one raises at once and the
+    batch stays as it was.  Not thread-safe; reusable after ``clear()``.
+    (In C, so that the write path and the region server read its operations
+    without a Python call; ``lsm.batch`` owns its record format.)
+
+    >>> b = WriteBatch().put(b"k", b"v").delete(b"old")
+    >>> len(b), b.ops[1]
+    (2, (0, b'old', b''))
+    """
+
+    #: Limits checked when the batch is written (the DB's Options apply);
+    #: here only types and emptiness, so a batch can be built without a DB.
+    def __init__(self):
+        self._ops = []
+        self._bytes = 0
+
+    def put(self, key, value):
+        if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0 or type(value) is not bytes:
+            from lsm.batch import check_key, check_value
+            check_key(key, 1 << 62)
+            check_value(value, 1 << 62)
+        self._ops.append((KIND_VALUE, key, value))
+        self._bytes += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value)
+        return self
+
+    @classmethod
+    def of_ops(cls, ops):
+        """A batch of ``ops``, a list of ``(KIND_VALUE, key, value)`` and
+        ``(KIND_DELETE, key, b"")`` tuples (lsm.dbformat's kinds), checked
+        as ``put`` and ``delete`` check theirs in one C pass: how a caller
+        with many rows builds a batch without a method call a row.  The
+        batch takes ``ops`` over: the caller must not change it after."""
+        cdef WriteBatch b
+        if type(ops) is not list:
+            raise TypeError(f"ops must be a list, got {type(ops).__name__}")
+        b = cls.__new__(cls)
+        b._bytes = ops_bytes(ops)
+        b._ops = ops
+        return b
+
+    def delete(self, key):
+        if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0:
+            from lsm.batch import check_key
+            check_key(key, 1 << 62)
+        self._ops.append((KIND_DELETE, key, b""))
+        self._bytes += PyBytes_GET_SIZE(key)
+        return self
+
+    def clear(self):
+        self._ops = []
+        self._bytes = 0
+
+    def __len__(self):
+        return len(self._ops)
+
+    @property
+    def approximate_bytes(self):
+        return self._bytes
+
+    @property
+    def ops(self):
+        """The (kind, key, value) operations, in order (read-only use)."""
+        return self._ops

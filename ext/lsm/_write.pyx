@@ -31,10 +31,10 @@ from libc.stdint cimport uint64_t
 
 from lsm._keys cimport KIND_DELETE, KIND_VALUE
 from lsm._memtable cimport add_entries, add_entry
-from lsm._record cimport _encode_batch, _frame_batch, _frame_single
+from lsm._record cimport WriteBatch, _encode_batch, _frame_batch, _frame_single
 from lsm._state cimport DBState
 
-from lsm.batch import WriteBatch, check_key, check_value, encode_single
+from lsm.batch import check_key, check_value, encode_single
 
 
 cdef class WritePath:
@@ -73,11 +73,11 @@ cdef class WritePath:
         cdef object options = self._options
         if not isinstance(batch, WriteBatch):
             raise TypeError(f"batch must be lsm.WriteBatch, got {type(batch).__name__}")
-        ops = list(batch.ops)
+        ops = list((<WriteBatch>batch)._ops)
         if not ops:
             return
         kmax, vmax = options.max_key_bytes, options.max_value_bytes
-        if batch.approximate_bytes > min(kmax, vmax):   # else no key or value can be too long
+        if (<WriteBatch>batch)._bytes > min(kmax, vmax):   # else no key or value can be too long
             for kind, key, value in ops:
                 if len(key) > kmax:
                     check_key(key, kmax)
