@@ -33,6 +33,9 @@ cdef class Gate:
     cdef public Py_ssize_t inflight
     cdef public long long reads, writes
     cdef public object _cv
+    #: The region's store and key range (``Region`` sets them): C fields, as
+    #: the Router reads them on every operation.
+    cdef public object db, start, end
 
     def __init__(self, open_state, cv):
         self._open = open_state
