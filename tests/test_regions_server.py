@@ -177,6 +177,13 @@ def test_read_ranges_reads_each_range_as_read_range(server):
     assert sum(r.reads for r in server.regions("t")) - before >= len(ranges)
     assert got == [server.read_range("t", a, b) for a, b in ranges]
     assert [len(g) for g in got[:3]] == [1, 2, 5]
+    # rows of several regions, interleaved: each region read once, in request order
+    rows = [key(i) for i in (5, 8000, 6, 3000, 8001, 7, 2999, 9998)]
+    ranges = [(k, k + b"\x00") for k in rows]
+    before = [r.reads for r in server.regions("t")]
+    got = server.read_ranges("t", ranges)
+    assert [g[0][0] for g in got] == rows
+    assert sum(r.reads for r in server.regions("t")) - sum(before) == len(ranges)
     assert server.read_ranges("t", []) == []
     with pytest.raises(TypeError, match="ranges must hold"):
         server.read_ranges("t", [(key(1), key(2)), key(3)])

@@ -127,6 +127,15 @@ def route(dict tables, object table, bytes key, object write):
 
 
 cdef object _route(dict tables, object table, bytes key, object write):
+    r = _locate(tables, table, key)
+    if r is not None and (<Gate>r).enter(write):
+        return r
+    return None
+
+
+cdef Gate _locate(dict tables, object table, bytes key):
+    """The region of ``tables[table]`` holding ``key``, not entered; None for
+    an unknown table."""
     t = tables.get(table)
     if t is None:
         return None
@@ -142,10 +151,7 @@ cdef object _route(dict tables, object table, bytes key, object write):
             lo = mid + 1
     if lo == 0:
         return None
-    r = regs[lo - 1]
-    if (<Gate?>r).enter(write):
-        return r
-    return None
+    return <Gate?>regs[lo - 1]
 
 
 cdef class Router:
@@ -229,48 +235,47 @@ cdef class Router:
         return list(self.scan(table, start, end))
 
     def read_ranges(self, table, list ranges not None):
-        """``[read_range(table, start, end) for start, end in ranges]``: the
-        ranges of one region that follow each other in the list are read in
-        one call of its store (``lsm.DB.scan_short_many``), at one sequence,
-        under one entry of its gate (each counted as a read).  How
-        BatchGetRow reads its rows."""
-        cdef list out = [None] * len(ranges), group, big = []
-        cdef Py_ssize_t i = 0, j, n = len(ranges)
+        """``[read_range(table, start, end) for start, end in ranges]``, each
+        region's ranges read in one call of its store
+        (``lsm.DB.scan_short_many``), at one sequence, under one entry of
+        its gate (each range counted as a read).  How BatchGetRow reads its
+        rows."""
+        cdef Py_ssize_t i, n = len(ranges)
+        cdef list out = [None] * n, big = [], idxs
+        cdef dict groups = {}           # region -> indices of its ranges, in order
         cdef Gate r
         for pair in ranges:
             if type(pair) is not tuple or len(<tuple>pair) != 2:
                 raise TypeError(f"ranges must hold (start, end) tuples, got {pair!r}")
-        while i < n:
+        for i in range(n):
             pair = ranges[i]
-            if not _short_range(pair):
+            r = _locate(self._tables, table, (<tuple>pair)[0]) if _short_range(pair) else None
+            if r is None:               # not one short range of a known table
                 out[i] = self.read_range(table, (<tuple>pair)[0], (<tuple>pair)[1])
-                i += 1
+            elif r.end and _compare(<bytes>(<tuple>pair)[1], <bytes?>r.end) > 0:
+                big.append(i)           # runs past its region's end
+            else:
+                idxs = groups.get(r)
+                if idxs is None:
+                    groups[r] = [i]
+                else:
+                    idxs.append(i)
+        for r, idxs in groups.items():
+            if not r.enter(False):      # in transition since located: route each again
+                for i in idxs:
+                    out[i] = self.read_range(table, *ranges[i])
                 continue
-            r = self._enter_fast(table, (<tuple>pair)[0], False)
             try:
-                rstart, rend = <bytes?>r.start, r.end
-                group = []
-                j = i
-                while j < n:
-                    pair = ranges[j]
-                    if (not _short_range(pair) or not _inside(<bytes>(<tuple>pair)[0], rstart, rend)
-                            or (rend and _compare(<bytes>(<tuple>pair)[1], <bytes?>rend) > 0)):
-                        break
-                    group.append(pair)
-                    j += 1
-                if group:
-                    r.reads += len(group) - 1
-                    for items in r.db.scan_short_many(group, _MAX_CHUNK):
-                        if len(<list>items) >= _MAX_CHUNK:
-                            big.append(i)
-                        out[i] = items
-                        i += 1
+                r.reads += len(idxs) - 1
+                got = r.db.scan_short_many([ranges[i] for i in idxs], _MAX_CHUNK)
             finally:
                 r.exit()
-            if not group:           # the range runs past its region's end
-                big.append(i)
-                i += 1
-        for i in big:               # read whole, across regions, through splits
+            for i, items in zip(idxs, got):
+                if len(<list>items) >= _MAX_CHUNK:
+                    big.append(i)
+                else:
+                    out[i] = items
+        for i in big:                   # read whole, across regions, through splits
             pair = ranges[i]
             out[i] = list(self.scan(table, (<tuple>pair)[0], (<tuple>pair)[1]))
         return out
