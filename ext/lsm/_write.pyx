@@ -1,8 +1,9 @@
 # cython: language_level=3
 """``DB.put``, ``DB.delete`` and ``DB.write`` in one C call each (docs/impl.md,
-"A write").
+"A put").
 
-``WritePath(db)`` holds what a write does, in order: the arguments checked
+``WritePath(db, state)`` (``state``: the DB's ``lsm._state.DBState``, whose C
+fields it reads and sets) holds what a write does, in order: the arguments checked
 (``check_key``, ``check_value``, the batch's keys and values), then under the
 DB's write lock:
 
@@ -88,7 +89,7 @@ cdef class WritePath:
     cdef _apply(self, int kind, bytes key, bytes value, list ops, sync):
         """One checked write: ``ops`` (a batch), or else one ``kind`` entry."""
         cdef DBState s = self._s
-        cdef object options = self._options, lock = self._lock, db
+        cdef object options = self._options, lock = self._lock
         cdef bint durable = False
         cdef bytes rec
         cdef uint64_t seq
