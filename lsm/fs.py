@@ -4,11 +4,12 @@ Why one interface: tests swap ``OSFileSystem`` for ``FaultInjectionFS``
 (lsm/faultfs.py) to drop unsynced data (power loss), fail an operation (EIO)
 or stop at a crash point, and to audit the order of writes, syncs and
 renames.  ``MemoryFileSystem`` (lsm/memfs.py) keeps a whole store in
-memory behind the same interface (``DB.open(None)``).  Cython code opens, reads, syncs and renames nothing: the one file
-operation in C is the ``write(2)`` of a small append, which
-``_OSAppendFile.append`` makes through ``lsm._fileio.write_holding_gil``
-(ext/lsm/_fileio.pyx) on a descriptor this module opened.  Every other byte
-the extensions see was read or will be written here.
+memory behind the same interface (``DB.open(None)``).  Cython code opens,
+reads and renames nothing: the OS file system's append file is the one file
+in C (``lsm._fileio.OSAppendFile``, ext/lsm/_fileio.pyx: append, sync and
+close of a descriptor this module opened, its errors mapped by
+``storage_error`` here).  Every other byte the extensions see was read or
+will be written here.
 
 Contracts
 ---------
@@ -29,7 +30,10 @@ Contracts
   (sqlite3 reuses its WAL file for the same reason).  While the file is open
   its bytes on disk are ``size`` plus up to ``n`` zeros; ``close`` trims
   them, and a crash leaves them, which is why only the WAL asks for it: its
-  reader ends cleanly at zeros.  A hint: ``OSFileSystem`` honours it, the
+  reader ends cleanly at zeros.  ``OSFileSystem`` also maps the zeros
+  shared and copies small appends into the mapping: no system call, and the
+  bytes are with the OS when ``append`` returns all the same (details in
+  ext/lsm/_fileio.pyx).  A hint: ``OSFileSystem`` honours it, the
   in-memory file system ignores it.
 * ``ReadFile`` serves immutable files (tables) through ``mmap``: a block read
   is a ``memcpy`` under the GIL, not a syscall, and is safe from many threads
@@ -48,16 +52,13 @@ import os
 import shutil
 from contextlib import suppress
 
-from ._fileio import write_holding_gil as _write_small
+from ._fileio import OSAppendFile
 from .errors import ClosedError, CorruptionError, StorageError
 
 __all__ = [
     "FileSystem", "OSFileSystem", "AppendFile", "ReadFile", "FileLock",
     "FileMissingError", "TEMP_SUFFIX", "storage_error", "lock_held_error", "BufferReadFile",
 ]
-
-#: Appends up to this size are written without releasing the GIL.
-_SMALL_WRITE = 64 << 10
 
 #: Suffix of the temporary file ``write_atomic`` renames into place.
 TEMP_SUFFIX = ".tmp"
@@ -241,104 +242,6 @@ class FileSystem:
 # The real OS
 
 
-class _OSAppendFile(AppendFile):
-    __slots__ = ("path", "size", "_fd")
-
-    def __init__(self, path: str, fd: int, size: int):
-        self.path = path
-        self.size = size
-        self._fd = fd
-
-    def append(self, data) -> None:
-        fd = self._fd
-        if fd < 0:
-            raise ClosedError(f"append to closed file {self.path!r}")
-        total = len(data)
-        try:
-            # Small appends (WAL records) keep the GIL: see
-            # lsm._fileio.write_holding_gil for why.
-            n = _write_small(fd, data) if total <= _SMALL_WRITE and type(data) is bytes \
-                else os.write(fd, data)
-        except OSError as e:
-            raise storage_error(e, "append", self.path) from None
-        if n != total:                  # rare: a short write; finish it
-            self._append_rest(memoryview(data), n, total)
-        self.size += total
-
-    def _append_rest(self, view, done: int, total: int) -> None:
-        try:
-            while done < total:
-                n = os.write(self._fd, view[done:])
-                if n <= 0:
-                    raise OSError(errno.EIO, "write returned 0")
-                done += n
-        except OSError as e:
-            self.size += done           # what reached the file; the tail is now unknown
-            raise storage_error(e, "append", self.path) from None
-
-    def sync(self) -> None:
-        if self._fd < 0:
-            raise ClosedError(f"sync of closed file {self.path!r}")
-        try:
-            os.fdatasync(self._fd)
-        except OSError as e:
-            raise storage_error(e, "fsync", self.path) from None
-
-    def close(self) -> None:
-        fd, self._fd = self._fd, -1
-        if fd >= 0:
-            try:
-                os.close(fd)
-            except OSError as e:
-                raise storage_error(e, "close", self.path) from None
-
-
-class _OSPreallocatedFile(_OSAppendFile):
-    """An ``_OSAppendFile`` that keeps zeros written ahead of its end.
-
-    Opened without ``O_APPEND``: ``write(2)`` goes to the descriptor's offset,
-    which is ``size``, while the zeros are written with ``pwrite``, which
-    leaves the offset alone.  ``_end`` is where the zeros stop."""
-
-    __slots__ = ("_step", "_end")
-
-    def __init__(self, path: str, fd: int, size: int, step: int):
-        super().__init__(path, fd, size)
-        self._step = step
-        self._end = size
-
-    def append(self, data) -> None:
-        if self.size + len(data) > self._end and self._fd >= 0:
-            self._zero_fill(len(data))
-        _OSAppendFile.append(self, data)
-
-    def _zero_fill(self, n: int) -> None:
-        step = self._step
-        want = self.size + n
-        end = max(self._end, self.size)
-        zeros = bytes(step)
-        try:
-            while end < want:
-                done = 0
-                while done < step:
-                    done += os.pwrite(self._fd, memoryview(zeros)[done:], end + done)
-                end += step
-        except OSError as e:
-            raise storage_error(e, "zero-fill", self.path) from None
-        finally:
-            self._end = end
-
-    def close(self) -> None:
-        if self._fd >= 0 and self._end > self.size:
-            try:
-                os.ftruncate(self._fd, self.size)
-            except OSError as e:
-                _OSAppendFile.close(self)
-                raise storage_error(e, "trim", self.path) from None
-            self._end = self.size
-        _OSAppendFile.close(self)
-
-
 class BufferReadFile(ReadFile):
     """Reads slices of a buffer that stays unchanged while open (an ``mmap``
     of a table here, the ``bytes`` of a file in lsm/memfs.py): each read is a
@@ -396,17 +299,17 @@ class OSFileSystem(FileSystem):
     """``FileSystem`` on the real OS (POSIX).  Stateless: safe from any thread."""
 
     def open_append(self, path: str, truncate: bool = True, preallocate: int = 0) -> AppendFile:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
+        flags = os.O_CREAT | os.O_CLOEXEC
         flags |= os.O_TRUNC if truncate else 0
-        flags |= 0 if preallocate else os.O_APPEND
+        # A preallocated file is mapped (lsm._fileio): a shared writable
+        # mapping needs the descriptor open for reading too.
+        flags |= os.O_RDWR if preallocate else os.O_WRONLY | os.O_APPEND
         try:
             fd = os.open(path, flags, 0o644)
             size = 0 if truncate else os.lseek(fd, 0, os.SEEK_END)
         except OSError as e:
             raise storage_error(e, "open for append", path) from None
-        if preallocate:
-            return _OSPreallocatedFile(path, fd, size, preallocate)
-        return _OSAppendFile(path, fd, size)
+        return OSAppendFile(path, fd, size, preallocate)
 
     def open_read(self, path: str) -> ReadFile:
         return _MmapReadFile(path)

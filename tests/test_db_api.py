@@ -11,6 +11,7 @@ import pytest
 import lsm
 from lsm.faultfs import FaultInjectionFS
 from lsm.fs import OSFileSystem
+from regions.soak.harness import AppendFileProxy
 from conftest import run_writers_then_readers, tiny_options
 
 
@@ -485,23 +486,28 @@ class _GatedSyncFS(OSFileSystem):
 
     def open_append(self, path, truncate=True, preallocate=0):
         f = super().open_append(path, truncate, preallocate)
-        if path.endswith(".log"):
-            inner_sync, fs = f.sync, self
-
-            def sync():
-                gate = threading.Event()
-                fs.gates.append(gate)
-                fs.started.release()
-                assert gate.wait(10), "the test never released this fsync"
-                if getattr(gate, "error", None):
-                    raise gate.error
-                inner_sync()
-            f.sync = sync
-        return f
+        return _GatedSyncFile(f, self) if path.endswith(".log") else f
 
     def wait_started(self, n):
         for _ in range(n):
             assert self.started.acquire(timeout=10), "an fsync that should start did not"
+
+
+class _GatedSyncFile(AppendFileProxy):
+    """An append file whose ``sync`` waits for a gate of ``fs`` first."""
+
+    def __init__(self, inner, fs):
+        super().__init__(inner)
+        self._fs = fs
+
+    def sync(self):
+        gate = threading.Event()
+        self._fs.gates.append(gate)
+        self._fs.started.release()
+        assert gate.wait(10), "the test never released this fsync"
+        if getattr(gate, "error", None):
+            raise gate.error
+        self._inner.sync()
 
 
 def _sync_put(db, key, out):

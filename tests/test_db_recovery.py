@@ -192,7 +192,8 @@ def test_kill_9_during_writes_flushes_and_compactions_loses_no_acknowledged_writ
 
 def write_and_measure(db, log_path, op):
     """Apply ``op`` (one of: ("put", k, v), ("del", k), ("batch", ops)) and
-    return the WAL's size after it: the end of its record."""
+    return the WAL's size after it: the end of its record (the bytes
+    appended: the file on disk also holds the zeros written ahead)."""
     if op[0] == "put":
         db.put(op[1], op[2])
     elif op[0] == "del":
@@ -205,7 +206,8 @@ def write_and_measure(db, log_path, op):
             else:
                 b.put(k, v)
         db.write(b)
-    return os.path.getsize(log_path)
+    assert db._log.file.path == log_path
+    return db._log.file.size
 
 
 def as_ops(op):
@@ -390,7 +392,7 @@ def test_a_flipped_bit_anywhere_in_a_table_is_corruption_never_a_wrong_value(tmp
 
 
 def test_a_crash_leaves_the_preallocated_wal_zeros_and_recovery_ends_cleanly_at_them(tmp_path, caplog):
-    """With sync on, the WAL is zero-filled ahead of its end (Options
+    """The WAL is zero-filled ahead of its end (Options
     .wal_preallocate_bytes).  A crash leaves the zeros on disk: recovery must
     take them as the log's clean end, not as a torn tail or damage."""
     src, crashed = str(tmp_path / "db"), str(tmp_path / "crashed")
@@ -418,8 +420,8 @@ def test_a_crash_leaves_the_preallocated_wal_zeros_and_recovery_ends_cleanly_at_
         assert db.get(b"after") == b"x" and db.get(b"k0299") == b"v" * 100
 
 
-def test_wal_preallocation_follows_sync_unless_set_and_is_checked():
-    assert lsm.Options().wal_preallocate() == 0
+def test_wal_preallocation_defaults_to_1_mib_unless_set_and_is_checked():
+    assert lsm.Options().wal_preallocate() == 1 << 20
     assert lsm.Options(sync=True).wal_preallocate() == 1 << 20
     assert lsm.Options(sync=True, wal_preallocate_bytes=0).wal_preallocate() == 0
     assert lsm.Options(wal_preallocate_bytes=4096).wal_preallocate() == 4096

@@ -229,15 +229,14 @@ def _real_files(root):
         db.write(b)
         for i in range(5):
             db.put(b"wal%d" % i, b"y" * 40 * i)
-        names = os.listdir(path)
-
-        def first(kind):
-            return next(os.path.join(path, n) for n in sorted(names) if (filenames.parse(n) or ("",))[0] == kind
-                        and os.path.getsize(os.path.join(path, n)))
-        files = {k: open(first(k), "rb").read() for k in ("log", "sst", "manifest")}
     finally:
-        db.close()
-    return files
+        db.close()      # which trims the zeros written ahead of the WAL's end
+    names = os.listdir(path)
+
+    def first(kind):
+        return next(os.path.join(path, n) for n in sorted(names) if (filenames.parse(n) or ("",))[0] == kind
+                    and os.path.getsize(os.path.join(path, n)))
+    return {k: open(first(k), "rb").read() for k in ("log", "sst", "manifest")}
 
 
 def _parse_log(data, _path):

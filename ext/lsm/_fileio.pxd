@@ -1,0 +1,15 @@
+# The OS file system's append file, for the WAL writer (lsm._record.LogWriter).
+
+cdef class OSAppendFile:
+    cdef readonly object path
+    cdef readonly long long size
+    cdef int _fd
+    cdef long long _step, _end
+    cdef char* _map
+    cdef long long _map_off, _map_len
+    cdef bint _map_ok
+
+    cdef int write(self, const char* p, Py_ssize_t n) except -1
+    cdef int _write_all(self, const char* p, Py_ssize_t n, long long offset) except -1
+    cdef int _zero_fill(self, long long start, long long want) except -1
+    cdef bint _remap(self)
