@@ -29,152 +29,32 @@ names the file and offset.  Scanning for a later record is byte-by-byte (not
 block-aligned), so damage to a length field is still caught.  The price: a
 record torn at the tail whose payload embeds a valid log record is refused
 rather than dropped (loud, never silent).
+
+The writer is ``LogWriter``, in C with the format's constants (declared once,
+ext/lsm/_record.pxd, re-exported here); this module is the format's prose
+and its reader.
 """
 import re
 import struct
 from typing import Iterator
 from zlib import crc32
 
+from ._record import BLOCK_SIZE, FIRST, FULL, HEADER_SIZE, LAST, LogWriter, MIDDLE
 from .crc import MASK_DELTA, mask_crc
-from .errors import ClosedError, CorruptionError, ReadOnlyError
+from .errors import CorruptionError
 
 __all__ = [
     "BLOCK_SIZE", "HEADER_SIZE", "FULL", "FIRST", "MIDDLE", "LAST",
     "mask_crc", "LogWriter", "LogReader", "read_log",
 ]
 
-BLOCK_SIZE = 32768
-HEADER_SIZE = 7
-FULL = 1      # never renumber: written to disk
-FIRST = 2     # never renumber
-MIDDLE = 3    # never renumber
-LAST = 4      # never renumber
-
 _MASK_DELTA = MASK_DELTA          # inlined below on the hot paths
 _HEADER = struct.Struct("<IHB")
 _CRC = struct.Struct("<I")
 _LEN_TYPE = struct.Struct("<HB")
 _LEN = struct.Struct("<H")
-_ZEROS = bytes(HEADER_SIZE)
 # Where a later FULL or FIRST record could start: its type byte is 6 bytes on.
 _START_TYPE = re.compile(b"[\x01\x02]")
-
-
-
-class LogWriter:
-    """Appends logical records to an ``AppendFile``.
-
-    Each ``add_record`` builds every fragment of the record and hands them to
-    ``f.append`` in one call (one ``write`` syscall): once it returns the
-    record is with the OS.  After a failed append the writer refuses further
-    records (``ReadOnlyError``): the file's tail is unknown, and a record
-    written after torn bytes would turn a droppable tail into mid-log damage.
-
-    Not thread-safe: the owner serializes calls (the DB's write path does).
-    The writer owns ``f``: ``close()`` closes it.
-    """
-
-    __slots__ = ("_f", "room", "_error")
-
-    def __init__(self, f, offset: int = 0):
-        if not isinstance(offset, int) or offset < 0:
-            raise ValueError(f"LogWriter offset must be an int >= 0, got {offset!r}")
-        self._f = f
-        #: Bytes left in the current block (an attribute, not a method: the
-        #: DB reads it on every write).  A FULL record of up to ``room -
-        #: HEADER_SIZE`` payload bytes fits without fragments.
-        self.room = BLOCK_SIZE - offset % BLOCK_SIZE
-        self._error = None
-
-    @property
-    def size(self) -> int:
-        """Bytes in the file (what a later ``LogWriter`` would take as ``offset``)."""
-        return self._f.size
-
-    def add_record(self, payload) -> None:
-        if self._error is not None:
-            self._refuse()
-        if type(payload) is not bytes:
-            payload = self._as_bytes(payload)
-        n = len(payload)
-        bo = BLOCK_SIZE - self.room
-        if n + HEADER_SIZE <= BLOCK_SIZE - bo:          # the common case: one FULL record
-            lt = _LEN_TYPE.pack(n, FULL)
-            c = crc32(payload, crc32(lt))
-            rec = _CRC.pack((((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF) + lt + payload
-            new_offset = bo + HEADER_SIZE + n
-        else:
-            rec, new_offset = self._fragments(payload, bo)
-        try:
-            self._f.append(rec)
-        except BaseException as e:
-            self._error = e
-            raise
-        self.room = BLOCK_SIZE - new_offset
-
-    def append_framed(self, rec: bytes) -> None:
-        """Append one FULL physical record built elsewhere (lsm._record's
-        C twin of ``add_record``'s fast path); it must fit in ``room``."""
-        if self._error is not None:
-            self._refuse()
-        try:
-            self._f.append(rec)
-        except BaseException as e:
-            self._error = e
-            raise
-        self.room -= len(rec)
-
-    @staticmethod
-    def _as_bytes(payload) -> bytes:
-        if isinstance(payload, (bytes, bytearray, memoryview)):
-            return bytes(payload)
-        raise TypeError(f"log record payload must be bytes, got {type(payload).__name__}")
-
-    @staticmethod
-    def _fragments(payload: bytes, bo: int):
-        """All physical records (and block trailers) of one logical record."""
-        parts = []
-        view = memoryview(payload)
-        n = len(payload)
-        pos = 0
-        begin = True
-        while True:
-            left = BLOCK_SIZE - bo
-            if left < HEADER_SIZE:                      # zero trailer, next block
-                parts.append(_ZEROS[:left])
-                bo = 0
-                left = BLOCK_SIZE
-            frag = min(n - pos, left - HEADER_SIZE)
-            end = pos + frag == n
-            if begin:
-                typ = FULL if end else FIRST
-                begin = False
-            else:
-                typ = LAST if end else MIDDLE
-            chunk = view[pos:pos + frag]
-            lt = _LEN_TYPE.pack(frag, typ)
-            parts.append(_CRC.pack(mask_crc(crc32(chunk, crc32(lt)))) + lt)
-            parts.append(chunk)
-            bo += HEADER_SIZE + frag
-            pos += frag
-            if end:
-                return b"".join(parts), bo
-
-    def _refuse(self):
-        if isinstance(self._error, ClosedError):
-            raise ClosedError("add_record on a closed LogWriter")
-        raise ReadOnlyError(f"log writer refuses records after a failed append: {self._error!r}")
-
-    def sync(self) -> None:
-        if self._error is not None:
-            self._refuse()
-        self._f.sync()
-
-    def close(self) -> None:
-        """Close the file (idempotent); unsynced bytes stay with the OS."""
-        if not isinstance(self._error, ClosedError):
-            self._error = ClosedError("closed")
-            self._f.close()
 
 
 class LogReader:

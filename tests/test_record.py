@@ -1,35 +1,51 @@
-"""The C fast paths of WAL records (a single put/delete framed, a batch's
-payload) and of the memtable's batch insert equal the Python paths."""
+"""The C fast paths of WAL records (a put, a delete or a batch built in
+place by the log writer) and of the memtable's batch insert equal the
+general paths."""
 import random
 
 from lsm._memtable import add_entries, add_version
 from lsm.memtable import MemTable
-from lsm._record import encode_batch, frame_batch, frame_single
+from lsm._record import encode_batch
 from lsm.batch import decode_record, encode_record, encode_single
 from lsm.memfs import MemoryAppendFile
 from lsm.wal import BLOCK_SIZE, HEADER_SIZE, LogReader, LogWriter
 
 
-def test_frame_single_matches_add_record_of_encode_single_byte_for_byte():
+def _offsets(rng):
+    """Where in a block a writer starts: the start, random, and near the end
+    (so that records are fragmented and block trailers written)."""
+    return [0, rng.randrange(HEADER_SIZE, BLOCK_SIZE), BLOCK_SIZE - rng.randint(0, 400),
+            BLOCK_SIZE - HEADER_SIZE]
+
+
+def _same_log(offset, via_record, via_c):
+    """Write one record both ways after a first record ``offset`` bytes long
+    (0, or at least a header); the logs are equal, and so are the writers'
+    ``room``.  Returns the log."""
+    a, b = MemoryAppendFile(), MemoryAppendFile()
+    wa, wb = LogWriter(a), LogWriter(b)
+    if offset:
+        for w in (wa, wb):
+            w.add_record(bytes(offset - HEADER_SIZE))
+    via_record(wa)
+    via_c(wb)
+    assert a.getvalue() == b.getvalue() and wa.room == wb.room
+    return a.getvalue()
+
+
+def test_add_single_matches_add_record_of_encode_single_byte_for_byte():
     rng = random.Random(3)
     for _ in range(300):
         kind = rng.randint(0, 1)
         key = rng.randbytes(rng.randint(1, 40))
-        value = rng.randbytes(rng.randint(0, 300)) if kind else b""
+        value = rng.randbytes(rng.choice([rng.randint(0, 300), rng.randint(0, 70000)])) if kind else b""
         seq = rng.randint(1, (1 << 56) - 1)
-        a, b = MemoryAppendFile(), MemoryAppendFile()
-        LogWriter(a).add_record(encode_single(seq, kind, key, value))
-        LogWriter(b).append_framed(frame_single(seq, kind, key, value, BLOCK_SIZE))
-        assert a.getvalue() == b.getvalue()
-        assert list(LogReader(b.getvalue())) == [encode_single(seq, kind, key, value)]
-        assert decode_record(encode_single(seq, kind, key, value)) == (seq, [(kind, key, value)])
-
-
-def test_frame_single_declines_records_that_do_not_fit_the_block():
-    rec_len = HEADER_SIZE + 8 + 4 + 1 + 4 + 3 + 4 + 10
-    assert frame_single(1, 1, b"key", b"0123456789", rec_len) is not None
-    assert frame_single(1, 1, b"key", b"0123456789", rec_len - 1) is None
-    assert frame_single(1, 1, b"k", b"x" * 70000, BLOCK_SIZE) is None
+        payload = encode_single(seq, kind, key, value)
+        assert decode_record(payload) == (seq, [(kind, key, value)])
+        for offset in _offsets(rng):
+            log = _same_log(offset, lambda w: w.add_record(payload),
+                            lambda w: w.add_single(seq, kind, key, value))
+            assert list(LogReader(log))[-1] == payload
 
 
 def _random_ops(rng, n, keys=None):
@@ -50,22 +66,15 @@ def test_encode_batch_is_encode_record_byte_for_byte():
         assert decode_record(encode_batch(seq, ops)) == (seq, ops)
 
 
-def test_frame_batch_matches_add_record_of_encode_record_or_declines():
+def test_add_batch_matches_add_record_of_encode_record_byte_for_byte():
     rng = random.Random(6)
     for n in list(range(0, 4)) + [rng.randint(4, 300) for _ in range(60)]:
         ops = _random_ops(rng, n)
         seq = rng.randint(1, (1 << 56) - 1)
         payload = encode_record(seq, ops)
-        left = rng.choice([BLOCK_SIZE, len(payload) + HEADER_SIZE, len(payload) + HEADER_SIZE - 1])
-        rec = frame_batch(seq, ops, left)
-        if len(payload) + HEADER_SIZE > left or len(payload) > 0xffff:
-            assert rec is None
-            continue
-        a, b = MemoryAppendFile(), MemoryAppendFile()
-        LogWriter(a).add_record(payload)
-        LogWriter(b).append_framed(rec)
-        assert a.getvalue() == b.getvalue()
-        assert list(LogReader(b.getvalue())) == [payload]
+        for offset in _offsets(rng):
+            log = _same_log(offset, lambda w: w.add_record(payload), lambda w: w.add_batch(seq, ops))
+            assert list(LogReader(log))[-1] == payload
 
 
 def test_add_entries_is_add_version_per_entry():

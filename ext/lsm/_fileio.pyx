@@ -21,7 +21,11 @@ Two kinds, as ``open_append`` asked:
   call (about 1 us of a 3 us put, docs/performance.md).  The bytes are with
   the OS once it returns, exactly as after ``write(2)``: they survive the
   process's death, and ``sync`` (``fdatasync``, which on Linux writes back
-  pages dirtied through a mapping too) makes them survive power loss.
+  pages dirtied through a mapping too) makes them survive power loss.  One
+  difference: ``write(2)`` of a small buffer is never cut short by kill -9,
+  while a ``memcpy`` can be, in any order of its bytes (glibc copies some
+  sizes last bytes first); only the append in flight is torn, it was never
+  acknowledged, and the WAL reader drops it as a torn tail.
   Space is allocated by the zeros before a byte is copied, so a full disk is
   an error of the append (ENOSPC) and never a SIGBUS.  An append that does
   not fit moves the mapping on (or, longer than ``step``, is written with

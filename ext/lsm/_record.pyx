@@ -1,73 +1,80 @@
 # cython: language_level=3
-"""The WAL record of a write, framed, built in one C buffer (for the write
-path, lsm._write, through _record.pxd).
+"""The log writer (``lsm.wal.LogWriter``) and the WAL record of a write,
+built in C.
 
-``frame_single`` returns the bytes that ``LogWriter.add_record(
-encode_single(seq, kind, key, value))`` would append when the record fits in
-the rest of the current log block as one FULL physical record:
+``LogWriter`` appends logical records in the log format that lsm/wal.py
+documents (the constants are declared once, in _record.pxd, and lsm.wal
+re-exports them; ``lsm.wal.LogReader`` reads what it writes).  A record is
+framed in one buffer, every fragment and block trailer of it, and handed to
+the file in one call: to an ``lsm._fileio.OSAppendFile`` as a C ``write``
+(no Python object made), to any other ``AppendFile`` as one ``append`` of
+bytes.  The CRC is zlib's crc32 over length+type+payload, masked as LevelDB
+does (_coding.pxd).
 
-    header  := masked_crc32:uint32le  length:uint16le  type:uint8 (FULL = 1)
-    payload := sequence:fixed64le  count:fixed32le (= 1)
-               kind:uint8  key_len:fixed32le  key  [value_len:fixed32le  value]
+The write path (lsm._write) hands it a put, a delete or a batch whole:
+``add_single(seq, kind, key, value)`` writes the record that
+``add_record(lsm.batch.encode_single(seq, kind, key, value))`` would, and
+``add_batch(seq, ops)`` that of ``add_record(lsm.batch.encode_record(seq,
+ops))``, building the payload in place (tests check them byte for byte).
+``encode_batch`` is ``lsm.batch.encode_record`` in one C buffer.  The batch
+record's format is lsm/batch.py's:
 
-``encode_batch(seq, ops)`` is ``lsm.batch.encode_record`` (the payload of
-any batch, unframed), in one buffer; ``frame_batch`` is to it what
-``frame_single`` is to ``encode_single``.
-
-Both are C twins of two formats owned elsewhere: the log framing of
-lsm/wal.py (the CRC is zlib's crc32 over length+type+payload, masked as
-LevelDB does) and the batch record of lsm/batch.py; tests check all three
-agree byte for byte.  The framing constants are read from lsm/wal.py, the
-integer encodings and the CRC mask come from _coding.pxd, the kinds from
-_keys.pxd: nothing is redeclared here.
+    payload := sequence:fixed64le  count:fixed32le
+               (kind:uint8  key_len:fixed32le  key  [value_len:fixed32le  value])*
 """
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
 from libc.stdint cimport uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy, memset
+cimport cython
 
 from lsm._coding cimport encode_fixed32 as _put32, encode_fixed64 as _put64, mask_crc
+from lsm._fileio cimport OSAppendFile
 from lsm._keys cimport KIND_DELETE, KIND_VALUE
 
-from lsm import wal
+from lsm.errors import ClosedError, ReadOnlyError
 
 cdef extern from "zlib.h":
     unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int len) nogil
 
-cdef Py_ssize_t HEADER = wal.HEADER_SIZE
-cdef unsigned char FULL = wal.FULL
+# The log format's constants, for Python (lsm.wal re-exports them).
+BLOCK_SIZE = LOG_BLOCK_SIZE
+HEADER_SIZE = LOG_HEADER_SIZE
+FULL = LOG_FULL
+FIRST = LOG_FIRST
+MIDDLE = LOG_MIDDLE
+LAST = LOG_LAST
 
 
-def frame_single(uint64_t seq, int kind, bytes key not None, bytes value not None,
-                 Py_ssize_t block_left):
-    """The framed WAL bytes of a one-entry batch, or None if it does not fit
-    in ``block_left`` bytes (the caller then takes the general path)."""
-    return _frame_single(seq, kind, key, value, block_left)
+cdef inline void _header(unsigned char* p, Py_ssize_t n, unsigned char typ):
+    """Fill the header at ``p`` of the physical record whose ``n`` payload
+    bytes follow it."""
+    p[4] = n & 0xff
+    p[5] = (n >> 8) & 0xff
+    p[6] = typ
+    cdef uint32_t c = crc32(0, p + 4, 3)
+    c = crc32(c, p + LOG_HEADER_SIZE, <unsigned int>n)
+    _put32(p, mask_crc(c))
 
 
-cdef bytes _frame_single(uint64_t seq, int kind, bytes key, bytes value, Py_ssize_t block_left):
-    cdef Py_ssize_t kn = PyBytes_GET_SIZE(key)
-    cdef Py_ssize_t vn = PyBytes_GET_SIZE(value) if kind == KIND_VALUE else 0
-    cdef Py_ssize_t n = 8 + 4 + 1 + 4 + kn + ((4 + vn) if kind == KIND_VALUE else 0)
-    if n + HEADER > block_left or n > 0xffff:
-        return None
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, n + HEADER)
-    cdef unsigned char* p = <unsigned char*>PyBytes_AS_STRING(out)
-    cdef unsigned char* q = p + HEADER
+cdef inline Py_ssize_t _single_size(int kind, bytes key, bytes value):
+    """Payload bytes of the one-entry batch record of a put or delete."""
+    return 17 + PyBytes_GET_SIZE(key) + ((4 + PyBytes_GET_SIZE(value)) if kind == KIND_VALUE else 0)
+
+
+cdef void _put_single(unsigned char* q, uint64_t seq, int kind, bytes key, bytes value):
+    """Write the one-entry batch record of a put or delete at ``q``."""
+    cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), vn
     _put64(q, seq)
     _put32(q + 8, 1)
     q[12] = <unsigned char>kind
     _put32(q + 13, <uint32_t>kn)
     memcpy(q + 17, PyBytes_AS_STRING(key), kn)
     if kind == KIND_VALUE:
+        vn = PyBytes_GET_SIZE(value)
         _put32(q + 17 + kn, <uint32_t>vn)
         memcpy(q + 21 + kn, PyBytes_AS_STRING(value), vn)
-    p[4] = n & 0xff
-    p[5] = (n >> 8) & 0xff
-    p[6] = FULL
-    cdef uint32_t c = crc32(0, p + 4, 3)
-    c = crc32(c, q, <unsigned int>n)
-    _put32(p, mask_crc(c))
-    return out
 
 
 cdef Py_ssize_t _batch_size(list ops) except -1:
@@ -116,29 +123,6 @@ cdef bytes _encode_batch(uint64_t seq, list ops):
     cdef Py_ssize_t n = _batch_size(ops)
     cdef bytes out = PyBytes_FromStringAndSize(NULL, n)
     _put_batch(<unsigned char*>PyBytes_AS_STRING(out), seq, ops)
-    return out
-
-
-def frame_batch(uint64_t seq, list ops not None, Py_ssize_t block_left):
-    """``frame_single`` for a batch: the framed WAL bytes of
-    ``encode_batch(seq, ops)`` as one FULL record, or None if it does not fit
-    in ``block_left`` bytes (the caller then takes the general path)."""
-    return _frame_batch(seq, ops, block_left)
-
-
-cdef bytes _frame_batch(uint64_t seq, list ops, Py_ssize_t block_left):
-    cdef Py_ssize_t n = _batch_size(ops)
-    if n + HEADER > block_left or n > 0xffff:
-        return None
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, n + HEADER)
-    cdef unsigned char* p = <unsigned char*>PyBytes_AS_STRING(out)
-    _put_batch(p + HEADER, seq, ops)
-    p[4] = n & 0xff
-    p[5] = (n >> 8) & 0xff
-    p[6] = FULL
-    cdef uint32_t c = crc32(0, p + 4, 3)
-    c = crc32(c, p + HEADER, <unsigned int>n)
-    _put32(p, mask_crc(c))
     return out
 
 
@@ -234,3 +218,162 @@ cdef class WriteBatch:
     def ops(self):
         """The (kind, key, value) operations, in order (read-only use)."""
         return self._ops
+
+
+# -- the log writer ------------------------------------------------------------
+@cython.final
+cdef class LogWriter:
+    """Appends logical records to an ``AppendFile`` (see the module doc).
+
+    Each record, every fragment of it, goes to the file in one call: once
+    ``add_record`` returns the record is with the OS.  After a failed append
+    the writer refuses further records (``ReadOnlyError``): the file's tail
+    is unknown, and a record written after torn bytes would turn a droppable
+    tail into mid-log damage.
+
+    Not thread-safe: the owner serializes calls (the DB's write path does).
+    The writer owns ``f``: ``close()`` closes it.
+    """
+
+    def __cinit__(self, *args, **kwargs):
+        self._buf = NULL
+        self._cap = 0
+
+    def __dealloc__(self):
+        free(self._buf)
+
+    def __init__(self, f, offset=0):
+        if not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"LogWriter offset must be an int >= 0, got {offset!r}")
+        self._f = f
+        self._os = f if type(f) is OSAppendFile else None
+        self.room = LOG_BLOCK_SIZE - offset % LOG_BLOCK_SIZE
+        self._error = None
+
+    @property
+    def size(self):
+        """Bytes in the file (what a later ``LogWriter`` would take as ``offset``)."""
+        return self._os.size if self._os is not None else self._f.size
+
+    cdef unsigned char* _scratch(self, Py_ssize_t n) except NULL:
+        """The writer's buffer, at least ``n`` bytes."""
+        cdef void* p
+        if n > self._cap:
+            p = realloc(self._buf, n)
+            if p == NULL:
+                raise MemoryError()
+            self._buf = <unsigned char*>p
+            self._cap = n
+        return self._buf
+
+    cdef int _emit(self, const unsigned char* p, Py_ssize_t n, Py_ssize_t room) except -1:
+        """Append ``n`` framed bytes; on success ``room`` is the block's rest.
+        A failure is kept: later records are refused."""
+        try:
+            if self._os is not None:
+                self._os.write(<const char*>p, n)
+            else:
+                self._f.append(PyBytes_FromStringAndSize(<const char*>p, n))
+        except BaseException as e:
+            self._error = e
+            raise
+        self.room = room
+        return 0
+
+    cdef int _refuse(self) except -1:
+        if isinstance(self._error, ClosedError):
+            raise ClosedError("add_record on a closed LogWriter")
+        raise ReadOnlyError(f"log writer refuses records after a failed append: {self._error!r}")
+
+    def add_record(self, payload):
+        """Append one logical record (bytes-like)."""
+        cdef Py_buffer buf
+        if self._error is not None:
+            self._refuse()
+        if not isinstance(payload, (bytes, bytearray, memoryview)):
+            raise TypeError(f"log record payload must be bytes, got {type(payload).__name__}")
+        PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)
+        try:
+            self._add(<const unsigned char*>buf.buf, buf.len)
+        finally:
+            PyBuffer_Release(&buf)
+
+    cdef int _add(self, const unsigned char* payload, Py_ssize_t n) except -1:
+        """Frame ``n`` payload bytes (not in the scratch buffer) as FULL, or
+        as FIRST, MIDDLE*, LAST fragments one per block, and append them."""
+        cdef Py_ssize_t bo = LOG_BLOCK_SIZE - self.room, left, frag, pos = 0, out = 0
+        cdef unsigned char* p
+        cdef unsigned char typ
+        cdef bint begin = True, end
+        p = self._scratch(n + (n // (LOG_BLOCK_SIZE - LOG_HEADER_SIZE) + 3) * LOG_HEADER_SIZE)
+        while True:
+            left = LOG_BLOCK_SIZE - bo
+            if left < LOG_HEADER_SIZE:                  # zero trailer, next block
+                memset(p + out, 0, left)
+                out += left
+                bo = 0
+                left = LOG_BLOCK_SIZE
+            frag = n - pos if n - pos < left - LOG_HEADER_SIZE else left - LOG_HEADER_SIZE
+            end = pos + frag == n
+            if begin:
+                typ = LOG_FULL if end else LOG_FIRST
+                begin = False
+            else:
+                typ = LOG_LAST if end else LOG_MIDDLE
+            memcpy(p + out + LOG_HEADER_SIZE, payload + pos, frag)
+            _header(p + out, frag, typ)
+            out += LOG_HEADER_SIZE + frag
+            bo += LOG_HEADER_SIZE + frag
+            pos += frag
+            if end:
+                return self._emit(p, out, LOG_BLOCK_SIZE - bo)
+
+    cpdef int add_single(self, uint64_t seq, int kind, bytes key, bytes value) except -1:
+        """``add_record(lsm.batch.encode_single(seq, kind, key, value))``,
+        the payload built in place (``key`` and ``value`` already checked)."""
+        cdef Py_ssize_t n
+        cdef unsigned char* p
+        cdef bytes payload
+        if self._error is not None:
+            self._refuse()
+        if key is None or value is None:
+            raise TypeError("add_single needs bytes key and value")
+        n = _single_size(kind, key, value)
+        if n + LOG_HEADER_SIZE <= self.room:            # one FULL record
+            p = self._scratch(n + LOG_HEADER_SIZE)
+            _put_single(p + LOG_HEADER_SIZE, seq, kind, key, value)
+            _header(p, n, LOG_FULL)
+            return self._emit(p, n + LOG_HEADER_SIZE, self.room - n - LOG_HEADER_SIZE)
+        payload = PyBytes_FromStringAndSize(NULL, n)
+        _put_single(<unsigned char*>PyBytes_AS_STRING(payload), seq, kind, key, value)
+        return self._add(<const unsigned char*>PyBytes_AS_STRING(payload), n)
+
+    cpdef int add_batch(self, uint64_t seq, list ops) except -1:
+        """``add_record(lsm.batch.encode_record(seq, ops))``, the payload
+        built in place (``ops``: a ``WriteBatch``'s, checked)."""
+        cdef Py_ssize_t n
+        cdef unsigned char* p
+        cdef bytes payload
+        if self._error is not None:
+            self._refuse()
+        if ops is None:
+            raise TypeError("add_batch needs a list of ops")
+        n = _batch_size(ops)
+        if n + LOG_HEADER_SIZE <= self.room:
+            p = self._scratch(n + LOG_HEADER_SIZE)
+            _put_batch(p + LOG_HEADER_SIZE, seq, ops)
+            _header(p, n, LOG_FULL)
+            return self._emit(p, n + LOG_HEADER_SIZE, self.room - n - LOG_HEADER_SIZE)
+        payload = _encode_batch(seq, ops)
+        return self._add(<const unsigned char*>PyBytes_AS_STRING(payload), n)
+
+    def sync(self):
+        if self._error is not None:
+            self._refuse()
+        self._f.sync()
+
+    def close(self):
+        """Close the file (idempotent); unsynced bytes stay with the OS."""
+        if not isinstance(self._error, ClosedError):
+            self._error = ClosedError("closed")
+            self._f.close()

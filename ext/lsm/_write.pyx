@@ -11,10 +11,9 @@ DB's write lock:
   full, or L0 has reached its slowdown trigger (it refuses, switches the
   memtable or waits); otherwise the current WAL;
 - the next sequence number(s);
-- the WAL record, framed in one buffer (``lsm._record``) and appended
-  (``LogWriter.append_framed``; ``add_record`` for a record that does not fit
-  in the rest of the block).  A failed append marks the DB failed
-  (``_write_error``): every later write is refused;
+- the WAL record, built, framed and appended in one C call
+  (``lsm._record.LogWriter.add_single`` / ``add_batch``).  A failed append
+  marks the DB failed (``_write_error``): every later write is refused;
 - the memtable (``_memtable.add_entry`` / ``add_entries``), the last
   sequence and the ``wal_appends`` count;
 - with ``sync`` (or ``Options.sync``), the end of the record as the log's
@@ -32,10 +31,10 @@ from libc.stdint cimport uint64_t
 
 from lsm._keys cimport KIND_DELETE, KIND_VALUE
 from lsm._memtable cimport add_entries, add_entry
-from lsm._record cimport WriteBatch, _encode_batch, _frame_batch, _frame_single
+from lsm._record cimport LogWriter, WriteBatch
 from lsm._state cimport DBState
 
-from lsm.batch import check_key, check_value, encode_single
+from lsm.batch import check_key, check_value
 
 
 cdef class WritePath:
@@ -91,7 +90,7 @@ cdef class WritePath:
         cdef DBState s = self._s
         cdef object options = self._options, lock = self._lock
         cdef bint durable = False
-        cdef bytes rec
+        cdef LogWriter w
         cdef uint64_t seq
         lock.acquire()
         try:
@@ -104,18 +103,12 @@ cdef class WritePath:
             else:
                 lg = s.log
             seq = s.last_seq + 1
-            w = lg.writer
+            w = <LogWriter?>lg.writer
             try:
                 if ops is None:
-                    rec = _frame_single(seq, kind, key, value, w.room)
+                    w.add_single(seq, kind, key, value)
                 else:
-                    rec = _frame_batch(seq, ops, w.room)
-                if rec is not None:
-                    w.append_framed(rec)
-                elif ops is None:
-                    w.add_record(encode_single(seq, kind, key, value))
-                else:
-                    w.add_record(_encode_batch(seq, ops))
+                    w.add_batch(seq, ops)
             except BaseException as e:
                 s.write_error = e
                 raise
@@ -126,9 +119,9 @@ cdef class WritePath:
                 add_entries(mem, seq, ops)
                 s.last_seq = seq + len(ops) - 1
             self._stats["wal_appends"] += 1
-            end = lg.file.size
             durable = bool(sync or (sync is None and options.sync))
             if durable:
+                end = w.size
                 lg.wanted = end
         finally:
             lock.release()
