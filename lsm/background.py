@@ -148,8 +148,9 @@ class BackgroundWork:
 
 
     def _write_memtable(self, mem):
-        """Write ``mem`` to L0 table(s); returns their FileMeta (not installed)."""
-        it = mem.iterator()
+        """Write ``mem`` (frozen: nothing writes it any more) to L0 table(s);
+        returns their FileMeta (not installed)."""
+        it = mem.flush_iterator()
         it.seek_to_first()
         metas = self._build_tables(CompactionStream(it, self._smallest_snapshot(), False), cut=False, level=0)
         for m in metas:

@@ -26,7 +26,7 @@ from bisect import bisect_left as _bisect_left
 
 from sortedcontainers import SortedList
 
-from ._memtable import MemTableIterator, add_entries, add_entry, get_version
+from ._memtable import InsertionOrderIterator, MemTableIterator, add_entries, add_entry, get_version, keys_in_order
 
 __all__ = ["MemTable"]
 
@@ -104,6 +104,16 @@ class MemTable:
             if (lo is not None or hi is not None) and not self._has_keys_in(lo, hi):
                 return None
         return MemTableIterator(self._sorted, self.versions, self.lock)
+
+    def flush_iterator(self):
+        """The iterator a flush drains, forward from the first, once nothing
+        writes this memtable any more: when its keys were first written in
+        ascending order (a sequential load), its dict walked in the dict's
+        own order (``InsertionOrderIterator``: no lookup a key); else
+        ``iterator()``."""
+        if keys_in_order(self.versions):
+            return InsertionOrderIterator(self.versions)
+        return self.iterator()
 
     def __len__(self) -> int:
         return self.entries

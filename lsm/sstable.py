@@ -92,19 +92,32 @@ class TableBuilder(TableBuildCore):
     each full data block comes back here once to be compressed and written.
     ``finish()`` writes the metadata and footer but neither syncs nor closes
     ``f``: the caller owns the file.  After an I/O error, ``abandon()``.
+
+    Blocks are handed to ``f`` ``WRITE_BUFFER`` bytes at a time, not one by
+    one: a table is read only once finished, and an append that large is
+    written with the GIL released (lsm._fileio), so a flush or compaction
+    writing in the background leaves the foreground threads running.
     """
+
+    #: Bytes of blocks gathered before one append to the file.
+    WRITE_BUFFER = 256 << 10
 
     def __init__(self, f, options):
         self._setup(options.block_size, options.restart_interval, options.bloom_bits_per_key > 0)
         self._f = f
         self._options = options
         self._offset = 0
+        self._out = []              # stored blocks not yet appended
+        self._out_bytes = 0
         self._index = BlockBuilder(1)
         self._num_data_blocks = 0
 
     def _write_block(self, contents: bytes, compress: bool) -> bytes:
         stored = encode_stored_block(contents, compress, self._options.compression_level)
-        self._f.append(stored)
+        self._out.append(stored)
+        self._out_bytes += len(stored)
+        if self._out_bytes >= self.WRITE_BUFFER:
+            self._append_out()
         handle = encode_handle(self._offset, len(stored) - TRAILER_SIZE)
         self._offset += len(stored)
         return handle
@@ -142,14 +155,20 @@ class TableBuilder(TableBuildCore):
             mb.add(name, handle)
         metaindex_handle = self._write_block(mb.finish(), False)
         index_handle = self._write_block(self._index.finish(), False)
-        self._f.append(encode_footer(metaindex_handle, index_handle))
+        self._out.append(encode_footer(metaindex_handle, index_handle))
+        self._append_out()
         self._offset += FOOTER_SIZE
         return {"size": self._offset, "num_entries": self.num_entries,
                 "smallest": self.smallest, "largest": self.largest}
 
+    def _append_out(self) -> None:
+        out, self._out, self._out_bytes = self._out, [], 0
+        self._f.append(b"".join(out))
+
     def abandon(self) -> None:
         """Stop building; the caller deletes the partial file."""
         self.closed = True
+        self._out, self._out_bytes = [], 0
 
 
 class _BlockReader:

@@ -133,6 +133,49 @@ def test_memtable_iterator_crosses_chunks_and_sorted_sublists():
     assert got == keys[::-1]
 
 
+def _drain(it):
+    it.seek_to_first()
+    out = []
+    while it.valid():
+        out.append((it.key(), it.value()))
+        it.next()
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_flush_of_keys_written_in_order_walks_the_dict_and_sees_what_the_iterator_sees(seed):
+    """A memtable whose keys were first written in ascending order is
+    flushed by walking its dict (``InsertionOrderIterator``): the same
+    entries, every version of a key newest first, as ``MemTableIterator``."""
+    from lsm._memtable import InsertionOrderIterator
+    rng = random.Random(seed)
+    keys = user_keys(rng, 60)
+    mem, seq = MemTable(), 0
+    for k in keys:                                  # first writes in key order
+        seq += 1
+        mem.add(seq, KIND_VALUE, k, b"v%d" % seq)
+    for _ in range(80):                             # then more versions, any order
+        seq += 1
+        k = rng.choice(keys)
+        if rng.random() < 0.3:
+            mem.add(seq, KIND_DELETE, k, b"")
+        else:
+            mem.add(seq, KIND_VALUE, k, b"v%d" % seq)
+    it = mem.flush_iterator()
+    assert type(it) is InsertionOrderIterator
+    want = _drain(mem.iterator())
+    assert len(want) == seq and _drain(it) == want
+    for move in (it.prev, it.seek_to_last, lambda: it.seek(want[0][0]), lambda: it.seek_for_prev(want[0][0])):
+        with pytest.raises(NotImplementedError, match="forward only"):
+            move()
+    # A key first written out of order (user keys here are at most 4 bytes,
+    # so it is new, and below the last): the flush takes the sorted iterator.
+    mem.add(seq + 1, KIND_VALUE, b"\x00" * 5, b"late")
+    assert type(mem.flush_iterator()) is not InsertionOrderIterator
+    assert _drain(mem.flush_iterator()) == _drain(mem.iterator())
+    assert type(MemTable().flush_iterator()) is InsertionOrderIterator and _drain(MemTable().flush_iterator()) == []
+
+
 def test_memtable_knows_whether_a_range_holds_a_key():
     rng = random.Random(8)
     keys = sorted({b"k%06d" % rng.randrange(10 ** 6) for _ in range(3000)})

@@ -20,6 +20,8 @@ replacing a dict value and appending to a list are atomic under the GIL.
 from libc.stdint cimport uint64_t
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_Next
+from cpython.ref cimport PyObject
 
 from lsm._keys cimport cmp_user, ikey_of, lower_bound as _lower_bound, pack_tag, tag_of, user_of
 
@@ -319,6 +321,88 @@ cdef class MemTableIterator(InternalIterator):
 
     cpdef bytes value(self):
         return (<tuple>self._vers[self._vi])[2]
+
+
+cpdef bint keys_in_order(dict versions):
+    """Whether the dict's keys, in its own order (the order each key was
+    first written), are ascending: then walking the dict is walking the
+    sorted keys, with no lookup a key (see ``InsertionOrderIterator``)."""
+    cdef Py_ssize_t pos = 0
+    cdef PyObject* k
+    cdef PyObject* v
+    cdef bytes prev = None, key
+    while PyDict_Next(versions, &pos, &k, &v):
+        key = <bytes?><object>k
+        if prev is not None and cmp_user(<const unsigned char*>PyBytes_AS_STRING(prev), PyBytes_GET_SIZE(prev),
+                                         <const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)) >= 0:
+            return False
+        prev = key
+    return True
+
+
+cdef class InsertionOrderIterator(InternalIterator):
+    """A frozen memtable's entries, forward from the first, walking its dict
+    in the dict's own order: for a memtable whose keys were first written in
+    ascending order (``keys_in_order``), the same entries as
+    ``MemTableIterator`` without a dict lookup a key (the flush of an
+    in-order load spent a third of its time in those lookups, each a cache
+    miss).  Nothing may write the memtable while it is used (a flush's
+    memtable is frozen).  Forward only: ``seek_to_first``, ``next``."""
+    cdef dict _versions
+    cdef Py_ssize_t _pos     # PyDict_Next's position, after the current key
+    cdef bytes _uk           # the current user key
+    cdef list _vers          # its versions, oldest first
+    cdef Py_ssize_t _vi      # current version, counting down (newest first)
+    cdef bytes _key
+
+    def __init__(self, dict versions not None):
+        self._versions = versions
+        self._vers = None
+
+    cdef _enter_next_key(self):
+        cdef PyObject* k
+        cdef PyObject* v
+        self._key = None
+        if PyDict_Next(self._versions, &self._pos, &k, &v):
+            self._uk = <bytes><object>k
+            self._vers = _as_list(<object>v)
+            self._vi = len(self._vers) - 1
+        else:
+            self._vers = None
+
+    cpdef bint valid(self):
+        return self._vers is not None
+
+    cpdef seek_to_first(self):
+        self._pos = 0
+        self._enter_next_key()
+
+    cpdef next(self):
+        self._vi -= 1
+        self._key = None
+        if self._vi < 0:
+            self._enter_next_key()
+
+    cpdef bytes key(self):
+        if self._key is None:
+            v = <tuple>self._vers[self._vi]
+            self._key = ikey_of(self._uk, pack_tag(<uint64_t>v[0], <int>v[1]))
+        return self._key
+
+    cpdef bytes value(self):
+        return (<tuple>self._vers[self._vi])[2]
+
+    cpdef seek_to_last(self):
+        raise NotImplementedError("InsertionOrderIterator is forward only, from the first")
+
+    cpdef seek(self, bytes ikey):
+        raise NotImplementedError("InsertionOrderIterator is forward only, from the first")
+
+    cpdef seek_for_prev(self, bytes ikey):
+        raise NotImplementedError("InsertionOrderIterator is forward only, from the first")
+
+    cpdef prev(self):
+        raise NotImplementedError("InsertionOrderIterator is forward only, from the first")
 
 
 # A chunk of the sorted keys, read from SortedList's own layout: sorted
