@@ -25,7 +25,8 @@ class Options:
     #: On the OS file system the zeros are also mapped, and a WAL record is
     #: copied into the mapping instead of written with ``write(2)``: a put
     #: saves the system call (about 1 us of 3), and the record is with the
-    #: OS all the same (it survives kill -9).  With ``sync``, a synced write
+    #: OS all the same (it survives kill -9); a WAL's first fsync ends its
+    #: mapping (lsm._fileio says why).  With ``sync``, a synced write
     #: overwrites allocated space and its fdatasync commits no change of the
     #: file's size (sqlite3 reuses its WAL file for the same reason;
     #: measured here, an fdatasync after a 150-byte write costs 20-30 us

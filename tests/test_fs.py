@@ -93,6 +93,29 @@ def test_os_preallocate_keeps_zeros_ahead_of_the_end_and_close_trims_them(tmp_pa
         f.append(b"x")
 
 
+def _mapped(path):
+    with open("/proc/self/maps") as m:
+        return any(line.rstrip().endswith(path) for line in m)
+
+
+def test_os_preallocated_appends_go_through_a_mapping_until_the_first_sync(tmp_path):
+    """Appends are copied into a shared mapping of the zeros (the bytes are
+    in the file for any reader at once, as after write(2)); the first sync
+    ends the mapping, and later appends are pwrites into the zeros."""
+    p = str(tmp_path / "wal")
+    f = OSFileSystem().open_append(p, preallocate=4096)
+    f.append(b"a" * 100)
+    assert _mapped(p) and content(p) == b"a" * 100 + bytes(3996)
+    f.append(b"b" * 4000)                 # past the zeros' end: mapped further on
+    assert _mapped(p) and content(p) == b"a" * 100 + b"b" * 4000 + bytes(8192 - 4100)
+    f.sync()
+    assert not _mapped(p)
+    f.append(b"c" * 10)
+    assert not _mapped(p) and content(p) == b"a" * 100 + b"b" * 4000 + b"c" * 10 + bytes(8192 - 4110)
+    f.close()
+    assert content(p) == b"a" * 100 + b"b" * 4000 + b"c" * 10
+
+
 def test_failed_append_is_a_storage_error_with_errno_and_path():
     f = OSFileSystem().open_append("/dev/full", truncate=False)
     with pytest.raises(StorageError) as ei:
