@@ -116,6 +116,19 @@ def test_os_preallocated_appends_go_through_a_mapping_until_the_first_sync(tmp_p
     assert content(p) == b"a" * 100 + b"b" * 4000 + b"c" * 10
 
 
+def test_os_preallocation_starts_at_64_kib_and_doubles_up_to_its_step(tmp_path):
+    """Many small WALs (a region server's) write few zeros each."""
+    p = str(tmp_path / "wal")
+    f = OSFileSystem().open_append(p, preallocate=256 << 10)
+    ends = []
+    for _ in range(6):
+        f.append(b"x" * (100 << 10))
+        ends.append(os.path.getsize(p) >> 10)
+    assert ends == [192, 448, 448, 448, 704, 704]     # 64 + 128, + 256, + 256 (KiB)
+    f.close()
+    assert content(p) == b"x" * (600 << 10)
+
+
 def test_failed_append_is_a_storage_error_with_errno_and_path():
     f = OSFileSystem().open_append("/dev/full", truncate=False)
     with pytest.raises(StorageError) as ei:

@@ -4,7 +4,7 @@ cdef class OSAppendFile:
     cdef readonly object path
     cdef readonly long long size
     cdef int _fd
-    cdef long long _step, _end
+    cdef long long _step, _step_max, _end
     cdef char* _map
     cdef long long _map_off, _map_len
     cdef bint _map_ok
