@@ -147,6 +147,42 @@ def test_region_server_overhead_per_operation(benchmark, tmp_path):
     assert all(us > 0 for ops in med.values() for us in ops.values())
 
 
+def test_writes_over_64_regions_against_1_at_200k_keys(benchmark, tmp_path):
+    """The bar "writes over 64 pre-split regions no slower per key than over
+    1" past the warm-up the test above measures (20,000 puts: every region
+    opens its WAL and memtable for ~300 puts, and nothing flushes): 200,000
+    random puts, CPU time per put, 1 and 64 regions alternated for 3 rounds,
+    fresh servers, flushes inline (the server's options above)."""
+    import statistics
+    import time
+    rng = random.Random(7)
+    keys = [b"%08x" % rng.getrandbits(32) for _ in range(200_000)]
+    value = b"v" * 100
+    per_put = {1: [], 64: []}
+
+    def rounds():
+        for rnd in range(3):
+            for n in ((1, 64) if rnd % 2 == 0 else (64, 1)):
+                s = regions.RegionServer.open(str(tmp_path / f"{n}-{rnd}"), _options())
+                try:
+                    s.create_table("t", [b"%08x" % (i * (1 << 32) // n) for i in range(1, n)])
+                    put = s.put
+                    t0 = time.process_time()
+                    for k in keys:
+                        put("t", k, value)
+                    per_put[n].append((time.process_time() - t0) / len(keys) * 1e6)
+                    assert s.get("t", keys[-1]) == value
+                finally:
+                    s.close()
+
+    benchmark.pedantic(rounds, rounds=1, iterations=1)
+    one, many = statistics.median(per_put[1]), statistics.median(per_put[64])
+    benchmark.extra_info.update({"1 region put us": round(one, 3), "64 regions put us": round(many, 3),
+                                 "64 / 1": round(many / one, 3)})
+    print(f"\n200k puts: 1 region {one:.2f} us, 64 regions {many:.2f} us a put ({many / one:.2f}x)")
+    assert one > 0 and many > 0
+
+
 def _load_fresh(path, size, value_bytes=100):
     """A server whose one region has just taken ``size`` bytes of writes
     (1000-key batches), flushed: its store is typically still compacting."""
