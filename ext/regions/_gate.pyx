@@ -33,9 +33,23 @@ cdef class Gate:
     cdef public Py_ssize_t inflight
     cdef public long long reads, writes
     cdef public object _cv
-    #: The region's store and key range (``Region`` sets them): C fields, as
-    #: the Router reads them on every operation.
-    cdef public object db, start, end
+    #: The region's key range (``Region`` sets it): C fields, as the Router
+    #: reads them on every operation.
+    cdef public object start, end
+    cdef object _db, _db_get, _db_put    # the store, and its get and put bound once
+
+    @property
+    def db(self):
+        """The region's store (``Region`` sets it); its ``get`` and ``put``
+        are kept bound, which saves the Router an attribute lookup an
+        operation."""
+        return self._db
+
+    @db.setter
+    def db(self, value):
+        self._db = value
+        self._db_get = None if value is None else value.get
+        self._db_put = None if value is None else value.put
 
     def __init__(self, open_state, cv):
         self._open = open_state
@@ -174,7 +188,7 @@ cdef class Router:
         """Set ``key`` of ``table`` to ``value`` (``sync``: as ``lsm.DB.put``)."""
         cdef Gate r = self._enter_fast(table, key, True)
         try:
-            r.db.put(key, value, sync)
+            r._db_put(key, value, sync)
         finally:
             r.exit()
 
@@ -284,6 +298,6 @@ cdef class Router:
         """The value of ``key`` of ``table``, or None."""
         cdef Gate r = self._enter_fast(table, key, False)
         try:
-            return r.db.get(key)
+            return r._db_get(key)
         finally:
             r.exit()
