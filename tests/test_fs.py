@@ -104,6 +104,8 @@ def test_os_preallocated_appends_go_through_a_mapping_until_the_first_sync(tmp_p
     ends the mapping, and later appends are pwrites into the zeros."""
     p = str(tmp_path / "wal")
     f = OSFileSystem().open_append(p, preallocate=4096)
+    f.append(b"")                         # nothing to map yet: changes nothing
+    assert f.size == 0 and not _mapped(p)
     f.append(b"a" * 100)
     assert _mapped(p) and content(p) == b"a" * 100 + bytes(3996)
     f.append(b"b" * 4000)                 # past the zeros' end: mapped further on

@@ -140,6 +140,10 @@ cdef class OSAppendFile:
     cdef int write(self, const char* p, Py_ssize_t n) except -1:
         """``append`` of ``n`` bytes at ``p``: the C entry point."""
         cdef long long want = self.size + n
+        if n == 0:
+            if self._fd < 0:
+                raise ClosedError(f"append to closed file {self.path!r}")
+            return 0
         if want <= self._map_off + self._map_len and self._map != NULL:
             memcpy(self._map + (self.size - self._map_off), p, n)
             self.size = want
