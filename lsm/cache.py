@@ -9,7 +9,9 @@ tables with the same name, never share stale blocks.  Values are immutable
 parsed blocks, shared freely between threads.  A table's point reader
 (``lsm._table.PointReader``) also keeps the cache slot of each block it
 read, and takes a hit from it without the dict (an evicted slot has no
-value, and the reader goes back to the dict).
+value, and the reader goes back to the dict); the point read does so with
+the GIL released, and what the cache drops meanwhile is kept until those
+searches are done (ext/lsm/_blockcache.pyx, "Reads without the GIL").
 
 ``TableCache`` keeps at most ``capacity`` tables by key; an evicted table is
 forgotten, not closed, and closes when its last user drops it.
@@ -43,7 +45,10 @@ class TableCache:
 
     ``peek(key)`` is the point-read path: one lock-free dict lookup, no LRU
     refresh and no counting (the DB falls back to ``get`` on a miss, which
-    refreshes).  It is the one map of open tables; there is no second cache.
+    refreshes).  It is the one map of open tables.  (The point read's view
+    of a version, lsm._read.ReadView, also holds the readers of that
+    version's tables it opened, while the version lives, when the version
+    has no more files than this cache's capacity.)
     Thread-safe.
     """
 

@@ -222,7 +222,8 @@ class DB(BackgroundWork):
         self.block_cache = options.block_cache if options.block_cache is not None \
             else BlockCache(options.block_cache_bytes)
         self._tables = TableCache(self._open_table, options.max_open_files)   # file number -> table
-        self._point = PointPath(self, self._s, self._tables.peek.__self__)
+        self._point = PointPath(self, self._s, self._tables.peek.__self__, self.block_cache,
+                                options.max_open_files)
         self.get = self._point.get      # the point read, one C call (lsm/_read.pyx); DB.get documents it
         self.scan_chunk = self._point.scan_chunk    # likewise; DB.scan_chunk documents it
         self.scan_short = self._point.scan_short    # likewise; DB.scan_short documents it
@@ -732,6 +733,8 @@ class DB(BackgroundWork):
                 self._close_log(self._log)
             self.versions.close()
             self._tables.close()
+            # The point read's view keeps its tables' readers: let them go too.
+            self.versions.current.cview = None
         finally:
             self._lock_file.release()
             self._release_memory()

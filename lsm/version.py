@@ -129,11 +129,14 @@ class Version:
     ``refs`` counts iterators pinning it (changed under VersionSet.lock): the
     files of a version with refs are never deleted.
     """
-    __slots__ = ("levels", "refs", "l0", "search", "bounds")
+    __slots__ = ("levels", "refs", "l0", "search", "bounds", "cview")
 
     def __init__(self, levels: List[List[FileMeta]]):
         self.levels = levels
         self.refs = 0
+        #: The point read's C view of these files (lsm._read.ReadView), built
+        #: by the first read that needs it.
+        self.cview = None
         # What a point lookup walks: L0 as (smallest, largest, file, number),
         # newest first; then per non-empty deeper level (files, largest ikeys,
         # smallest user keys, numbers) for a binary search (lists, so that

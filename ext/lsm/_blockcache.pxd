@@ -9,6 +9,7 @@ cdef class _Slot:
     cdef object owner
     cdef uint64_t offset          # of the block in its table (for PointReader's check)
     cdef object value             # None once erased or evicted
+    cdef void* block              # value, borrowed, for reads without the GIL; NULL once dropped
     cdef Py_ssize_t charge
     cdef bint referenced
     cdef bint dead
@@ -29,3 +30,10 @@ cdef class BlockCache:
     cdef object _key_of(self, object key)
     cdef void _drop(self, object key) except *
     cdef void _compact(self) except *
+
+
+# Reads without the GIL (module doc, "Reads without the GIL"): all three are
+# called with the GIL held.
+cdef int read_enter() noexcept
+cdef void read_exit(int epoch) noexcept
+cdef int bury(object o) except -1

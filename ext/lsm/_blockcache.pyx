@@ -22,6 +22,22 @@ lookup of an int key, a flag, a counter), atomic under the GIL;
 a value evicted meanwhile is still valid (blocks are immutable).  Changes
 (``insert``, ``erase``, ``erase_prefix``) hold ``_lock``.  The counters are
 exact under the GIL.
+
+Reads without the GIL.  ``lsm._read`` searches a table's blocks with the GIL
+released, through the blocks' slots (``_Slot.block``, a borrowed pointer).
+Another thread may meanwhile drop a slot's block or replace a reader's slot,
+which would free what the search reads.  So nothing such a search can reach
+is freed while one is in flight: a search registers with ``read_enter()``
+before it releases the GIL and leaves with ``read_exit()`` after it takes
+it back; what is dropped meanwhile is handed to ``bury()``, which keeps it
+until every search that could have seen it has left.  Two epochs do it
+(the scheme of epoch-based reclamation): searches register in the current
+one; what is buried goes to the current one's grave; once the other epoch
+has no search left, its grave is emptied and, if the current grave holds
+anything, the epochs swap.  An object buried in epoch E is freed only after
+the epoch before E drained (at the swap away from E, which comes after the
+burial) and E drained: every search that started before the burial.  All
+three run with the GIL held, so plain counters suffice.
 """
 import threading
 from collections import deque
@@ -37,6 +53,53 @@ __all__ = ["BlockCache"]
 
 DEF OFFSET_BITS = 40
 DEF OWNER_LIMIT = 1 << 23
+
+
+# The reclamation epochs (module doc, "Reads without the GIL").
+cdef Py_ssize_t _active[2]
+cdef int _epoch = 0
+cdef list _graves = [[], []]
+_active[0] = 0
+_active[1] = 0
+
+
+cdef int read_enter() noexcept:
+    """Register a search about to release the GIL; returns its epoch."""
+    _active[_epoch] += 1
+    return _epoch
+
+
+cdef void read_exit(int epoch) noexcept:
+    """The search of ``epoch`` holds the GIL again and reads nothing more."""
+    _active[epoch] -= 1
+    if _active[epoch] == 0:
+        _reclaim()
+
+
+cdef int bury(object o) except -1:
+    """Keep ``o`` (dropped from a slot) until no search that could see it is in flight."""
+    if _active[0] == 0 and _active[1] == 0:
+        return 0             # no search in flight: it may go now
+    (<list>_graves[_epoch]).append(o)
+    _reclaim()
+    return 0
+
+
+cdef void _reclaim() noexcept:
+    global _epoch
+    cdef int other = 1 - _epoch
+    if _active[other] != 0:
+        return
+    if <list>_graves[other]:
+        _graves[other] = []
+    if <list>_graves[_epoch]:
+        _epoch = other
+
+
+def reclaim_stats():
+    """``(searches in flight per epoch, objects kept per epoch, current
+    epoch)``, for tests."""
+    return ((_active[0], _active[1]), (len(_graves[0]), len(_graves[1])), _epoch)
 
 
 cdef inline object _key(object owner, uint64_t offset):
@@ -115,6 +178,7 @@ cdef class BlockCache:
         key = self._key_of(key)
         s = _Slot()
         s.key, s.owner, s.value, s.charge = key, owner, value, charge
+        s.block = <void*>value
         if type(offset) is int and 0 <= offset < (<uint64_t>1 << 63):
             s.offset = offset
         with self._lock:
@@ -145,6 +209,8 @@ cdef class BlockCache:
             return
         self.usage -= s.charge
         s.dead = True
+        s.block = NULL
+        bury(s.value)
         s.value = None
         self._dead += 1
         keys = self._by_owner.get(s.owner)

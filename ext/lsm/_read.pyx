@@ -1,16 +1,28 @@
 # cython: language_level=3
 """``DB.get`` in one C call (docs/impl.md, "A point read").
 
-``PointPath(db, state, tables).get(key, snapshot=None)`` walks what ``DB.get`` reads, in
-order, and stops at the first entry of ``key`` visible at the read's
-sequence: the memtable and the frozen memtable (``_memtable.get_version``),
-then the current version's L0 tables newest first and one table per deeper
-level (binary search of the level's largest keys against a lookup key built
-on the stack), each through ``_table.PointReader.lookup`` (bloom, index,
-block cache, in-block search).  It builds no Python object but the value
-found (and the block-cache key); only a table not yet open (the DB's
-``_table``) or a block-cache miss (the table's ``_fill``) calls back into
-Python.
+``PointPath(db, state, tables, cache, max_open).get(key, snapshot=None)``
+walks what ``DB.get`` reads, in order, and stops at the first entry of
+``key`` visible at the read's sequence: the memtable and the frozen
+memtable (``_memtable.get_version``), then the current version's L0 tables
+newest first and one table per deeper level (binary search of the level's
+largest keys against a lookup key built on the stack), each through
+``_table.PointReader`` (bloom, index, block cache, in-block search).  It
+builds no Python object but the value found; only a table not yet open
+(the DB's ``_table``) or a block-cache miss (the table's ``_fill``) calls
+back into Python.
+
+The tables are searched without the GIL: the version's ``ReadView`` (its
+files as C arrays, with their readers once opened; built by the version's
+first read and kept as ``Version.cview``) is walked by ``ReadView.probe``
+with the GIL released once, each table through
+``PointReader.lookup_nogil``, registered with ``_blockcache.read_enter``
+so that no block it may reach is freed under it (lsm/_blockcache.pyx,
+"Reads without the GIL").  A table the walk cannot read without the GIL
+(not open in the view, its block not in the reader's slots, a long key) is
+read with it, and the walk goes on.  A version with more files than
+``max_open`` keeps no readers, so the open files stay bounded by the table
+cache: each of its tables is read with the GIL.
 
 It reads the DB's state as ``DB.get`` did: the memtables, the last
 sequence and the closed flag from the DB's ``DBState`` (lsm/_state.pyx, C
@@ -29,7 +41,7 @@ them.
 
 Thread-safety: any number of threads.
 """
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
 from libc.stdint cimport uint64_t
@@ -38,7 +50,11 @@ from libc.string cimport memcpy
 from lsm._coding cimport encode_fixed64
 from lsm._db_iter cimport DBIterator
 from lsm._iter cimport InternalIterator
-from lsm._keys cimport KIND_VALUE, bisect_keys, cmp_user, lower_bound as _lower_bound, pack_tag
+from cpython.ref cimport Py_XDECREF, Py_INCREF
+from libc.stdlib cimport malloc, free
+
+from lsm._blockcache cimport BlockCache, read_enter, read_exit
+from lsm._keys cimport KIND_VALUE, bisect_keys, cmp_ikey, cmp_user, lower_bound as _lower_bound, pack_tag
 from lsm._memtable cimport get_version, visible_range
 from lsm._state cimport DBState
 from lsm._table cimport PointReader
@@ -54,16 +70,138 @@ cdef enum:
     SHORT_CAP = 64      # keys a source may hold of a short scan before it iterates
 
 
+cdef struct FileC:
+    const unsigned char* lo     # smallest user key
+    Py_ssize_t lon
+    const unsigned char* hi     # largest user key
+    Py_ssize_t hin
+    const unsigned char* ilarge # largest internal key
+    Py_ssize_t ilargen
+    void* reader                # its PointReader (a strong reference), or NULL
+
+
+cdef class ReadView:
+    """One version's files as C arrays, each with its point reader once
+    opened: what ``PointPath.get`` walks without the GIL (module doc).
+    Built once a version (``Version.cview``); immutable but for the readers,
+    each set once, with the GIL.  ``keep`` False (more files than the table
+    cache may keep open): it keeps no reader, and every table is read with
+    the GIL, through the table cache."""
+    cdef FileC* files           # L0 newest first, then each deeper level's in order
+    cdef Py_ssize_t n, nl0, nlevels
+    cdef Py_ssize_t* starts     # level i's files: files[starts[i]:starts[i + 1]]
+    cdef list metas             # the FileMeta of each file (they own the keys' bytes)
+    cdef list numbers
+    cdef readonly bint keep
+
+    def readers_kept(self):
+        """How many of the files' readers this view holds (for tests)."""
+        return sum([1 for i in range(self.n) if self.files[i].reader != NULL])
+
+    def __cinit__(self, v, bint keep):
+        cdef list metas = [], numbers = []
+        cdef list levels = []
+        cdef Py_ssize_t i = 0, j
+        cdef bytes b
+        for item in <list>v.l0:
+            metas.append((<tuple>item)[2])
+            numbers.append((<tuple>item)[3])
+        for item in <list>v.search:
+            metas.extend(<list>(<tuple>item)[0])
+            numbers.extend(<list>(<tuple>item)[3])
+            levels.append(item)
+        self.metas, self.numbers, self.keep = metas, numbers, keep
+        self.n, self.nl0, self.nlevels = len(metas), len(<list>v.l0), len(levels)
+        self.files = <FileC*>malloc(max(self.n, 1) * sizeof(FileC))
+        self.starts = <Py_ssize_t*>malloc((self.nlevels + 1) * sizeof(Py_ssize_t))
+        if self.files == NULL or self.starts == NULL:
+            raise MemoryError()
+        for item in <list>v.l0:
+            b = <bytes>(<tuple>item)[0]
+            self.files[i].lo, self.files[i].lon = <const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b)
+            b = <bytes>(<tuple>item)[1]
+            self.files[i].hi, self.files[i].hin = <const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b)
+            self.files[i].ilarge, self.files[i].ilargen = NULL, 0
+            self.files[i].reader = NULL
+            i += 1
+        for j, item in enumerate(levels):
+            self.starts[j] = i
+            for b, s in zip(<list>(<tuple>item)[1], <list>(<tuple>item)[2]):
+                self.files[i].ilarge = <const unsigned char*>PyBytes_AS_STRING(b)
+                self.files[i].ilargen = PyBytes_GET_SIZE(b)
+                self.files[i].lo = <const unsigned char*>PyBytes_AS_STRING(<bytes>s)
+                self.files[i].lon = PyBytes_GET_SIZE(<bytes>s)
+                self.files[i].hi, self.files[i].hin = NULL, 0
+                self.files[i].reader = NULL
+                i += 1
+        self.starts[self.nlevels] = i
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self.files != NULL:
+            for i in range(self.n):
+                Py_XDECREF(<PyObject*>self.files[i].reader)
+            free(self.files)
+        free(self.starts)
+
+    cdef int probe(self, Py_ssize_t* stage, const unsigned char* uk, Py_ssize_t un,
+                   const unsigned char* lk, Py_ssize_t lkn, Py_ssize_t* at,
+                   const unsigned char** vp, Py_ssize_t* vn, Py_ssize_t* hits) noexcept nogil:
+        """The point read of the tables, from ``*stage`` on (stage i < nl0:
+        L0 file i; then one a deeper level), without the GIL: 0 when no
+        table has the key, 1 for a value (``*vp``, ``*vn``), 2 for a
+        tombstone, -1 when file ``*at`` (at stage ``*stage``) must be read
+        with the GIL (not open in this view, or ``lookup_nogil`` said so)."""
+        cdef Py_ssize_t s, i, lo, hi, mid
+        cdef int r
+        cdef FileC* f
+        for s in range(stage[0], self.nl0 + self.nlevels):
+            if s < self.nl0:
+                f = &self.files[s]
+                if cmp_user(f.lo, f.lon, uk, un) > 0 or cmp_user(uk, un, f.hi, f.hin) > 0:
+                    continue
+                i = s
+            else:
+                lo = self.starts[s - self.nl0]
+                hi = self.starts[s - self.nl0 + 1]
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if cmp_ikey(self.files[mid].ilarge, self.files[mid].ilargen, lk, lkn) < 0:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo == self.starts[s - self.nl0 + 1]:
+                    continue
+                f = &self.files[lo]
+                if cmp_user(f.lo, f.lon, uk, un) > 0:
+                    continue
+                i = lo
+            if self.files[i].reader == NULL:
+                r = -1
+            else:
+                r = (<PointReader>self.files[i].reader).lookup_nogil(uk, un, lk, lkn, vp, vn, hits)
+            if r != 0:
+                stage[0] = s
+                at[0] = i
+                return r
+        return 0
+
+
 cdef class PointPath:
     """The point read of one ``DB`` (see the module doc)."""
     cdef object _db
     cdef DBState _s            # the DB's memtables, last sequence, closed flag
     cdef object _tables        # the TableCache's OrderedDict: number -> Table/TableView
+    cdef BlockCache _cache     # the tables' block cache (hits taken without the GIL are added here)
+    cdef Py_ssize_t _max_open  # a version with more files keeps no readers (ReadView.keep)
 
-    def __init__(self, db, DBState state not None, tables_map):
+    def __init__(self, db, DBState state not None, tables_map, BlockCache cache=None,
+                 Py_ssize_t max_open=0):
         self._db = db
         self._s = state
         self._tables = tables_map
+        self._cache = cache
+        self._max_open = max_open
 
     def get(self, key, snapshot=None):
         """The value of ``key``, or None (``DB.get``)."""
@@ -280,11 +418,19 @@ cdef class PointPath:
         cdef object item, r
         cdef list largest
         cdef bytes b
+        cdef ReadView rv
         if lkn > LKBUF:
             heap = bytes(lkn)
             lk = <unsigned char*>PyBytes_AS_STRING(heap)
         memcpy(lk, uk, un)
         encode_fixed64(lk + un, pack_tag(seq, KIND_VALUE))
+        if heap is None and self._max_open > 0:
+            rv = <ReadView>v.cview
+            if rv is None:
+                rv = ReadView(v, len(<list>v.l0) + sum([len(<list>(<tuple>t)[0]) for t in v.search])
+                              <= self._max_open)
+                v.cview = rv
+            return self._from_view(rv, uk, un, lk, lkn)
         for item in <list>v.l0:
             b = <bytes>(<tuple>item)[0]
             if cmp_user(<const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), uk, un) > 0:
@@ -306,6 +452,48 @@ cdef class PointPath:
                     if r is not None:
                         return r
         return None
+
+    cdef object _from_view(self, ReadView rv, const unsigned char* uk, Py_ssize_t un,
+                           const unsigned char* lk, Py_ssize_t lkn):
+        """``_from_version`` through the version's ReadView: the tables'
+        searches without the GIL, a table that needs it read with it."""
+        cdef Py_ssize_t stage = 0, at = -1, hits
+        cdef const unsigned char* vp = NULL
+        cdef Py_ssize_t vn = 0
+        cdef int r, epoch
+        cdef object got = None
+        cdef PointReader pr
+        cdef PyObject* p
+        while True:
+            hits = 0
+            epoch = read_enter()
+            with nogil:
+                r = rv.probe(&stage, uk, un, lk, lkn, &at, &vp, &vn, &hits)
+            try:
+                if r == 1:
+                    got = PyBytes_FromStringAndSize(<const char*>vp, vn)
+            finally:
+                read_exit(epoch)
+            if hits and self._cache is not None:
+                self._cache.hits += hits
+            if r == 1:
+                return got
+            if r == 2:
+                return DELETED
+            if r == 0:
+                return None
+            p = <PyObject*>rv.files[at].reader
+            if p != NULL:
+                pr = <PointReader>p
+            else:
+                pr = self._table_of(rv.numbers[at], rv.metas[at])
+                if rv.keep and rv.files[at].reader == NULL:
+                    Py_INCREF(pr)
+                    rv.files[at].reader = <void*>pr
+            got = pr.lookup(uk, un, lk, lkn)
+            if got is not None:
+                return got
+            stage += 1
 
     cdef PointReader _table(self, object f):
         return self._table_of(f.number, f)

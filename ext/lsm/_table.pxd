@@ -13,7 +13,18 @@ cdef class PointReader:
     cdef BlockCache _cache
     cdef bytes _lo, _hi
     cdef list _slots              # per index entry: its block's cache slot, or None
+    # The same, read without the GIL (lookup_nogil): the bounds, the filter
+    # and the slots' array (the list is never resized), as C pointers.
+    cdef const unsigned char* _lo_p
+    cdef const unsigned char* _hi_p
+    cdef const unsigned char* _filter_p
+    cdef Py_ssize_t _lo_n, _hi_n, _filter_n
+    cdef void** _slot_items
+    cdef Py_ssize_t _nslots
     cdef object lookup(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk, Py_ssize_t lkn)
+    cdef int lookup_nogil(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk,
+                          Py_ssize_t lkn, const unsigned char** vp, Py_ssize_t* vn,
+                          Py_ssize_t* hits) noexcept nogil
     cdef object _slow(self, bytes lk)
     cdef Block _block_at(self, Py_ssize_t voff, Py_ssize_t vlen, Py_ssize_t ordinal)
     cdef int collect(self, const unsigned char* lo, Py_ssize_t lon, const unsigned char* lk,

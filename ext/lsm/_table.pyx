@@ -17,11 +17,18 @@ from lsm._keys cimport KIND_DELETE, KIND_VALUE, TAG_FIRST, cmp_ikey, cmp_user, i
 from lsm._coding cimport get_block_handle
 from lsm._iter cimport InternalIterator
 from lsm._block cimport Block, BlockBuilder, BlockIter
-from lsm._blockcache cimport BlockCache, _Slot
+from lsm._blockcache cimport BlockCache, _Slot, bury
+from cpython.object cimport PyObject
 from lsm._bloom cimport murmur3_x64_128, probe
 
 from lsm.batch import check_bound
 from lsm.errors import CorruptionError
+
+cdef extern from "Python.h":
+    ctypedef struct PyListObject:
+        PyObject** ob_item
+
+cdef PyObject* _NONE = <PyObject*>None
 
 #: What ``PointReader.lookup`` returns for a tombstone.
 DELETED = object()
@@ -399,6 +406,16 @@ cdef class PointReader:
         if slots is None and cache is not None:
             slots = [None] * index.num_restarts
         self._slots = slots
+        if lo is not None:
+            self._lo_p, self._lo_n = <const unsigned char*>PyBytes_AS_STRING(lo), PyBytes_GET_SIZE(lo)
+        if hi is not None:
+            self._hi_p, self._hi_n = <const unsigned char*>PyBytes_AS_STRING(hi), PyBytes_GET_SIZE(hi)
+        if filt is not None:
+            self._filter_p = <const unsigned char*>PyBytes_AS_STRING(filt)
+            self._filter_n = PyBytes_GET_SIZE(filt)
+        if slots is not None:
+            self._slot_items = <void**>(<PyListObject*>slots).ob_item
+            self._nslots = PyList_GET_SIZE(slots)
 
     def bounded(self, lo, hi):
         """This reader restricted to user keys in ``[lo, hi)`` (None = open)."""
@@ -440,6 +457,62 @@ cdef class PointReader:
             return DELETED
         return PyBytes_FromStringAndSize(<char*>(<Block>blk).ptr + voff, vlen)
 
+    cdef int lookup_nogil(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk,
+                          Py_ssize_t lkn, const unsigned char** vp, Py_ssize_t* vn,
+                          Py_ssize_t* hits) noexcept nogil:
+        """``lookup`` without the GIL, for a search registered with
+        ``_blockcache.read_enter`` (its doc says why the blocks stay alive):
+        0 when the table has no visible entry, 1 for a value (``*vp``,
+        ``*vn``: its bytes, inside a cached block), 2 for a tombstone, and
+        -1 when it needs the GIL (the block is not in this reader's slots, a
+        key longer than the stack buffer, a corrupt block): the caller then
+        calls ``lookup``.  A block found in its slot adds one to ``*hits``
+        (the caller adds them to the cache's count with the GIL)."""
+        cdef unsigned char kbuf[KBUF]
+        cdef Py_ssize_t klen, voff, vlen, pos, ordinal = -1
+        cdef uint64_t off, size
+        cdef int r
+        cdef void* o
+        cdef void* b
+        if lkn > KBUF:
+            return -1
+        if self._lo_p != NULL and cmp_user(uk, un, self._lo_p, self._lo_n) < 0:
+            return 0
+        if self._hi_p != NULL and cmp_user(uk, un, self._hi_p, self._hi_n) >= 0:
+            return 0
+        if self._filter_p != NULL and not probe(self._filter_p, self._filter_n, uk, un):
+            return 0
+        r = self._index.find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen, &ordinal)
+        if r == 0:
+            return 0
+        if r < 0 or ordinal < 0 or ordinal >= self._nslots:
+            return -1
+        pos = voff
+        if get_block_handle(self._index.ptr, voff + vlen, &pos, &off, &size) != 0:
+            return -1
+        o = self._slot_items[ordinal]
+        if o == <void*>_NONE:
+            return -1
+        if (<_Slot>o).offset != off:
+            return -1
+        b = (<_Slot>o).block
+        if b == NULL:
+            return -1
+        (<_Slot>o).referenced = True
+        hits[0] += 1
+        r = (<Block>b).find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
+        if r == 0:
+            return 0
+        if r < 0:
+            return -1
+        if klen != lkn or memcmp(kbuf, lk, lkn - 8) != 0:
+            return 0
+        if (tag_at(kbuf, klen) & 0xFF) != KIND_VALUE:
+            return 2
+        vp[0] = (<Block>b).ptr + voff
+        vn[0] = vlen
+        return 1
+
     cdef Block _block_at(self, Py_ssize_t voff, Py_ssize_t vlen, Py_ssize_t ordinal):
         """The data block of index entry number ``ordinal`` (-1: unknown),
         whose value is at ``voff``, through the block cache."""
@@ -464,6 +537,8 @@ cdef class PointReader:
         if blk is None:
             blk = self._fill(off, size)
         if slotted:
+            # The slot replaced may be in use by a search without the GIL.
+            bury(<object>PyList_GET_ITEM(self._slots, ordinal))
             self._slots[ordinal] = self._cache.slot_of(self._owner, off)
         return <Block>blk
 

@@ -1,0 +1,137 @@
+"""The point read's table searches without the GIL (lsm/_read.pyx ReadView,
+lsm/_blockcache.pyx "Reads without the GIL"): the same answers as the path
+through the table cache, exact under threads while blocks are evicted and
+tables compacted away, and nothing kept once the searches are done."""
+import random
+import sys
+import threading
+
+import lsm
+from lsm._blockcache import reclaim_stats
+from conftest import run_writers_then_readers, tiny_options
+
+
+def _fill(db, rnd, keys):
+    """Overwrites, deletes and flushes over several levels; returns the model."""
+    model = {}
+    for round_ in range(6):
+        for k in rnd.sample(keys, len(keys) // 2):
+            if rnd.random() < 0.2:
+                db.delete(k)
+                model.pop(k, None)
+            else:
+                v = b"%s=%d" % (k, round_)
+                db.put(k, v)
+                model[k] = v
+        db.flush()
+    return model
+
+
+def test_reads_through_the_version_view_match_reads_through_the_table_cache(dbpath):
+    """One store read twice: with a table cache big enough for every file
+    (the view keeps each table's reader and searches without the GIL) and
+    with one too small (no reader kept: every table through the cache, with
+    the GIL).  Cold and warm, present, deleted and missing keys, at a
+    snapshot taken midway: the same answers."""
+    rnd = random.Random(5)
+    keys = [b"k%05d" % i for i in range(3000)]
+    with lsm.DB.open(dbpath, tiny_options(max_open_files=5000)) as db:
+        model = _fill(db, rnd, keys)
+        for k in keys[:500]:
+            db.put(k, b"after")
+    answers = {}
+    for max_open in (5000, 3):
+        with lsm.DB.open(dbpath, tiny_options(max_open_files=max_open, block_cache_bytes=1 << 20)) as db:
+            got = []
+            for _ in range(2):          # cold (readers opened, blocks cached), then warm
+                got.append([db.get(k) for k in keys + [b"k%05d+" % i for i in range(0, 3000, 7)]])
+            assert got[0] == got[1]
+            answers[max_open] = got[0]
+            version = db.versions.current
+            assert version.cview.keep == (max_open == 5000)
+            assert (version.cview.readers_kept() > 0) == (max_open == 5000)
+            assert sum(1 for _ in version.files()) > 3     # the small cache really is too small
+    assert answers[5000] == answers[3]
+    expect = [b"after" if i < 500 else model.get(k) for i, k in enumerate(keys)]
+    assert answers[5000][:len(keys)] == expect
+    assert all(v is None for v in answers[5000][len(keys):])
+
+
+def test_reads_at_a_snapshot_search_the_tables_without_the_gil_too(dbpath):
+    rnd = random.Random(6)
+    keys = [b"s%04d" % i for i in range(800)]
+    with lsm.DB.open(dbpath, tiny_options(max_open_files=5000)) as db:
+        model = _fill(db, rnd, keys)
+        snap = db.snapshot()
+        for k in keys:
+            db.put(k, b"newer")
+        db.flush()
+        assert [db.get(k, snapshot=snap) for k in keys] == [model.get(k) for k in keys]
+        assert all(db.get(k) == b"newer" for k in keys)
+        snap.close()
+
+
+def test_block_cache_hits_taken_without_the_gil_are_counted(dbpath):
+    with lsm.DB.open(dbpath, tiny_options(max_open_files=5000)) as db:
+        db.put(b"a", b"1")
+        db.flush()
+        assert db.get(b"a") == b"1"            # opens the table, reads the block
+        hits = db.block_cache.stats()["hits"]
+        for _ in range(10):
+            assert db.get(b"a") == b"1"
+        assert db.block_cache.stats()["hits"] == hits + 10
+
+
+def test_point_reads_stay_exact_while_blocks_are_evicted_and_tables_compacted(dbpath):
+    """Readers search blocks without the GIL while other threads evict them
+    (a block cache of a few blocks), replace readers' slots, and compact the
+    tables away.  Every value read is its key's (a block freed under a search
+    would give garbage or crash), and once the threads stop no search is
+    registered and the kept blocks are gone."""
+    opts = tiny_options(max_open_files=5000, block_cache_bytes=2048, background=True,
+                        l0_slowdown_trigger=8, l0_stop_trigger=16)
+    db = lsm.DB.open(dbpath, opts)
+    keys = [b"c%05d" % i for i in range(2000)]
+    for k in keys:
+        db.put(k, k + b"=0")
+    db.flush()
+    errors, done = [], threading.Event()
+
+    def writer(t):
+        rnd = random.Random(t)
+        try:
+            for i in range(1, 2500):
+                k = rnd.choice(keys)
+                db.put(k, k + b"=%d" % i)
+        except Exception as e:   # pragma: no cover - reported below
+            errors.append(e)
+
+    def reader(seed):
+        rnd = random.Random(seed)
+        n = 0
+        try:
+            while not done.is_set() or n < 2000:
+                k = rnd.choice(keys)
+                v = db.get(k)
+                assert v is not None and v.startswith(k + b"="), (k, v)
+                n += 1
+        except Exception as e:   # pragma: no cover
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        run_writers_then_readers([threading.Thread(target=writer, args=(t,)) for t in range(2)],
+                                 [threading.Thread(target=reader, args=(t,)) for t in range(3)], done)
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    stats = db.stats()
+    assert stats["compactions"] > 0
+    assert db.block_cache.stats()["hits"] > 0
+    assert reclaim_stats()[0] == (0, 0)
+    # What the searches left kept goes at the next searches' exits.
+    db.flush()
+    assert db.get(keys[0]).startswith(keys[0]) and db.get(keys[1]).startswith(keys[1])
+    assert reclaim_stats()[:2] == ((0, 0), (0, 0))
+    db.close()
