@@ -118,8 +118,13 @@ class _Log:
 
 def _state_field(name: str) -> property:
     """The DB attribute that is field ``name`` of its ``DBState`` (lsm/_state.pyx)."""
-    def set_field(db, value):
-        setattr(db._s, name, value)
+    setter = getattr(DBState, "set_" + name, None)
+    if setter is not None:          # mem and imm: their versions dicts too
+        def set_field(db, value):
+            setter(db._s, value)
+    else:
+        def set_field(db, value):
+            setattr(db._s, name, value)
     return property(attrgetter("_s." + name), set_field)
 
 

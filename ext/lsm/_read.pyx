@@ -194,6 +194,7 @@ cdef class PointPath:
     cdef object _tables        # the TableCache's OrderedDict: number -> Table/TableView
     cdef BlockCache _cache     # the tables' block cache (hits taken without the GIL are added here)
     cdef Py_ssize_t _max_open  # a version with more files keeps no readers (ReadView.keep)
+    cdef object _versions      # the DB's VersionSet, once it has one
 
     def __init__(self, db, DBState state not None, tables_map, BlockCache cache=None,
                  Py_ssize_t max_open=0):
@@ -215,15 +216,16 @@ cdef class PointPath:
         if s.closed:
             db._check_open()
         seq = s.last_seq if snapshot is None else db._snapshot_seq(snapshot)
-        v = get_version(s.mem.versions, <bytes>key, seq)
+        v = get_version(s.mem_versions, <bytes>key, seq)
         if v is not None:
             return (<tuple>v)[2] if (<tuple>v)[1] == KIND_VALUE else None
-        v = s.imm
-        if v is not None:
-            v = get_version(v.versions, <bytes>key, seq)
+        if s.imm_versions is not None:
+            v = get_version(s.imm_versions, <bytes>key, seq)
             if v is not None:
                 return (<tuple>v)[2] if (<tuple>v)[1] == KIND_VALUE else None
-        versions = db.versions
+        versions = self._versions
+        if versions is None:
+            versions = self._versions = db.versions
         for attempt in range(3):
             v = versions.current
             try:

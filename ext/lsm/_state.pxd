@@ -4,5 +4,6 @@ from libc.stdint cimport uint64_t
 
 cdef class DBState:
     cdef public object mem, imm, log, write_error, bg_error
+    cdef readonly dict mem_versions, imm_versions   # mem's and imm's ``versions`` (set_mem, set_imm)
     cdef public bint closed
     cdef public uint64_t last_seq

@@ -23,6 +23,18 @@ cdef class DBState:
 
     def __init__(self):
         self.mem = self.imm = self.log = None
+        self.mem_versions = self.imm_versions = None
         self.write_error = self.bg_error = None
         self.closed = False
         self.last_seq = 0
+
+    def set_mem(self, mem):
+        """``mem`` and its ``versions`` dict (which a memtable never
+        replaces), which the point read reads without an attribute lookup."""
+        self.mem_versions = None if mem is None else mem.versions
+        self.mem = mem
+
+    def set_imm(self, imm):
+        """``imm`` and its ``versions`` dict, as ``set_mem``."""
+        self.imm_versions = None if imm is None else imm.versions
+        self.imm = imm
