@@ -129,9 +129,6 @@ def test_point_reads_stay_exact_while_blocks_are_evicted_and_tables_compacted(db
     stats = db.stats()
     assert stats["compactions"] > 0
     assert db.block_cache.stats()["hits"] > 0
-    assert reclaim_stats()[0] == (0, 0)
-    # What the searches left kept goes at the next searches' exits.
-    db.flush()
-    assert db.get(keys[0]).startswith(keys[0]) and db.get(keys[1]).startswith(keys[1])
+    # The last search to leave let go of everything kept.
     assert reclaim_stats()[:2] == ((0, 0), (0, 0))
     db.close()

@@ -34,7 +34,8 @@ until every search that could have seen it has left.  Two epochs do it
 (the scheme of epoch-based reclamation): searches register in the current
 one; what is buried goes to the current one's grave; once the other epoch
 has no search left, its grave is emptied and, if the current grave holds
-anything, the epochs swap.  An object buried in epoch E is freed only after
+anything, the epochs swap; once no search at all is in flight, both graves
+are emptied.  An object buried in epoch E is freed only after
 the epoch before E drained (at the swap away from E, which comes after the
 burial) and E drained: every search that started before the burial.  All
 three run with the GIL held, so plain counters suffice.
@@ -72,7 +73,13 @@ cdef int read_enter() noexcept:
 cdef void read_exit(int epoch) noexcept:
     """The search of ``epoch`` holds the GIL again and reads nothing more."""
     _active[epoch] -= 1
-    if _active[epoch] == 0:
+    if _active[0] == 0 and _active[1] == 0:
+        # No search in flight: nothing buried can be seen any more.
+        if <list>_graves[0]:
+            _graves[0] = []
+        if <list>_graves[1]:
+            _graves[1] = []
+    elif _active[epoch] == 0:
         _reclaim()
 
 
