@@ -739,7 +739,7 @@ class DB(BackgroundWork):
             self.versions.close()
             self._tables.close()
             # The point read's view keeps its tables' readers: let them go too.
-            self.versions.current.cview = None
+            self.versions.cell.view = None
         finally:
             self._lock_file.release()
             self._release_memory()

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from . import filenames
+from ._state import CurrentVersion
 from .dbformat import user_key
 from .errors import CorruptionError
 from .wal import LogReader, LogWriter
@@ -129,14 +130,11 @@ class Version:
     ``refs`` counts iterators pinning it (changed under VersionSet.lock): the
     files of a version with refs are never deleted.
     """
-    __slots__ = ("levels", "refs", "l0", "search", "bounds", "cview")
+    __slots__ = ("levels", "refs", "l0", "search", "bounds")
 
     def __init__(self, levels: List[List[FileMeta]]):
         self.levels = levels
         self.refs = 0
-        #: The point read's C view of these files (lsm._read.ReadView), built
-        #: by the first read that needs it.
-        self.cview = None
         # What a point lookup walks: L0 as (smallest, largest, file, number),
         # newest first; then per non-empty deeper level (files, largest ikeys,
         # smallest user keys, numbers) for a binary search (lists, so that
@@ -195,14 +193,20 @@ class VersionSet:
     """The current version, the manifest, and the store's counters.
 
     Thread-safety: ``log_and_apply`` and the counters are guarded by
-    ``lock``; reading ``current`` is a single attribute load.
+    ``lock``; reading ``current`` is a single load of a C field
+    (``cell``, an ``lsm._state.CurrentVersion``, which the point read
+    reads directly and where it keeps its view of the current version).
     """
+
+    current = property(lambda self: self.cell.version, lambda self, v: self.cell.set(v),
+                       doc="The current Version.")
 
     def __init__(self, fs, path: str, num_levels: int):
         self.fs = fs
         self.path = path
         self.num_levels = num_levels
         self.lock = threading.RLock()
+        self.cell = CurrentVersion()
         self.current = Version([[] for _ in range(num_levels)])
         self.live_versions = []     # versions with refs > 0 besides current
         self.next_file = 2

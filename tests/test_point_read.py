@@ -47,10 +47,10 @@ def test_reads_through_the_version_view_match_reads_through_the_table_cache(dbpa
                 got.append([db.get(k) for k in keys + [b"k%05d+" % i for i in range(0, 3000, 7)]])
             assert got[0] == got[1]
             answers[max_open] = got[0]
-            version = db.versions.current
-            assert version.cview.keep == (max_open == 5000)
-            assert (version.cview.readers_kept() > 0) == (max_open == 5000)
-            assert sum(1 for _ in version.files()) > 3     # the small cache really is too small
+            view = db.versions.cell.view
+            assert view.keep == (max_open == 5000)
+            assert (view.readers_kept() > 0) == (max_open == 5000)
+            assert sum(1 for _ in db.versions.current.files()) > 3   # the small cache really is too small
     assert answers[5000] == answers[3]
     expect = [b"after" if i < 500 else model.get(k) for i, k in enumerate(keys)]
     assert answers[5000][:len(keys)] == expect
@@ -69,6 +69,23 @@ def test_reads_at_a_snapshot_search_the_tables_without_the_gil_too(dbpath):
         assert [db.get(k, snapshot=snap) for k in keys] == [model.get(k) for k in keys]
         assert all(db.get(k) == b"newer" for k in keys)
         snap.close()
+
+
+def test_the_view_is_the_current_versions_and_goes_with_it(dbpath):
+    """A new current version forgets the old one's view (and with it the
+    readers it kept); the next read builds the new version's."""
+    with lsm.DB.open(dbpath, tiny_options(max_open_files=5000)) as db:
+        db.put(b"a", b"1")
+        db.flush()
+        assert db.get(b"a") == b"1"
+        old = db.versions.cell.view
+        assert old is not None and old.readers_kept() == 1
+        db.put(b"b", b"2")
+        db.flush()
+        assert db.versions.cell.view is None
+        assert db.get(b"b") == b"2" and db.get(b"a") == b"1"
+        assert db.versions.cell.view is not old and db.versions.cell.view.readers_kept() == 2
+    assert db.versions.cell.view is None          # close let the readers go
 
 
 def test_block_cache_hits_taken_without_the_gil_are_counted(dbpath):

@@ -14,7 +14,7 @@ back into Python.
 
 The tables are searched without the GIL: the version's ``ReadView`` (its
 files as C arrays, with their readers once opened; built by the version's
-first read and kept as ``Version.cview``) is walked by ``ReadView.probe``
+first read and kept while it is current, ``CurrentVersion.view``) is walked by ``ReadView.probe``
 with the GIL released once, each table through
 ``PointReader.lookup_nogil``, registered with ``_blockcache.read_enter``
 so that no block it may reach is freed under it (lsm/_blockcache.pyx,
@@ -56,7 +56,7 @@ from libc.stdlib cimport malloc, free
 from lsm._blockcache cimport BlockCache, read_enter, read_exit
 from lsm._keys cimport KIND_VALUE, bisect_keys, cmp_ikey, cmp_user, lower_bound as _lower_bound, pack_tag
 from lsm._memtable cimport get_version, visible_range
-from lsm._state cimport DBState
+from lsm._state cimport CurrentVersion, DBState
 from lsm._table cimport PointReader
 
 from lsm._iter import LevelIterator, MergingIterator
@@ -83,7 +83,8 @@ cdef struct FileC:
 cdef class ReadView:
     """One version's files as C arrays, each with its point reader once
     opened: what ``PointPath.get`` walks without the GIL (module doc).
-    Built once a version (``Version.cview``); immutable but for the readers,
+    Built once a version (kept in ``CurrentVersion.view`` while the version is
+current); immutable but for the readers,
     each set once, with the GIL.  ``keep`` False (more files than the table
     cache may keep open): it keeps no reader, and every table is read with
     the GIL, through the table cache."""
@@ -194,7 +195,7 @@ cdef class PointPath:
     cdef object _tables        # the TableCache's OrderedDict: number -> Table/TableView
     cdef BlockCache _cache     # the tables' block cache (hits taken without the GIL are added here)
     cdef Py_ssize_t _max_open  # a version with more files keeps no readers (ReadView.keep)
-    cdef object _versions      # the DB's VersionSet, once it has one
+    cdef CurrentVersion _cur   # the DB's VersionSet's current version and view, once it has one
 
     def __init__(self, db, DBState state not None, tables_map, BlockCache cache=None,
                  Py_ssize_t max_open=0):
@@ -209,7 +210,8 @@ cdef class PointPath:
         cdef object db = self._db
         cdef DBState s = self._s
         cdef uint64_t seq
-        cdef object v, versions, r
+        cdef object v, r
+        cdef CurrentVersion cur
         cdef int attempt
         if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0:
             check_key(key, db.options.max_key_bytes)
@@ -223,17 +225,17 @@ cdef class PointPath:
             v = get_version(s.imm_versions, <bytes>key, seq)
             if v is not None:
                 return (<tuple>v)[2] if (<tuple>v)[1] == KIND_VALUE else None
-        versions = self._versions
-        if versions is None:
-            versions = self._versions = db.versions
+        cur = self._cur
+        if cur is None:
+            cur = self._cur = <CurrentVersion?>db.versions.cell
         for attempt in range(3):
-            v = versions.current
+            v = cur.version
             try:
-                r = self._from_version(v, <bytes>key, seq)
+                r = self._from_version(v, cur.view, <bytes>key, seq)
             except FileMissingError:
                 # A compaction deleted the file after we read the version:
                 # the data is in the new version.
-                if v is versions.current:
+                if v is cur.version:
                     raise
                 continue
             return None if r is None or r is DELETED else r
@@ -410,7 +412,7 @@ cdef class PointPath:
             return (<object>t).iterator()
         return self._db._table(f).iterator()
 
-    cdef object _from_version(self, object v, bytes key, uint64_t seq):
+    cdef object _from_version(self, object v, object view, bytes key, uint64_t seq):
         cdef const unsigned char* uk = <const unsigned char*>PyBytes_AS_STRING(key)
         cdef Py_ssize_t un = PyBytes_GET_SIZE(key)
         cdef unsigned char stack[LKBUF]
@@ -427,11 +429,12 @@ cdef class PointPath:
         memcpy(lk, uk, un)
         encode_fixed64(lk + un, pack_tag(seq, KIND_VALUE))
         if heap is None and self._max_open > 0:
-            rv = <ReadView>v.cview
+            rv = <ReadView>view
             if rv is None:
                 rv = ReadView(v, len(<list>v.l0) + sum([len(<list>(<tuple>t)[0]) for t in v.search])
                               <= self._max_open)
-                v.cview = rv
+                if self._cur.version is v:      # still current (CurrentVersion's doc)
+                    self._cur.view = rv
             return self._from_view(rv, uk, un, lk, lkn)
         for item in <list>v.l0:
             b = <bytes>(<tuple>item)[0]

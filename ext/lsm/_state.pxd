@@ -7,3 +7,8 @@ cdef class DBState:
     cdef readonly dict mem_versions, imm_versions   # mem's and imm's ``versions`` (set_mem, set_imm)
     cdef public bint closed
     cdef public uint64_t last_seq
+
+
+cdef class CurrentVersion:
+    cdef readonly object version    # a VersionSet's current Version
+    cdef public object view         # the point read's ReadView of it, or None (lsm._read)

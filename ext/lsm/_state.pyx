@@ -38,3 +38,21 @@ cdef class DBState:
         """``imm`` and its ``versions`` dict, as ``set_mem``."""
         self.imm_versions = None if imm is None else imm.versions
         self.imm = imm
+
+
+cdef class CurrentVersion:
+    """A ``VersionSet``'s current version (its ``current`` property reads and
+    sets this) and the point read's view of it (``lsm._read.ReadView``),
+    which the point read reads as C fields.  ``set`` replaces the version
+    and forgets the view in one step, so a view read here is always the
+    current version's; the point read stores a view it built only if the
+    version it built it from is still current.  Reads and writes under the
+    GIL; the VersionSet's lock orders the writers."""
+
+    def __init__(self, version=None):
+        self.version = version
+        self.view = None
+
+    def set(self, version):
+        self.version = version
+        self.view = None
