@@ -16,8 +16,10 @@ Durability contract:
     (``ReadOnlyError``) until reopened: the state of the record is unknown.
 
 Thread-safety: any number of threads may call any method.  Writers are
-serialised by one lock; readers take no lock on the point-read path; flush
-and compaction run in one background thread and never block readers.
+serialised by one lock; readers take no lock on the point-read path, and
+search the tables with the GIL released (two reader threads run side by
+side); flush and compaction run in one background thread and never block
+readers.
 """
 import bisect
 import logging
@@ -455,6 +457,8 @@ class DB(BackgroundWork):
         The memtable, the frozen memtable, then the current version's tables
         (L0 newest first, one table per deeper level): one C call,
         ``lsm._read.PointPath.get``, which each DB also binds as its ``get``.
+        The tables are searched with the GIL released (docs/impl.md, "A
+        point read").
         """
         return self._point.get(key, snapshot)
 
