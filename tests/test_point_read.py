@@ -149,3 +149,29 @@ def test_point_reads_stay_exact_while_blocks_are_evicted_and_tables_compacted(db
     # The last search to leave let go of everything kept.
     assert reclaim_stats()[:2] == ((0, 0), (0, 0))
     db.close()
+
+
+def test_reads_of_a_store_of_views_search_without_the_gil_within_each_views_range(tmp_path):
+    """A store made of views (a region's daughter) read through its version
+    view: each view's reader clamped to its range, cold and warm, the same
+    answers as the parent's model."""
+    rnd = random.Random(8)
+    opts = tiny_options(max_open_files=5000)
+    keys = [b"v%05d" % i for i in range(2000)]
+    parent = lsm.DB.open(str(tmp_path / "parent"), opts)
+    model = _fill(parent, rnd, keys)
+    tables = parent.live_tables()
+    mid = parent.middle_key()
+    parent.close()
+    daughters = {side: lsm.DB.create_from_views(str(tmp_path / side), [
+        (lv, p, lo, hi) for lv, p, _lo, _hi in tables], opts)
+        for side, lo, hi in (("left", None, mid), ("right", mid, None))}
+    for side, db in daughters.items():
+        view_keys = [k for k in keys if (k < mid) == (side == "left")]
+        other_keys = [k for k in keys if (k < mid) != (side == "left")]
+        for _ in range(2):                      # cold, then warm
+            assert [db.get(k) for k in view_keys] == [model.get(k) for k in view_keys]
+            assert all(db.get(k) is None for k in other_keys)
+        view = db.versions.cell.view
+        assert view.keep and view.readers_kept() > 0
+        db.close()
