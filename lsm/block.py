@@ -6,7 +6,7 @@ ext/lsm/_block.pyx; this module owns what wraps it on disk::
     stored_block := payload type:uint8 crc:uint32le
     payload      := contents                       (type 0, raw)
                   | zstd frame of contents         (type 1, with content size)
-    crc          := mask(crc32(payload ‖ type))    (zlib.crc32)
+    crc          := mask(crc32(payload ‖ type))    (zlib's crc32: lsm.crc.crc32)
     mask(c)      := ((c >> 15) | (c << 17)) + 0xa282ead8   mod 2**32  (LevelDB's)
 
 The mask keeps a CRC of data that itself embeds CRCs from being trivially
@@ -19,18 +19,17 @@ thread gets its own (thread-local); everything else is pure.
 """
 import struct
 import threading
-import zlib
 
 import zstandard
 
 from ._block import Block, BlockBuilder, BlockIter, decode_varint, encode_varint
-from .crc import mask_crc, unmask_crc
+from .crc import crc32, mask_crc, unmask_crc
 from .errors import CorruptionError
 
 __all__ = [
     "Block", "BlockBuilder", "BlockIter", "encode_varint", "decode_varint",
     "TYPE_RAW", "TYPE_ZSTD", "TRAILER_SIZE", "mask_crc", "unmask_crc",
-    "encode_stored_block", "decode_stored_block",
+    "encode_stored_block", "decode_stored_block", "parse_stored_block",
 ]
 
 TYPE_RAW = 0    # never renumber: written to disk
@@ -65,12 +64,13 @@ def encode_stored_block(contents: bytes, compress: bool, level: int = 1) -> byte
         z = _compressor(level).compress(contents)
         if len(z) <= len(contents) - len(contents) // 8:
             payload, btype = z, TYPE_ZSTD
-    crc = mask_crc(zlib.crc32(bytes((btype,)), zlib.crc32(payload)))
+    crc = mask_crc(crc32(bytes((btype,)), crc32(payload)))
     return b"".join((payload, bytes((btype,)), _U32.pack(crc)))
 
 
-def decode_stored_block(raw: bytes, verify: bool, where: str) -> bytes:
-    """The block contents of ``raw`` (payload + trailer), checking the CRC
+def _stored_block(raw: bytes, verify: bool, where: str):
+    """``(data, n)``: the block contents of ``raw`` (payload + trailer) are
+    ``data[:n]`` (``raw`` itself for a raw block: no copy), the CRC checked
     when ``verify``.  CorruptionError naming ``where`` on any problem."""
     if len(raw) < TRAILER_SIZE:
         raise CorruptionError(f"{where}: truncated block ({len(raw)} bytes)")
@@ -78,13 +78,27 @@ def decode_stored_block(raw: bytes, verify: bool, where: str) -> bytes:
     btype = raw[n]
     if verify:
         (stored,) = _U32.unpack_from(raw, n + 1)
-        if zlib.crc32(memoryview(raw)[:n + 1]) != unmask_crc(stored):
+        if crc32(memoryview(raw)[:n + 1]) != unmask_crc(stored):
             raise CorruptionError(f"{where}: block checksum mismatch")
     if btype == TYPE_RAW:
-        return raw[:n]
+        return raw, n
     if btype == TYPE_ZSTD:
         try:
-            return _decompressor().decompress(memoryview(raw)[:n])
+            data = _decompressor().decompress(memoryview(raw)[:n])
         except zstandard.ZstdError as e:
             raise CorruptionError(f"{where}: bad zstd block: {e}") from None
+        return data, len(data)
     raise CorruptionError(f"{where}: unknown block type {btype}")
+
+
+def decode_stored_block(raw: bytes, verify: bool, where: str) -> bytes:
+    """The block contents of ``raw`` (payload + trailer), checking the CRC
+    when ``verify``.  CorruptionError naming ``where`` on any problem."""
+    data, n = _stored_block(raw, verify, where)
+    return data if n == len(data) else data[:n]
+
+
+def parse_stored_block(raw: bytes, verify: bool, where: str) -> Block:
+    """``Block(decode_stored_block(raw, verify, where))``, without copying a
+    raw block's contents off its trailer."""
+    return Block(*_stored_block(raw, verify, where))

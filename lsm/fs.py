@@ -118,6 +118,12 @@ class ReadFile(_Closable):
     def read(self, offset: int, n: int) -> bytes:
         raise NotImplementedError
 
+    def buffer(self):
+        """The file's bytes as one buffer that stays unchanged while the file
+        is open (a mapping), for reads in C; None when there is none (every
+        read then goes through ``read``)."""
+        return None
+
 
 class FileLock:
     """An exclusive advisory lock (``flock``) held on an open LOCK file.
@@ -266,6 +272,9 @@ class BufferReadFile(ReadFile):
             return self._mm[offset:end]
         except (TypeError, ValueError):  # None after close, or a closed map
             raise ClosedError(f"read of closed file {self.path!r}") from None
+
+    def buffer(self):
+        return self._mm
 
     def close(self) -> None:
         self._mm = None

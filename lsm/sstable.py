@@ -43,15 +43,16 @@ be used by many threads at once (``ReadFile.read`` must be thread-safe);
 their iterators belong to one thread.  ``TableBuilder`` is single-threaded.
 """
 import struct
-import zlib
 
 from . import bloom
 from ._block import decode_handle as _decode_handle
 from ._iter import compare_internal_keys
 from ._table import PointReader, index_boundaries, TableBuildCore, TwoLevelIter
-from .block import (Block, BlockBuilder, TRAILER_SIZE, decode_stored_block, decode_varint,
-                    encode_stored_block, encode_varint, mask_crc, unmask_crc)
+from .block import (BlockBuilder, TRAILER_SIZE, decode_stored_block, decode_varint,
+                    encode_stored_block, encode_varint, mask_crc, parse_stored_block, TYPE_RAW,
+                    unmask_crc)
 from .cache import new_owner_id
+from .crc import crc32
 from .dbformat import MAX_SEQ, lookup_key, user_key
 from .errors import CorruptionError
 
@@ -81,7 +82,7 @@ def decode_handle(data: bytes, where: str):
 def encode_footer(metaindex_handle: bytes, index_handle: bytes) -> bytes:
     handles = (metaindex_handle + index_handle).ljust(_HANDLES_SIZE, b"\0")
     head = handles + struct.pack("<I", FORMAT_VERSION)
-    return head + struct.pack("<IQ", mask_crc(zlib.crc32(head)), TABLE_MAGIC)
+    return head + struct.pack("<IQ", mask_crc(crc32(head)), TABLE_MAGIC)
 
 
 class TableBuilder(TableBuildCore):
@@ -188,8 +189,10 @@ class _BlockReader:
         try:
             if off + size + TRAILER_SIZE > end:
                 raise CorruptionError("handle past the end of its section")
-            contents = decode_stored_block(self.f.read(off, size + TRAILER_SIZE), verify, "block")
-            return Block(contents) if parse else contents
+            raw = self.f.read(off, size + TRAILER_SIZE)
+            if parse:
+                return parse_stored_block(raw, verify, "block")
+            return decode_stored_block(raw, verify, "block")
         except CorruptionError as e:
             raise CorruptionError(f"{self.name}: block at {off}: {e}") from None
 
@@ -224,7 +227,7 @@ class Table:
         version, crc, magic = _FOOTER_TAIL.unpack_from(footer, _HANDLES_SIZE)
         if magic != TABLE_MAGIC:
             raise CorruptionError(f"{self.name}: bad table magic {magic:#x}")
-        if zlib.crc32(footer[:_HANDLES_SIZE + 4]) != unmask_crc(crc):
+        if crc32(footer[:_HANDLES_SIZE + 4]) != unmask_crc(crc):
             raise CorruptionError(f"{self.name}: footer checksum mismatch")
         if version != FORMAT_VERSION:
             raise CorruptionError(f"{self.name}: unsupported table format version {version}")
@@ -256,6 +259,10 @@ class Table:
         #: ``user_key`` with sequence <= ``seq``, or None; a bloom miss reads
         #: no block.  The point-read path in one C call (_table.PointReader).
         self.point = PointReader(self._filter, self._index, self._cache, self._owner, self._fill)
+        buf = f.buffer()
+        if buf is not None:     # a mapped file: the point read reads raw blocks in C
+            self.point.attach_source(buf, self.data_size, options.verify_checksums, TYPE_RAW,
+                                     TRAILER_SIZE, _BLOCK_OVERHEAD)
         self.get = self.point.get
 
     # -- block access (reads and fills: _BlockReader) -------------------------
@@ -338,6 +345,7 @@ class Table:
         """Close the file and drop this table's cached blocks.  Idempotent."""
         f, self._blocks.f = self._blocks.f, None
         if f is not None:
+            self.point.detach_source()
             f.close()
             if self._cache is not None:
                 self._cache.erase_prefix(self._owner)

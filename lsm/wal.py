@@ -37,10 +37,9 @@ and its reader.
 import re
 import struct
 from typing import Iterator
-from zlib import crc32
 
 from ._record import BLOCK_SIZE, FIRST, FULL, HEADER_SIZE, LAST, LogWriter, MIDDLE
-from .crc import MASK_DELTA, mask_crc
+from .crc import MASK_DELTA, crc32, mask_crc
 from .errors import CorruptionError
 
 __all__ = [

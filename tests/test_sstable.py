@@ -408,3 +408,46 @@ def test_get_through_the_cache_reads_a_block_once():
     assert t.get(b"k0008", MAX_SEQ) == (KIND_VALUE, b"v8")
     s = cache.stats()
     assert (s["misses"], s["hits"], f.reads - opened_reads) == (1, 1, 1)
+
+
+def test_raw_blocks_missed_in_the_cache_are_read_in_c_from_the_files_buffer():
+    """A table over a buffer (memfs bytes here, a mapping on disk) reads a
+    raw data block missing from the cache in C (PointReader.attach_source):
+    the same answers, and no read through the file's ``read``; compressed
+    blocks still go through it."""
+    items = [(make_internal_key(b"k%04d" % i, i + 1, KIND_VALUE), b"v%d" % i + b"x" * 60)
+             for i in range(400)]
+    for compression in (False, True):
+        data, _, options = build(items, compression=compression, block_size=512)
+        f = CountingReadFile(data)
+        t = Table.open(f, options, cache=BlockCache(1 << 20), name="t.sst")
+        opened = f.reads
+        for k, v in items:
+            assert t.get(parse_internal_key(k)[0], MAX_SEQ) == (KIND_VALUE, v)
+        assert (f.reads > opened) == compression, compression
+        t.close()
+        assert f.buffer() is None
+
+
+def test_a_corrupt_raw_block_read_in_c_is_reported_as_the_file_path_reports_it():
+    items = [(make_internal_key(b"k%04d" % i, i + 1, KIND_VALUE), b"%d" % i * 20) for i in range(200)]
+    data, _, options = build(items, compression=False, block_size=512)
+    bad = bytearray(data)
+    bad[100] ^= 0x10                     # inside the first data block
+    t = Table.open(MemoryReadFile(bytes(bad)), options, cache=BlockCache(1 << 20), name="t.sst")
+    with pytest.raises(CorruptionError, match="t.sst: block at 0: block: block checksum mismatch"):
+        t.get(b"k0000", MAX_SEQ)
+    assert t.get(b"k0199", MAX_SEQ) == (KIND_VALUE, b"199" * 20)   # other blocks read on
+
+
+def test_closing_a_mapped_table_read_in_c_releases_the_mapping(tmp_path):
+    from lsm.fs import OSFileSystem
+    items = [(make_internal_key(b"k%04d" % i, i + 1, KIND_VALUE), b"v" * 50) for i in range(300)]
+    data, _, options = build(items, compression=False)
+    path = tmp_path / "t.sst"
+    path.write_bytes(data)
+    f = OSFileSystem().open_read(str(path))
+    t = Table.open(f, options, cache=BlockCache(1 << 20), name=str(path))
+    assert t.get(b"k0123", MAX_SEQ) == (KIND_VALUE, b"v" * 50)
+    t.close()                            # the point reader lets go of the mapping first
+    assert f.buffer() is None

@@ -217,8 +217,14 @@ cdef class Block:
     Raises CorruptionError, never crashes, on bad bytes.
     """
 
-    def __cinit__(self, bytes data not None):
+    def __cinit__(self, bytes data not None, Py_ssize_t size=-1):
+        # size >= 0: the block is data[:size] (a stored block read with its
+        # trailer, parsed without copying it off).
         cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+        if size > n:
+            raise ValueError(f"size {size} past the end of {n} bytes")
+        if size >= 0:
+            n = size
         cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
         cdef uint32_t i, r, prev = 0
         self.data = data

@@ -8,7 +8,7 @@ re-exports them; ``lsm.wal.LogReader`` reads what it writes).  A record is
 framed in one buffer, every fragment and block trailer of it, and handed to
 the file in one call: to an ``lsm._fileio.OSAppendFile`` as a C ``write``
 (no Python object made), to any other ``AppendFile`` as one ``append`` of
-bytes.  The CRC is zlib's crc32 over length+type+payload, masked as LevelDB
+bytes.  The CRC is zlib's crc32 (``crc32`` below) over length+type+payload, masked as LevelDB
 does (_coding.pxd).
 
 The write path (lsm._write) hands it a put, a delete or a batch whole:
@@ -35,8 +35,45 @@ from lsm._keys cimport KIND_DELETE, KIND_VALUE
 
 from lsm.errors import ClosedError, ReadOnlyError
 
-cdef extern from "zlib.h":
-    unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int len) nogil
+cdef extern from "crc32_fold.h":
+    uint32_t lsm_crc32(uint32_t crc, const unsigned char *p, size_t n) nogil
+    uint32_t lsm_crc32_with(uint32_t crc, const unsigned char *p, size_t n, int force) nogil
+    unsigned long long LSM_K544, LSM_K480, LSM_K160, LSM_K96
+    int LSM_CRC_FOLD_MIN
+
+
+def crc32(data, uint32_t value=0):
+    """zlib's ``crc32(data, value)`` of any buffer, folded with PCLMULQDQ
+    when the buffer is long and the CPU has it (ext/lsm/crc32_fold.h): the
+    CRC of every table block and log record (lsm/crc.py)."""
+    cdef Py_buffer view
+    cdef uint32_t c
+    if type(data) is bytes:
+        return lsm_crc32(value, <const unsigned char*>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            c = lsm_crc32(value, <const unsigned char*>view.buf, view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return c
+
+
+def _crc32_with(data, uint32_t value, int force):
+    """``crc32`` with the method forced (1: folded when >= 64 bytes and the
+    CPU can, 0: zlib), and the fold's constants: for tests."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        return lsm_crc32_with(value, <const unsigned char*>view.buf, view.len, force)
+    finally:
+        PyBuffer_Release(&view)
+
+
+#: The fold's constants (x^544, x^480, x^160, x^96 mod P, reflected) and
+#: the length from which ``crc32`` folds: for tests.
+FOLD_CONSTANTS = (LSM_K544, LSM_K480, LSM_K160, LSM_K96)
+FOLD_MIN = LSM_CRC_FOLD_MIN
 
 # The log format's constants, for Python (lsm.wal re-exports them).
 BLOCK_SIZE = LOG_BLOCK_SIZE
@@ -53,8 +90,8 @@ cdef inline void _header(unsigned char* p, Py_ssize_t n, unsigned char typ):
     p[4] = n & 0xff
     p[5] = (n >> 8) & 0xff
     p[6] = typ
-    cdef uint32_t c = crc32(0, p + 4, 3)
-    c = crc32(c, p + LOG_HEADER_SIZE, <unsigned int>n)
+    cdef uint32_t c = lsm_crc32(0, p + 4, 3)
+    c = lsm_crc32(c, p + LOG_HEADER_SIZE, <size_t>n)
     _put32(p, mask_crc(c))
 
 

@@ -21,6 +21,12 @@ cdef class PointReader:
     cdef Py_ssize_t _lo_n, _hi_n, _filter_n
     cdef void** _slot_items
     cdef Py_ssize_t _nslots
+    # The table file's bytes, when it is a buffer (a mapping): a raw data
+    # block missing from the cache is read from it in C (attach_source).
+    cdef Py_buffer _src
+    cdef bint _has_src, _verify
+    cdef Py_ssize_t _data_end, _raw_type, _trailer, _overhead
+    cdef object _read_fast(self, uint64_t off, uint64_t size)
     cdef object lookup(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk, Py_ssize_t lkn)
     cdef int lookup_nogil(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk,
                           Py_ssize_t lkn, const unsigned char** vp, Py_ssize_t* vn,

@@ -9,12 +9,13 @@ two-level iterator asks a Python ``loader(offset, size) -> Block``.
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memcmp
 
 from lsm._keys cimport KIND_DELETE, KIND_VALUE, TAG_FIRST, cmp_ikey, cmp_user, ikey_of, lookup_ikey, tag_at
-from lsm._coding cimport get_block_handle
+from lsm._coding cimport decode_fixed32, get_block_handle, mask_crc
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from lsm._iter cimport InternalIterator
 from lsm._block cimport Block, BlockBuilder, BlockIter
 from lsm._blockcache cimport BlockCache, _Slot, bury
@@ -29,6 +30,9 @@ cdef extern from "Python.h":
         PyObject** ob_item
 
 cdef PyObject* _NONE = <PyObject*>None
+
+cdef extern from "crc32_fold.h":
+    uint32_t lsm_crc32(uint32_t crc, const unsigned char *p, size_t n) nogil
 
 #: What ``PointReader.lookup`` returns for a tombstone.
 DELETED = object()
@@ -417,6 +421,54 @@ cdef class PointReader:
             self._slot_items = <void**>(<PyListObject*>slots).ob_item
             self._nslots = PyList_GET_SIZE(slots)
 
+    def attach_source(self, buf, Py_ssize_t data_end, bint verify, int raw_type,
+                      Py_ssize_t trailer, Py_ssize_t overhead):
+        """Read the raw data blocks this reader misses in the cache from
+        ``buf`` (the table file's bytes: a mapping) in C, as ``fill`` would:
+        the handle within ``data_end``, the trailer's type ``raw_type``, its
+        CRC when ``verify``, the block cached with ``overhead`` bytes more
+        than it holds.  Anything else (a compressed block, a bad CRC or
+        handle) goes to ``fill``, which reads it or says what is wrong.
+        ``detach_source`` before the buffer goes (Table.close)."""
+        self.detach_source()
+        PyObject_GetBuffer(buf, &self._src, PyBUF_SIMPLE)
+        self._has_src = True
+        self._data_end, self._verify, self._raw_type = data_end, verify, raw_type
+        self._trailer, self._overhead = trailer, overhead
+
+    def detach_source(self):
+        if self._has_src:
+            self._has_src = False
+            PyBuffer_Release(&self._src)
+
+    def __dealloc__(self):
+        if self._has_src:
+            PyBuffer_Release(&self._src)
+
+    cdef object _read_fast(self, uint64_t off, uint64_t size):
+        """The data block at ``off`` read from the attached source and
+        cached, or None when ``fill`` must read it (attach_source)."""
+        cdef const unsigned char* p
+        cdef uint64_t end = off + size + <uint64_t>self._trailer
+        cdef bytes raw
+        cdef Block blk
+        if (not self._has_src or end < off or end > <uint64_t>self._data_end
+                or end > <uint64_t>self._src.len):
+            return None
+        p = <const unsigned char*>self._src.buf + off
+        if p[size] != self._raw_type:
+            return None
+        if self._verify and mask_crc(lsm_crc32(0, p, size + 1)) != decode_fixed32(p + size + 1):
+            return None
+        raw = PyBytes_FromStringAndSize(<const char*>p, <Py_ssize_t>(end - off))
+        try:
+            blk = Block(raw, <Py_ssize_t>size)
+        except CorruptionError:
+            return None
+        if self._cache is not None:
+            self._cache.insert((self._owner, off), blk, PyBytes_GET_SIZE(raw) + self._overhead)
+        return blk
+
     def bounded(self, lo, hi):
         """This reader restricted to user keys in ``[lo, hi)`` (None = open)."""
         return PointReader(self._filter, self._index, self._cache, self._owner, self._fill, lo, hi,
@@ -523,7 +575,8 @@ cdef class PointReader:
         if get_block_handle(self._index.ptr, voff + vlen, &pos, &off, &size) != 0:
             raise CorruptionError("bad block handle in index block")
         if self._cache is None:
-            return <Block>self._fill(off, size)
+            blk = self._read_fast(off, size)
+            return <Block>(blk if blk is not None else self._fill(off, size))
         cdef bint slotted = self._slots is not None and 0 <= ordinal < PyList_GET_SIZE(self._slots)
         if slotted:
             o = PyList_GET_ITEM(self._slots, ordinal)
@@ -535,7 +588,9 @@ cdef class PointReader:
                     return <Block>s.value
         blk = self._cache.lookup(self._owner, off)
         if blk is None:
-            blk = self._fill(off, size)
+            blk = self._read_fast(off, size)
+            if blk is None:
+                blk = self._fill(off, size)
         if slotted:
             # The slot replaced may be in use by a search without the GIL.
             bury(<object>PyList_GET_ITEM(self._slots, ordinal))
