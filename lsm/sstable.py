@@ -54,7 +54,7 @@ from .block import (BlockBuilder, TRAILER_SIZE, decode_stored_block, decode_vari
 from .cache import new_owner_id
 from .crc import crc32
 from .dbformat import MAX_SEQ, lookup_key, user_key
-from .errors import CorruptionError
+from .errors import ClosedError, CorruptionError
 
 __all__ = ["TableBuilder", "Table", "TABLE_MAGIC", "FORMAT_VERSION", "FOOTER_SIZE"]
 
@@ -186,10 +186,13 @@ class _BlockReader:
 
     def read(self, off, size, verify, end, parse=True):
         # Hot on every cache miss: the error text is built only on error.
+        f = self.f
+        if f is None:
+            raise ClosedError(f"{self.name}: read of a closed table")
         try:
             if off + size + TRAILER_SIZE > end:
                 raise CorruptionError("handle past the end of its section")
-            raw = self.f.read(off, size + TRAILER_SIZE)
+            raw = f.read(off, size + TRAILER_SIZE)
             if parse:
                 return parse_stored_block(raw, verify, "block")
             return decode_stored_block(raw, verify, "block")

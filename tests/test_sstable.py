@@ -9,7 +9,7 @@ from lsm.block import mask_crc
 from lsm.cache import BlockCache
 from lsm.dbformat import (KIND_DELETE, KIND_VALUE, MAX_SEQ, internal_sort_key, make_internal_key,
                           parse_internal_key)
-from lsm.errors import CorruptionError
+from lsm.errors import ClosedError, CorruptionError
 from lsm.options import Options
 from lsm.sstable import FOOTER_SIZE, TABLE_MAGIC, Table, TableBuilder
 from lsm.memfs import MemoryAppendFile, MemoryReadFile
@@ -451,3 +451,13 @@ def test_closing_a_mapped_table_read_in_c_releases_the_mapping(tmp_path):
     assert t.get(b"k0123", MAX_SEQ) == (KIND_VALUE, b"v" * 50)
     t.close()                            # the point reader lets go of the mapping first
     assert f.buffer() is None
+
+
+def test_a_read_of_a_closed_table_says_so():
+    items = [(make_internal_key(b"k%03d" % i, 1, KIND_VALUE), b"v" * 50) for i in range(100)]
+    data, _, options = build(items, compression=False)
+    t = open_table(data, options, BlockCache(1 << 20))
+    assert t.get(b"k000", MAX_SEQ) == (KIND_VALUE, b"v" * 50)      # its block is cached
+    t.close()
+    with pytest.raises(ClosedError, match="t.sst: read of a closed table"):
+        t.get(b"k099", MAX_SEQ)
