@@ -22,6 +22,8 @@ cdef class BlockCache:
     cdef object _lock
     cdef dict _map                # _key(owner, offset) -> _Slot
     cdef object _ring             # deque of _Slot, oldest first (the clock hand at the left)
+    cdef object _append, _popleft # _ring's, bound once
+    cdef object _acquire, _release  # _lock's, bound once
     cdef Py_ssize_t _dead         # dead shells in the ring
     cdef dict _by_owner           # owner -> set of keys
     cdef object lookup(self, object owner, uint64_t offset)
@@ -30,6 +32,7 @@ cdef class BlockCache:
     cdef object _key_of(self, object key)
     cdef void _drop(self, object key) except *
     cdef void _compact(self) except *
+    cdef void _set_ring(self, object ring) except *
 
 
 # Reads without the GIL (module doc, "Reads without the GIL"): all three are

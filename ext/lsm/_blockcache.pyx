@@ -139,10 +139,15 @@ cdef class BlockCache:
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
+        self._acquire, self._release = self._lock.acquire, self._lock.release
         self._map = {}
-        self._ring = deque()
+        self._set_ring(deque())
         self._dead = 0
         self._by_owner = {}
+
+    cdef void _set_ring(self, object ring) except *:
+        self._ring = ring
+        self._append, self._popleft = ring.append, ring.popleft
 
     cdef object lookup(self, object owner, uint64_t offset):
         """The block cached for ``(owner, offset)``, or None (counts a hit or a miss)."""
@@ -188,25 +193,29 @@ cdef class BlockCache:
         s.block = <void*>value
         if type(offset) is int and 0 <= offset < (<uint64_t>1 << 63):
             s.offset = offset
-        with self._lock:
+        cdef set keys
+        self._acquire()
+        try:
             self._drop(key)
             self._map[key] = s
-            self._ring.append(s)
+            self._append(s)
             keys = self._by_owner.get(owner)
             if keys is None:
                 keys = self._by_owner[owner] = set()
             keys.add(key)
             self.usage += charge
             while self.usage > self.capacity:
-                s = self._ring.popleft()
+                s = self._popleft()
                 if s.dead:
                     self._dead -= 1
                 elif s.referenced:
                     s.referenced = False
-                    self._ring.append(s)
+                    self._append(s)
                 else:
                     self._drop(s.key)
                     self._dead -= 1      # popped already: not a shell in the ring
+        finally:
+            self._release()
 
     cdef void _drop(self, object key) except *:
         """Forget the entry of dict key ``key`` (caller holds ``_lock``); its
@@ -220,7 +229,7 @@ cdef class BlockCache:
         bury(s.value)
         s.value = None
         self._dead += 1
-        keys = self._by_owner.get(s.owner)
+        cdef set keys = self._by_owner.get(s.owner)
         if keys is not None:
             keys.discard(key)
             if not keys:
@@ -229,7 +238,7 @@ cdef class BlockCache:
     cdef void _compact(self) except *:
         """Drop the dead shells from the ring once they outnumber the live entries."""
         if self._dead > len(self._map):
-            self._ring = deque([s for s in self._ring if not (<_Slot>s).dead])
+            self._set_ring(deque([s for s in self._ring if not (<_Slot>s).dead]))
             self._dead = 0
 
     def erase(self, key) -> None:
