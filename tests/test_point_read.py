@@ -57,6 +57,56 @@ def test_reads_through_the_version_view_match_reads_through_the_table_cache(dbpa
     assert all(v is None for v in answers[5000][len(keys):])
 
 
+def test_short_scans_find_their_tables_through_the_version_view(dbpath):
+    """scan_short and scan_short_many find the tables of a range in the
+    version's view (L0 files that meet it, then each level's files from the
+    first whose largest key is not below its start): with every reader kept
+    in the view and with none (a table cache too small), at the latest
+    sequence and at a snapshot, the same entries as the iterator path
+    (scan_chunk) and as the model."""
+    rnd = random.Random(11)
+    keys = [b"r%05d" % i for i in range(3000)]
+    with lsm.DB.open(dbpath, tiny_options(max_open_files=5000)) as db:
+        model = _fill(db, rnd, keys)
+        for k in keys[::60]:            # an L0 file above the levels
+            db.put(k + b"/d", b"delta")
+            model[k + b"/d"] = b"delta"
+        db.flush()
+        assert len(db.versions.current.levels[0]) == 1
+    ranges = []
+    for _ in range(300):
+        k = rnd.choice(keys)
+        ranges.append((k, k + b"0"))                    # one key and its suffixed one
+    ranges += [(b"r00999+", b"r01003"), (b"a", b"b"), (b"r02990", b"s")]
+    with lsm.DB.open(dbpath, tiny_options(max_open_files=5000)) as db:
+        files = [f for level, f in db.versions.current.files() if level > 0]
+    for f in files:                     # ranges across a level's file boundaries
+        i = keys.index(f.smallest_user[:6])
+        ranges.append((keys[max(0, i - 3)], keys[min(len(keys) - 1, i + 3)]))
+    assert len(files) > 10
+    for max_open in (5000, 3):
+        everything = sorted(model.items())
+        with lsm.DB.open(dbpath, tiny_options(max_open_files=max_open,
+                                              block_cache_bytes=1 << 20)) as db:
+            if max_open == 5000:        # the L0 file is still there
+                assert len(db.versions.current.levels[0]) == 1
+            for (lo, hi), got in zip(ranges, db.scan_short_many(ranges, 1000)):
+                assert got == [(k, v) for k, v in everything if lo <= k < hi]
+            snap = db.snapshot()
+            for k in keys[::2]:
+                db.put(k, b"later")
+                model[k] = b"later"
+            many = db.scan_short_many(ranges, 1000)
+            at_snap = db.scan_short_many(ranges, 1000, snap)
+            for (lo, hi), got, old in zip(ranges, many, at_snap):
+                assert got == db.scan_chunk(lo, hi, 1000) == db.scan_short(lo, hi)
+                assert old == db.scan_chunk(lo, hi, 1000, snapshot=snap)
+                assert old == [(k, v) for k, v in everything if lo <= k < hi]
+            view = db.versions.cell.view
+            assert (view.readers_kept() > 0) == (max_open == 5000)
+            snap.close()
+
+
 def test_reads_at_a_snapshot_search_the_tables_without_the_gil_too(dbpath):
     rnd = random.Random(6)
     keys = [b"s%04d" % i for i in range(800)]

@@ -273,9 +273,10 @@ cdef class PointPath:
         for pair in ranges:
             if type(pair) is not tuple or len(<tuple>pair) != 2:
                 raise TypeError(f"ranges must hold (start, end) tuples, got {pair!r}")
-            for bound, name in zip(<tuple>pair, ("start", "end")):
-                if bound is not None and type(bound) is not bytes:
-                    check_bound(name, bound)
+            if (<tuple>pair)[0] is not None and type((<tuple>pair)[0]) is not bytes:
+                check_bound("start", (<tuple>pair)[0])
+            if (<tuple>pair)[1] is not None and type((<tuple>pair)[1]) is not bytes:
+                check_bound("end", (<tuple>pair)[1])
         return self._scan(ranges, limit, False, snapshot, True)
 
     cdef list _scan(self, list ranges, Py_ssize_t limit, bint reverse, object snapshot,
@@ -288,7 +289,9 @@ cdef class PointPath:
         cdef object db = self._db
         cdef DBState s = self._s
         cdef uint64_t seq
-        cdef object v, versions, got
+        cdef object v, got
+        cdef ReadView rv = None
+        cdef CurrentVersion cur
         cdef list out
         cdef int attempt
         if s.closed:
@@ -296,36 +299,39 @@ cdef class PointPath:
         seq = s.last_seq if snapshot is None else db._snapshot_seq(snapshot)
         # After seq: every entry at or below it is in these memtables by now.
         mem, imm = s.mem, s.imm
-        versions = db.versions
+        cur = self._cur
+        if cur is None:
+            cur = self._cur = <CurrentVersion?>db.versions.cell
         for attempt in range(3):
-            v = versions.current
+            v = cur.version
+            if short:
+                rv = self._view(cur, v)
             out = []
             try:
                 for start, end in ranges:
                     got = None
                     if short and start is not None and end is not None and _lt(<bytes>start, <bytes>end):
-                        got = self._short(mem, imm, v, seq, <bytes>start, <bytes>end, limit)
+                        got = self._short(mem, imm, rv, seq, <bytes>start, <bytes>end, limit)
                     if got is None:
                         got = self._chunk(mem, imm, v, seq, start, end, limit, reverse)
                     out.append(got)
                 return out
             except FileMissingError:
-                if v is versions.current:
+                if v is cur.version:
                     raise
         raise CorruptionError(f"table files keep vanishing under a scan of {ranges!r}")
 
-    cdef object _short(self, object mem, object imm, object v, uint64_t seq, bytes lo, bytes hi,
-                       Py_ssize_t limit):
-        """The short scan's answer, or None: a source holds too many keys."""
+    cdef object _short(self, object mem, object imm, ReadView rv, uint64_t seq,
+                       bytes lo, bytes hi, Py_ssize_t limit):
+        """The short scan's answer, or None: a source holds too many keys.
+        The tables are found through ``rv``, the version's view."""
         cdef const unsigned char* uk = <const unsigned char*>PyBytes_AS_STRING(lo)
         cdef Py_ssize_t un = PyBytes_GET_SIZE(lo)
         cdef const unsigned char* hk = <const unsigned char*>PyBytes_AS_STRING(hi)
         cdef Py_ssize_t hn = PyBytes_GET_SIZE(hi)
         cdef unsigned char stack[LKBUF]
-        cdef Py_ssize_t i, j, k
-        cdef list merged = None, got, files, out
-        cdef object m, item
-        cdef tuple e
+        cdef list merged = None, got
+        cdef object m
         if un + 8 > LKBUF:
             return None
         memcpy(stack, uk, un)
@@ -336,32 +342,75 @@ cdef class PointPath:
                 if visible_range(m, lo, hi, seq, got, SHORT_CAP) < 0:
                     return None
                 merged = _merge(merged, got)
-        for item in <list>v.l0:
-            if _lt(<bytes>(<tuple>item)[0], hi) and not _lt(<bytes>(<tuple>item)[1], lo):
-                got = []
-                if self._table(<object>(<tuple>item)[2]).collect(uk, un, stack, un + 8, hk, hn, seq,
-                                                                 got, SHORT_CAP) < 0:
-                    return None
-                merged = _merge(merged, got)
-        for item in <list>v.bounds:
-            files = <list>(<tuple>item)[0]
-            i = _lower_bound(<list>(<tuple>item)[3], lo)
-            j = _lower_bound(<list>(<tuple>item)[2], hi)
-            if i < j:
-                got = []
-                for k in range(i, j):
-                    if self._table(files[k]).collect(uk, un, stack, un + 8, hk, hn, seq,
-                                                     got, SHORT_CAP) < 0:
-                        return None
-                merged = _merge(merged, got)
-        out = []
-        if merged is not None:
-            for e in merged:
-                if len(out) == limit:
+        merged = self._short_view(rv, uk, un, stack, un + 8, hk, hn, seq, merged)
+        return None if merged is _TOO_MANY else _visible(merged, limit)
+
+    cdef list _short_view(self, ReadView rv, const unsigned char* uk, Py_ssize_t un,
+                          const unsigned char* lk, Py_ssize_t lkn, const unsigned char* hk,
+                          Py_ssize_t hn, uint64_t seq, list merged):
+        """The tables' part of ``_short`` through the version's view: each L0
+        file whose keys meet ``[uk, hk)``, then in each deeper level the files
+        from the first whose largest key is not below ``lk`` while their
+        smallest is below ``hk``; their entries merged into ``merged``, which
+        is returned, or ``_TOO_MANY`` when a table holds too many keys of the
+        range (``collect``'s -1)."""
+        cdef Py_ssize_t s, i, lo, hi, mid, end
+        cdef FileC* f
+        cdef list got
+        for i in range(rv.nl0):
+            f = &rv.files[i]
+            if cmp_user(f.lo, f.lon, hk, hn) >= 0 or cmp_user(f.hi, f.hin, uk, un) < 0:
+                continue
+            got = []
+            if self._reader_at(rv, i).collect(uk, un, lk, lkn, hk, hn, seq, got, SHORT_CAP) < 0:
+                return _TOO_MANY
+            merged = _merge(merged, got)
+        for s in range(rv.nlevels):
+            lo = rv.starts[s]
+            hi = end = rv.starts[s + 1]
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if cmp_ikey(rv.files[mid].ilarge, rv.files[mid].ilargen, lk, lkn) < 0:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            got = None
+            for i in range(lo, end):
+                if cmp_user(rv.files[i].lo, rv.files[i].lon, hk, hn) >= 0:
                     break
-                if (<uint64_t>e[1] & 0xFF) == KIND_VALUE:
-                    out.append((e[0], e[2]))
-        return out
+                if got is None:
+                    got = []
+                if self._reader_at(rv, i).collect(uk, un, lk, lkn, hk, hn, seq, got,
+                                                  SHORT_CAP) < 0:
+                    return _TOO_MANY
+            if got is not None:
+                merged = _merge(merged, got)
+        return merged
+
+    cdef PointReader _reader_at(self, ReadView rv, Py_ssize_t i):
+        """The point reader of the view's file ``i``, kept in the view (when
+        it keeps readers) once opened."""
+        cdef PointReader pr
+        cdef PyObject* p = <PyObject*>rv.files[i].reader
+        if p != NULL:
+            return <PointReader>p
+        pr = self._table_of(rv.numbers[i], rv.metas[i])
+        if rv.keep and rv.files[i].reader == NULL:
+            Py_INCREF(pr)
+            rv.files[i].reader = <void*>pr
+        return pr
+
+    cdef ReadView _view(self, CurrentVersion cur, object v):
+        """The view of version ``v`` (``cur``'s, built and kept there if
+        ``v`` is still current)."""
+        cdef ReadView rv = <ReadView>cur.view
+        if rv is not None and cur.version is v:
+            return rv
+        rv = ReadView(v, len(<list>v.l0) + sum([len(<list>(<tuple>t)[0]) for t in v.search])
+                      <= self._max_open)
+        if cur.version is v:      # still current (CurrentVersion's doc)
+            cur.view = rv
+        return rv
 
     cdef list _chunk(self, object mem, object imm, object v, uint64_t seq, object lo, object hi,
                      Py_ssize_t limit, bint reverse):
@@ -431,10 +480,7 @@ cdef class PointPath:
         if heap is None and self._max_open > 0:
             rv = <ReadView>view
             if rv is None:
-                rv = ReadView(v, len(<list>v.l0) + sum([len(<list>(<tuple>t)[0]) for t in v.search])
-                              <= self._max_open)
-                if self._cur.version is v:      # still current (CurrentVersion's doc)
-                    self._cur.view = rv
+                rv = self._view(self._cur, v)
             return self._from_view(rv, uk, un, lk, lkn)
         for item in <list>v.l0:
             b = <bytes>(<tuple>item)[0]
@@ -487,15 +533,7 @@ cdef class PointPath:
                 return DELETED
             if r == 0:
                 return None
-            p = <PyObject*>rv.files[at].reader
-            if p != NULL:
-                pr = <PointReader>p
-            else:
-                pr = self._table_of(rv.numbers[at], rv.metas[at])
-                if rv.keep and rv.files[at].reader == NULL:
-                    Py_INCREF(pr)
-                    rv.files[at].reader = <void*>pr
-            got = pr.lookup(uk, un, lk, lkn)
+            got = self._reader_at(rv, at).lookup(uk, un, lk, lkn)
             if got is not None:
                 return got
             stage += 1
@@ -515,6 +553,23 @@ cdef inline bint _lt(bytes a, bytes b):
     return cmp_user(<const unsigned char*>PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a),
                     <const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b)) < 0
 
+
+
+cdef list _TOO_MANY = []       # _short_view's answer when a table must be iterated
+
+
+cdef list _visible(list merged, Py_ssize_t limit):
+    """The ``(user key, value)`` of the first ``limit`` values of the merged
+    ``(user key, tag, value)`` (tombstones dropped)."""
+    cdef list out = []
+    cdef tuple e
+    if merged is not None:
+        for e in merged:
+            if len(out) == limit:
+                break
+            if (<uint64_t>e[1] & 0xFF) == KIND_VALUE:
+                out.append((e[0], e[2]))
+    return out
 
 
 cdef list _merge(list a, list b):

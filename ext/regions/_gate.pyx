@@ -153,7 +153,14 @@ cdef Gate _locate(dict tables, object table, bytes key):
     t = tables.get(table)
     if t is None:
         return None
-    layout = t.layout
+    return _in_layout(t.layout, key)
+
+
+cdef Gate _in_layout(object layout, bytes key):
+    """The region of table layout ``layout`` holding ``key``; None for no
+    layout (an unknown table)."""
+    if layout is None:
+        return None
     cdef list starts = <list>(<tuple?>layout)[0]
     cdef list regs = <list>(<tuple?>layout)[1]
     cdef Py_ssize_t lo = 0, hi = len(starts), mid
@@ -261,9 +268,11 @@ cdef class Router:
         for pair in ranges:
             if type(pair) is not tuple or len(<tuple>pair) != 2:
                 raise TypeError(f"ranges must hold (start, end) tuples, got {pair!r}")
-        for i in range(n):
+        t = self._tables.get(table)
+        layout = None if t is None else t.layout     # read once: a region in transition
+        for i in range(n):                           # since is routed again below
             pair = ranges[i]
-            r = _locate(self._tables, table, (<tuple>pair)[0]) if _short_range(pair) else None
+            r = _in_layout(layout, (<tuple>pair)[0]) if _short_range(pair) else None
             if r is None:               # not one short range of a known table
                 out[i] = self.read_range(table, (<tuple>pair)[0], (<tuple>pair)[1])
             elif r.end and _compare(<bytes>(<tuple>pair)[1], <bytes?>r.end) > 0:
