@@ -145,6 +145,20 @@ current); immutable but for the readers,
             free(self.files)
         free(self.starts)
 
+    cdef Py_ssize_t level_first(self, Py_ssize_t level, const unsigned char* lk,
+                                Py_ssize_t lkn) noexcept nogil:
+        """The index of the first file of deeper level ``level`` (0: the first
+        below L0) whose largest internal key is not below ``lk``; the level's
+        end when there is none."""
+        cdef Py_ssize_t lo = self.starts[level], hi = self.starts[level + 1], mid
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if cmp_ikey(self.files[mid].ilarge, self.files[mid].ilargen, lk, lkn) < 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
     cdef int probe(self, Py_ssize_t* stage, const unsigned char* uk, Py_ssize_t un,
                    const unsigned char* lk, Py_ssize_t lkn, Py_ssize_t* at,
                    const unsigned char** vp, Py_ssize_t* vn, Py_ssize_t* hits) noexcept nogil:
@@ -153,7 +167,7 @@ current); immutable but for the readers,
         table has the key, 1 for a value (``*vp``, ``*vn``), 2 for a
         tombstone, -1 when file ``*at`` (at stage ``*stage``) must be read
         with the GIL (not open in this view, or ``lookup_nogil`` said so)."""
-        cdef Py_ssize_t s, i, lo, hi, mid
+        cdef Py_ssize_t s, i, lo
         cdef int r
         cdef FileC* f
         for s in range(stage[0], self.nl0 + self.nlevels):
@@ -163,14 +177,7 @@ current); immutable but for the readers,
                     continue
                 i = s
             else:
-                lo = self.starts[s - self.nl0]
-                hi = self.starts[s - self.nl0 + 1]
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if cmp_ikey(self.files[mid].ilarge, self.files[mid].ilargen, lk, lkn) < 0:
-                        lo = mid + 1
-                    else:
-                        hi = mid
+                lo = self.level_first(s - self.nl0, lk, lkn)
                 if lo == self.starts[s - self.nl0 + 1]:
                     continue
                 f = &self.files[lo]
@@ -354,7 +361,7 @@ cdef class PointPath:
         smallest is below ``hk``; their entries merged into ``merged``, which
         is returned, or ``_TOO_MANY`` when a table holds too many keys of the
         range (``collect``'s -1)."""
-        cdef Py_ssize_t s, i, lo, hi, mid, end
+        cdef Py_ssize_t s, i
         cdef FileC* f
         cdef list got
         for i in range(rv.nl0):
@@ -366,16 +373,8 @@ cdef class PointPath:
                 return _TOO_MANY
             merged = _merge(merged, got)
         for s in range(rv.nlevels):
-            lo = rv.starts[s]
-            hi = end = rv.starts[s + 1]
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if cmp_ikey(rv.files[mid].ilarge, rv.files[mid].ilargen, lk, lkn) < 0:
-                    lo = mid + 1
-                else:
-                    hi = mid
             got = None
-            for i in range(lo, end):
+            for i in range(rv.level_first(s, lk, lkn), rv.starts[s + 1]):
                 if cmp_user(rv.files[i].lo, rv.files[i].lon, hk, hn) >= 0:
                     break
                 if got is None:
