@@ -15,9 +15,10 @@ def _is_extension(mod):
 def test_iterator_module_is_a_compiled_extension():
     assert _is_extension(lsm._iter)
     assert lsm.db.DBIterator is lsm._db_iter.DBIterator
-    assert lsm.memtable.MemTableIterator is lsm._memtable.MemTableIterator
-    # a cdef class, not a Python class: no __dict__ on instances
+    assert lsm.memtable.MemTable is lsm._memtable.MemTable
+    # cdef classes, not Python classes: no __dict__ on instances
     assert not hasattr(lsm._iter.ListIterator([], []), "__dict__")
+    assert not hasattr(lsm.memtable.MemTable(), "__dict__")
 
 
 def test_every_engine_extension_is_compiled_and_wired_in():

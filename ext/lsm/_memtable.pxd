@@ -1,8 +1,17 @@
 # The memtable's point read (_memtable.pyx), for lsm._read, and its writes, for lsm._record.
 from libc.stdint cimport uint64_t
 
+cdef class MemTable:
+    cdef public dict versions
+    cdef public object _sorted, lock
+    cdef public list _pending
+    cdef readonly bint _merging
+    cdef public Py_ssize_t approximate_bytes, entries, overhead
+    cdef bint _has_keys_in(self, lo, hi) except -1
+
+
 cpdef object get_version(dict versions, bytes key, uint64_t seq)
-cpdef int visible_range(object mem, bytes lo, bytes hi, uint64_t seq, list out,
+cpdef int visible_range(MemTable mem, bytes lo, bytes hi, uint64_t seq, list out,
                         Py_ssize_t cap) except -2
-cpdef add_entry(object mem, uint64_t seq, int kind, bytes key, bytes value)
-cpdef add_entries(object mem, uint64_t seq, list ops)
+cpdef add_entry(MemTable mem, uint64_t seq, int kind, bytes key, bytes value)
+cpdef add_entries(MemTable mem, uint64_t seq, list ops)

@@ -25,7 +25,10 @@ from cpython.ref cimport PyObject
 
 from lsm._keys cimport cmp_user, ikey_of, lower_bound as _lower_bound, pack_tag, tag_of, user_of
 
+import threading
 from bisect import bisect_left as _bisect_left, bisect_right as _bisect_right
+
+from sortedcontainers import SortedList
 
 cdef enum:
     FIRST_CHUNK = 8     # keys loaded by a seek (a row read needs a few)
@@ -61,17 +64,17 @@ cpdef bint add_version(dict versions, bytes key, uint64_t seq, int kind, bytes v
     return False
 
 
-cpdef add_entry(object mem, uint64_t seq, int kind, bytes key, bytes value):
+cpdef add_entry(MemTable mem, uint64_t seq, int kind, bytes key, bytes value):
     """``MemTable.add``: one write recorded (a new key also appended to the
     memtable's pending keys) and charged (key + value + ``overhead``
     bytes).  Caller holds the DB's write lock."""
     if add_version(mem.versions, key, seq, kind, value):
-        (<list?>mem._pending).append(key)     # list.append is atomic under the GIL
-    mem.approximate_bytes += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value) + <Py_ssize_t>mem.overhead
+        mem._pending.append(key)     # list.append is atomic under the GIL
+    mem.approximate_bytes += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value) + mem.overhead
     mem.entries += 1
 
 
-cpdef add_entries(object mem, uint64_t seq, list ops):
+cpdef add_entries(MemTable mem, uint64_t seq, list ops):
     """``MemTable.add_all``: ``add_entry`` of each (kind, key, value) of
     ``ops`` at sequences ``seq``, ``seq + 1``, ...  Runs no Python code, so
     no other thread sees the batch half-added.  Caller holds the DB's write
@@ -108,23 +111,22 @@ cpdef object get_version(dict versions, bytes key, uint64_t seq):
     return None
 
 
-cpdef int visible_range(object mem, bytes lo, bytes hi, uint64_t seq, list out,
+cpdef int visible_range(MemTable mem, bytes lo, bytes hi, uint64_t seq, list out,
                         Py_ssize_t cap) except -2:
     """Append to ``out`` ``(user key, tag, value)`` of the newest version with
-    sequence <= ``seq`` of each user key of ``[lo, hi)`` in ``mem`` (an
-    lsm.memtable.MemTable), ascending.  Returns 0, or -1 (``out`` then holds
-    a partial answer) when more than ``cap`` keys lie in the range."""
+    sequence <= ``seq`` of each user key of ``[lo, hi)`` in ``mem``,
+    ascending.  Returns 0, or -1 (``out`` then holds a partial answer) when
+    more than ``cap`` keys lie in the range."""
     cdef list hits = []
     cdef int rc
     cdef Py_ssize_t i
-    lock = mem.lock
-    if mem._pending or lock.locked():
-        with lock:
+    if mem._pending or mem._merging:
+        with mem.lock:
             if mem._pending:
                 mem._merge_pending()
             rc = _visible_walk(mem, lo, hi, seq, hits, cap)
     else:
-        # Nothing to merge and no merge running (a merge holds the lock).
+        # Nothing to merge and no merge running (``_merging``).
         # The walk runs no Python code and allocates no GC-tracked object (so
         # no collection, no finalizer): under the GIL no other thread runs,
         # and no merge can start, before it ends.
@@ -135,7 +137,7 @@ cpdef int visible_range(object mem, bytes lo, bytes hi, uint64_t seq, list out,
     return rc
 
 
-cdef int _visible_walk(object mem, bytes lo, bytes hi, uint64_t seq, list hits,
+cdef int _visible_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits,
                        Py_ssize_t cap) except -2:
     """``visible_range``'s walk, the pending keys merged: appends each key
     found and its visible version (``(seq, kind, value)``) to ``hits``."""
@@ -456,3 +458,108 @@ cdef list _chunk_before(object sl, object before, bint inclusive, Py_ssize_t wan
         if pos >= 0:
             idx = len(<list>lists[pos])
     return out
+
+
+# -- the memtable ------------------------------------------------------------
+cdef class MemTable:
+    """The memtable (lsm/memtable.py documents it): ``versions``, the dict
+    from user key to its versions; ``_sorted``, the SortedList of the user
+    keys merged so far; ``_pending``, the keys added since, in arrival order;
+    ``lock``, taken to merge them and to read the sorted list while one may
+    run; ``_merging``, set while a merge changes the sorted list (so that a
+    row read can tell, without the lock, that none runs); the charge
+    (``approximate_bytes``: key + value + ``overhead`` a write) and the
+    number of writes (``entries``).  C fields: the write path and the row
+    read reach them without attribute lookups."""
+
+    def __init__(self, Py_ssize_t entry_overhead=64):
+        self.versions = {}
+        self._sorted = SortedList()
+        self._pending = []
+        self.lock = threading.Lock()
+        self._merging = False
+        self.approximate_bytes = 0
+        self.entries = 0
+        self.overhead = entry_overhead
+
+    def add(self, uint64_t seq, int kind, bytes key, bytes value):
+        """Record one write (``add_entry``).  Caller holds the DB's write lock."""
+        add_entry(self, seq, kind, key, value)
+
+    def add_all(self, uint64_t seq, ops):
+        """``add`` each (kind, key, value) of ``ops`` at ``seq``, ``seq + 1``, ...
+        in one C call (``add_entries``).  Caller holds the DB's write lock."""
+        add_entries(self, seq, ops if type(ops) is list else list(ops))
+
+    def get(self, bytes key, uint64_t seq):
+        """``(kind, value)`` of the newest version with sequence <= seq, or None."""
+        v = get_version(self.versions, key, seq)
+        return None if v is None else ((<tuple>v)[1], (<tuple>v)[2])
+
+    @property
+    def keys(self):
+        """The sorted user keys (merges pending ones first)."""
+        with self.lock:
+            self._merge_pending()
+        return self._sorted
+
+    def _merge_pending(self):
+        # Caller holds self.lock.  Swap first: a concurrent add appends to
+        # the new list, never to the one being merged.
+        cdef list pending = self._pending
+        self._pending = []
+        if pending:
+            self._merging = True
+            try:
+                self._sorted.update(pending)
+            finally:
+                self._merging = False
+
+    def has_keys_in(self, lo, hi):
+        """Whether a user key lies in ``[lo, hi)`` (None: unbounded), pending
+        ones included."""
+        with self.lock:
+            self._merge_pending()
+            return self._has_keys_in(lo, hi)
+
+    cdef bint _has_keys_in(self, lo, hi) except -1:
+        # Caller holds self.lock, pending keys merged.  SortedList keeps
+        # sorted sublists (_lists) and their last keys (_maxes): two bisects,
+        # without SortedList's positional index.
+        cdef list maxes = self._sorted._maxes
+        cdef list sub
+        cdef Py_ssize_t pos
+        if not maxes:
+            return False
+        if lo is None:
+            first = self._sorted._lists[0][0]
+        else:
+            pos = _bisect_left(maxes, lo)
+            if pos == len(maxes):
+                return False
+            sub = self._sorted._lists[pos]
+            first = sub[_bisect_left(sub, lo)]
+        return hi is None or first < hi
+
+    def iterator(self, lo=None, hi=None):
+        """An ordered iterator of internal entries (``MemTableIterator``); for
+        a scan bounded by ``[lo, hi)``, None when no key lies in it (a
+        bounded scan leaves such a memtable out)."""
+        with self.lock:
+            self._merge_pending()
+            if (lo is not None or hi is not None) and not self._has_keys_in(lo, hi):
+                return None
+        return MemTableIterator(self._sorted, self.versions, self.lock)
+
+    def flush_iterator(self):
+        """The iterator a flush drains, forward from the first, once nothing
+        writes this memtable any more: when its keys were first written in
+        ascending order (a sequential load), its dict walked in the dict's
+        own order (``InsertionOrderIterator``: no lookup a key); else
+        ``iterator()``."""
+        if keys_in_order(self.versions):
+            return InsertionOrderIterator(self.versions)
+        return self.iterator()
+
+    def __len__(self):
+        return self.entries

@@ -30,7 +30,7 @@ from cpython.bytes cimport PyBytes_GET_SIZE
 from libc.stdint cimport uint64_t
 
 from lsm._keys cimport KIND_DELETE, KIND_VALUE
-from lsm._memtable cimport add_entries, add_entry
+from lsm._memtable cimport MemTable, add_entries, add_entry
 from lsm._record cimport LogWriter, WriteBatch
 from lsm._state cimport DBState
 
@@ -91,6 +91,7 @@ cdef class WritePath:
         cdef object options = self._options, lock = self._lock
         cdef bint durable = False
         cdef LogWriter w
+        cdef MemTable mem
         cdef uint64_t seq
         lock.acquire()
         try:
