@@ -312,6 +312,33 @@ def test_inline_writes_go_on_past_the_l0_stop_trigger_with_compactions_off(dbpat
         assert db.get(b"00000") == b"v" * 20 and db.get(b"01999") == b"v" * 20
 
 
+def test_a_write_asks_for_room_once_l0_reaches_its_slowdown_trigger(dbpath):
+    """The write path reads L0's file count from the current version's cell
+    (``CurrentVersion.l0_files``, set with the version): below the slowdown
+    trigger a put goes straight to the WAL, at it the put goes through
+    ``_admit`` (which makes room); the count follows flushes and
+    compactions."""
+    with lsm.DB.open(dbpath, tiny_options(auto_compactions=False, l0_slowdown_trigger=3,
+                                          l0_stop_trigger=6, memtable_bytes=1 << 20)) as db:
+        calls = []
+        admit = db._admit
+        db._admit = lambda: calls.append(1) or admit()
+        cell = db.versions.cell
+        for n in range(1, 4):
+            db.put(b"k%d" % n, b"v")
+            db.flush()
+            assert cell.l0_files == len(db.versions.current.levels[0]) == n
+        del calls[:]
+        db.put(b"x", b"v")             # L0 at the trigger: through _admit
+        assert calls
+        db.compact_range()
+        assert cell.l0_files == len(db.versions.current.levels[0]) == 0
+        del calls[:]
+        db.put(b"y", b"v")             # below it again: straight in
+        assert not calls
+        assert db.get(b"x") == db.get(b"y") == b"v"
+
+
 def test_turning_automatic_compactions_off_aborts_a_running_one(dbpath):
     """An automatic compaction stops at its next check once they are turned
     off: its outputs go, its inputs stay, nothing is lost.  A manual one

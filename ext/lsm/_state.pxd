@@ -12,3 +12,4 @@ cdef class DBState:
 cdef class CurrentVersion:
     cdef readonly object version    # a VersionSet's current Version
     cdef public object view         # the point read's ReadView of it, or None (lsm._read)
+    cdef readonly Py_ssize_t l0_files   # len(version.levels[0])

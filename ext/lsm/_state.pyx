@@ -47,12 +47,13 @@ cdef class CurrentVersion:
     and forgets the view in one step, so a view read here is always the
     current version's; the point read stores a view it built only if the
     version it built it from is still current.  Reads and writes under the
-    GIL; the VersionSet's lock orders the writers."""
+    GIL; the VersionSet's lock orders the writers.  ``l0_files``: how many
+    L0 files the version has (the write path's slowdown check reads it)."""
 
     def __init__(self, version=None):
-        self.version = version
-        self.view = None
+        self.set(version)
 
     def set(self, version):
         self.version = version
         self.view = None
+        self.l0_files = 0 if version is None else len(version.levels[0])

@@ -32,7 +32,7 @@ from libc.stdint cimport uint64_t
 from lsm._keys cimport KIND_DELETE, KIND_VALUE
 from lsm._memtable cimport MemTable, add_entries, add_entry
 from lsm._record cimport LogWriter, WriteBatch
-from lsm._state cimport DBState
+from lsm._state cimport CurrentVersion, DBState
 
 from lsm.batch import check_key, check_value
 
@@ -41,6 +41,7 @@ cdef class WritePath:
     """The write path of one ``DB`` (see the module doc)."""
     cdef object _db, _lock, _stats, _options
     cdef DBState _s
+    cdef CurrentVersion _cur         # the DB's current version (its L0 file count), once read
 
     def __init__(self, db, DBState state not None):
         self._db = db
@@ -93,12 +94,15 @@ cdef class WritePath:
         cdef LogWriter w
         cdef MemTable mem
         cdef uint64_t seq
+        cdef CurrentVersion cur = self._cur
+        if cur is None:
+            cur = self._cur = <CurrentVersion?>self._db.versions.cell
         lock.acquire()
         try:
             mem = s.mem
             if (s.closed or s.write_error is not None or s.bg_error is not None
                     or mem.approximate_bytes >= options.memtable_bytes
-                    or len(self._db.versions.current.levels[0]) >= options.l0_slowdown_trigger):
+                    or cur.l0_files >= options.l0_slowdown_trigger):
                 lg = self._db._admit()
                 mem = s.mem
             else:
