@@ -11,11 +11,11 @@ Tests run each against its Python twin on the same random inputs
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_SIZE
 from regions._buf cimport Buf, buf_put_byte as _put_byte
-from libc.stdlib cimport free
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp
 from regions.tablestore._layout cimport *
 from regions.tablestore._rowcodec cimport (_as_bytes, _decode_one, _head_cells, _make_cu,
-                                           _make_row, _names_size, _pk_list, _plain_key,
+                                           _make_row, _maybe_atomic, _names_size, _pk_list, _plain_key,
                                            _row_cells, _untracked)
 
 from regions.tablestore.capacity import UNIT
@@ -142,14 +142,6 @@ cdef class RangePage:
 
 
 # -- GetRow of a whole row --------------------------------------------------
-cdef class _Key:
-    """A plain primary key, checked and encoded: its row's range, its
-    decoded values and the CU size of its key columns."""
-    cdef bytes row_key, end
-    cdef list values
-    cdef Py_ssize_t size
-
-
 cdef class RowReader:
     """``OTSClient.get_row(table, primary_key)`` with every other argument at
     its default, in one C call: the key checked and encoded, the row read
@@ -170,16 +162,24 @@ cdef class RowReader:
 
     def get(self, table_name, primary_key):
         """(consumed, Row or None, b"") as ``get_row`` returns, or None."""
-        cdef list names, types
-        cdef _Key k
+        cdef list names, types, values = []
+        cdef Py_ssize_t ksize = 0, csize = 0
+        cdef bytes row_key, end
+        cdef Buf b
         schema = self._schema(table_name)
         if schema is None:
             return None
         names, types = <list?>schema.names, <list?>schema.types
-        k = self._key(names, types, primary_key)
-        if k is None:
-            return None
-        return self._result(names, k, self._server.read_range(table_name, k.row_key, k.end))
+        b.p, b.n, b.cap = NULL, 0, 0
+        try:
+            if not _plain_key(names, types, primary_key, &b, &ksize, values):
+                return None
+            row_key, end = _bounds(&b)
+        finally:
+            free(b.p)
+        row = _read_row(names, values, 0, PyBytes_GET_SIZE(row_key),
+                        self._server.read_range(table_name, row_key, end), &csize)
+        return _row_cu(row, ksize, csize), row, b""
 
     def item(self, table_name, primary_key, item_table_name):
         """The BatchGetRow result item of the row (``RowDataItem(True, None,
@@ -195,16 +195,22 @@ cdef class RowReader:
         each region's store, at one sequence, for the keys of one region
         that follow each other).
 
+        The keys are encoded into one buffer; their values go to one flat
+        list (``npk`` a plain key) and their CU sizes and row-key lengths
+        to C arrays, so a key costs no object but its two range bounds.
         Built with the cyclic GC paused, as a GetRange page is (RangePage.run):
         a batch's worth (BATCH_GET_ROWS) of small objects is allocated, and the
         collections the allocations would trigger one after another cost more
         than the reads.  The pause is global and bounded by the batch; the
         collection runs after."""
-        cdef list out, keys = [], ranges = [], got
+        cdef list out, ranges = [], got, values = []
         cdef list names, types
-        cdef _Key k
-        cdef Py_ssize_t i, j, n
+        cdef Py_ssize_t i, j, n, npk, mark, csize
+        cdef Py_ssize_t* ksize = NULL       # a key's CU size, -1: not plain
+        cdef Py_ssize_t* rklen = NULL       # its row key's length
+        cdef Buf b
         cdef int was_enabled = PyGC_Disable()
+        b.p, b.n, b.cap = NULL, 0, 0
         try:
             n = len(primary_keys)
             out = [None] * n
@@ -212,29 +218,42 @@ cdef class RowReader:
             if schema is None:
                 return out
             names, types = <list?>schema.names, <list?>schema.types
-            for pk in primary_keys:
-                k = self._key(names, types, pk)
-                keys.append(k)
-                if k is not None:
-                    ranges.append((k.row_key, k.end))
+            npk = len(names)
+            ksize = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
+            rklen = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
+            if ksize == NULL or rklen == NULL:
+                raise MemoryError()
+            for i in range(n):
+                b.n = 0
+                ksize[i] = 0
+                mark = len(values)
+                if _plain_key(names, types, primary_keys[i], &b, &ksize[i], values):
+                    rklen[i] = b.n
+                    ranges.append(_bounds(&b))
+                else:
+                    ksize[i] = -1
+                    del values[mark:]          # a key found not plain midway
             got = self._server.read_ranges(table_name, ranges)
             j = 0
             for i in range(n):
-                k = <_Key>keys[i]
-                if k is None:
+                if ksize[i] < 0:
                     continue
-                result = self._result(names, k, got[j])
+                csize = 0
+                row = _read_row(names, values, j * npk, rklen[i], got[j], &csize)
                 j += 1
                 item = _untracked(_new_object(_RowDataItem))
                 item.is_ok = True
                 item.error_code = None
                 item.error_message = None
                 item.table_name = item_table_name
-                item.consumed = (<tuple>result)[0]
-                item.row = (<tuple>result)[1]
+                item.consumed = _row_cu(row, ksize[i], csize)
+                item.row = row
                 out[i] = item
             return out
         finally:
+            free(b.p)
+            free(ksize)
+            free(rklen)
             if was_enabled:
                 PyGC_Enable()
 
@@ -247,30 +266,35 @@ cdef class RowReader:
             return None
         return schema
 
-    cdef _Key _key(self, list names, list types, primary_key):
-        """The plain key checked and encoded, or None."""
-        cdef Buf b
-        cdef _Key k = _Key.__new__(_Key)
-        k.values = []
-        k.size = 0
-        b.p, b.n, b.cap = NULL, 0, 0
-        try:
-            if not _plain_key(names, types, primary_key, &b, &k.size, k.values):
-                return None
-            k.row_key = PyBytes_FromStringAndSize(<char*>b.p, b.n)
-            _put_byte(&b, ROW_END)
-            k.end = PyBytes_FromStringAndSize(<char*>b.p, b.n)
-        finally:
-            free(b.p)
-        return k
 
-    cdef tuple _result(self, list names, _Key k, entries):
-        """(consumed, Row or None, b"") of the row read as ``entries``."""
-        cdef Py_ssize_t csize = 0
-        cells = None
-        if entries:
-            cells = _row_cells(PyBytes_GET_SIZE(k.row_key), list(entries), 1, &csize)
-        if cells is None:
-            return _make_cu(1, 0), None, b""
-        return (_make_cu(max(1, (k.size + csize + _UNIT - 1) // _UNIT), 0),
-                _make_row(_pk_list(names, k.values), cells), b"")
+cdef tuple _bounds(Buf* b):
+    """``(row_key, end)``: the row key in ``b`` and the end of its row's range
+    (the row key and ROW_END; ``b`` is left holding it)."""
+    row_key = PyBytes_FromStringAndSize(<char*>b.p, b.n)
+    _put_byte(b, ROW_END)
+    return row_key, PyBytes_FromStringAndSize(<char*>b.p, b.n)
+
+
+cdef object _read_row(list names, list values, Py_ssize_t at, Py_ssize_t rklen, entries,
+                      Py_ssize_t* csize):
+    """The Row of a row read whole as ``entries`` (its key's values at
+    ``values[at:at + len(names)]``), or None when it does not exist; the CU
+    size of its cells added to ``csize``."""
+    cdef list pk = []
+    cdef Py_ssize_t i
+    if not entries:
+        return None
+    cells = _row_cells(rklen, entries if type(entries) is list else list(entries), 1, csize)
+    if cells is None:
+        return None
+    for i in range(len(names)):
+        pk.append(_maybe_atomic((names[i], values[at + i])))
+    return _make_row(pk, cells)
+
+
+cdef object _row_cu(row, Py_ssize_t ksize, Py_ssize_t csize):
+    """The read CU of a GetRow: 1 for a missing row, else the key's and the
+    cells' sizes in units, at least 1."""
+    if row is None:
+        return _make_cu(1, 0)
+    return _make_cu(max(1, (ksize + csize + _UNIT - 1) // _UNIT), 0)

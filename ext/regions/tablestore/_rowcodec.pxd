@@ -8,6 +8,20 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
     bint PyObject_IS_GC(object op)
     bint PyObject_GC_IsTracked(object op)
+    bint PyUnicode_IS_ASCII(object op)
+    Py_ssize_t PyUnicode_GET_LENGTH(object op)
+    bytes PyUnicode_AsUTF8String(object op)
+
+
+cdef inline Py_ssize_t _utf8_len(str s) except -1:
+    """The byte length of ``s`` in UTF-8 (what the CU sizes count): its
+    length when it is ASCII, with no copy; otherwise measured on the
+    encoded copy (which raises as encoding does, lone surrogates included)."""
+    if s is None:
+        raise TypeError("expected a str, got None")
+    if PyUnicode_IS_ASCII(s):
+        return PyUnicode_GET_LENGTH(s)
+    return len(PyUnicode_AsUTF8String(s))
 
 
 # -- tuples the cyclic GC need not watch ------------------------------------

@@ -196,7 +196,7 @@ def decode_pk(data, Py_ssize_t count, Py_ssize_t pos=0):
 cdef Py_ssize_t _names_size(names) except -1:
     cdef Py_ssize_t total = 0
     for name in names:
-        total += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+        total += _utf8_len(name)
     return total
 
 
@@ -207,7 +207,7 @@ cdef inline Py_ssize_t _value_size(v) except -1:
     if isinstance(v, (int, float)):
         return 8
     if isinstance(v, str):
-        return PyBytes_GET_SIZE(PyUnicode_AsUTF8String(v))
+        return _utf8_len(v)
     return len(v)
 
 
@@ -215,7 +215,7 @@ def pk_size(names, values):
     """CU size of a primary key (twin of capacity.pk_size(zip(names, values)))."""
     cdef Py_ssize_t total = 0
     for name, v in zip(names, values):
-        total += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name)) + _value_size(v)
+        total += _utf8_len(name) + _value_size(v)
     return total
 
 
@@ -224,7 +224,7 @@ def cells_size(cells):
     capacity.cells_size)."""
     cdef Py_ssize_t total = 0
     for cell in cells:
-        total += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(cell[0]))
+        total += _utf8_len(cell[0])
         v = cell[1]
         if v is not None:
             total += _value_size(v)
@@ -467,7 +467,7 @@ cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize
             columns.pop(name, None)
     out = []
     for name in sorted(columns):
-        ln = PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+        ln = _utf8_len(name)
         for ts, v in sorted(columns[name].items(), reverse=True)[:keep]:
             out.append(_atomic((name, v, ts)))
             size[0] += ln + _value_size(v)
@@ -562,7 +562,7 @@ cdef bint _plain_key(list names, list types, primary_key, Buf* b, Py_ssize_t* si
             size[0] += PyBytes_GET_SIZE(raw)
         else:
             return False
-        size[0] += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+        size[0] += _utf8_len(name)
         values.append(v)
     return True
 

@@ -14,7 +14,7 @@ from regions._buf cimport Buf
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free
 from regions.tablestore._rowcodec cimport (_delta_key, _make_cu, _make_row, _plain_key, _put_delta,
-                                           _untracked)
+                                           _untracked, _utf8_len)
 from lsm._keys cimport KIND_VALUE
 
 import logging
@@ -88,10 +88,10 @@ cdef list _plain_cells(list pk_names, columns, bint update, Py_ssize_t* attr):
         elif t is str:
             if len(<str>v) > _MAX_PLAIN_STR:
                 return None
-            attr[0] += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(v))
+            attr[0] += _utf8_len(<str>v)
         else:
             return None
-        attr[0] += PyBytes_GET_SIZE(PyUnicode_AsUTF8String(name))
+        attr[0] += _utf8_len(name)
         out.append(("PUT", name, v, None) if update else (name, v, None))
     return out
 
