@@ -103,6 +103,31 @@ def test_add_entries_is_add_version_per_entry():
     assert not any(gc.is_tracked(x) for v in b.values() if type(v) is list for x in v)
 
 
+def test_a_write_of_a_new_key_allocates_nothing_the_cyclic_gc_counts():
+    """A memtable version is not a GC object (``_memtable.Version``): writing
+    new keys leaves the GC's young-generation count where it was, so a load
+    brings on no collection by itself (as tuples, each write counted)."""
+    import gc
+    from lsm._memtable import Version
+    mem = MemTable(64)
+    keys = [b"k%06d" % i for i in range(5000)]
+    ops = [(1, k, b"v") for k in keys]
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        before = gc.get_count()[0]
+        add_entries(mem, 1, ops)
+        for i, k in enumerate(keys[:1000]):
+            mem.add(10_000 + i, 1, k + b"+", b"v")
+        assert gc.get_count()[0] - before <= 2
+    finally:
+        if was:
+            gc.enable()
+    v = mem.versions[keys[0]]
+    assert type(v) is Version and (v.seq, v.kind, v.value) == (1, 1, b"v")
+    assert not gc.is_tracked(v)
+
+
 # -- the CRC (ext/lsm/crc32_fold.h) -------------------------------------------
 def _xpow_mod_p(e):
     """x^e mod P (zlib's polynomial, normal form), by long division."""

@@ -3,11 +3,14 @@
 key's versions are held, and the memtable's internal iterator.
 
 Representation (lsm/memtable.py keeps the dict and the sorted keys): a dict
-from user key to its versions, each ``(seq, kind, value)``; a key with one
-version maps to that bare tuple, a key with more to a list of them, oldest
-first.  Tuples and lists are untracked by the cyclic GC from the start: they
-hold no container but each other, and only this module builds or changes
-them (full collections over a million tracked version lists cost a
+from user key to its versions, each a ``Version`` (``seq``, ``kind``,
+``value``); a key with one version maps to that bare Version, a key with
+more to a list of them, oldest first.  A Version is not a GC object at all
+(``cython.no_gc``: it holds only its value's bytes), so a write allocates
+nothing the cyclic GC counts or walks (as tuples, each write counted
+towards the next young collection, and those brought on the full ones:
+~6% of a put); lists are untracked from the start (they hold only
+Versions; full collections over a million tracked version lists cost a
 write-heavy load ~15%, measured).  Only this module looks inside:
 ``add_version``, ``add_entry``, ``add_entries``, ``get_version`` and
 ``MemTableIterator``; ``add_entry`` and ``add_entries`` also keep the
@@ -17,6 +20,7 @@ them, and so is the DB's write path, lsm/_record.pyx).
 Thread-safety: one writer (the DB's write lock) and any number of readers;
 replacing a dict value and appending to a list are atomic under the GIL.
 """
+cimport cython
 from libc.stdint cimport uint64_t
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
@@ -39,14 +43,25 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
 
 
-cdef inline tuple _version(uint64_t seq, int kind, bytes value):
-    """``(seq, kind, value)``, untracked from the start: it holds no container,
-    and a young collection would otherwise walk it once just to find that
-    out; while every key has one version the dict then stays untracked too,
-    so full collections skip the memtable."""
-    cdef tuple t = (seq, kind, value)
-    PyObject_GC_UnTrack(<void*>t)
-    return t
+@cython.final
+@cython.no_gc
+cdef class Version:
+    """One version of a key in a memtable: its sequence, kind and value."""
+
+    def __repr__(self):
+        return f"Version({self.seq}, {self.kind}, {self.value!r})"
+
+    def __eq__(self, other):
+        return (type(other) is Version and self.seq == (<Version>other).seq
+                and self.kind == (<Version>other).kind and self.value == (<Version>other).value)
+
+    __hash__ = None
+
+
+cdef inline Version _version(uint64_t seq, int kind, bytes value):
+    cdef Version v = Version.__new__(Version)
+    v.seq, v.kind, v.value = seq, kind, value
+    return v
 
 
 cpdef bint add_version(dict versions, bytes key, uint64_t seq, int kind, bytes value):
@@ -55,7 +70,7 @@ cpdef bint add_version(dict versions, bytes key, uint64_t seq, int kind, bytes v
     if vs is None:
         versions[key] = _version(seq, kind, value)
         return True
-    if type(vs) is tuple:
+    if type(vs) is Version:
         vs = [vs, _version(seq, kind, value)]
         PyObject_GC_UnTrack(<void*>vs)    # holds only versions: in no cycle, ever
         versions[key] = vs
@@ -95,18 +110,18 @@ cpdef add_entries(MemTable mem, uint64_t seq, list ops):
     mem.entries += len(ops)
 
 
-cpdef object get_version(dict versions, bytes key, uint64_t seq):
-    """The newest ``(seq, kind, value)`` of ``key`` with sequence <= ``seq``, or None."""
+cpdef Version get_version(dict versions, bytes key, uint64_t seq):
+    """The newest Version of ``key`` with sequence <= ``seq``, or None."""
     cdef object vs = versions.get(key)
-    cdef tuple v
+    cdef Version v
     cdef Py_ssize_t i
     if vs is None:
         return None
-    if type(vs) is tuple:
-        return vs if <uint64_t>(<tuple>vs)[0] <= seq else None
+    if type(vs) is Version:
+        return <Version>vs if (<Version>vs).seq <= seq else None
     for i in range(len(<list>vs) - 1, -1, -1):
-        v = <tuple>(<list>vs)[i]
-        if <uint64_t>v[0] <= seq:
+        v = <Version>(<list>vs)[i]
+        if v.seq <= seq:
             return v
     return None
 
@@ -120,6 +135,7 @@ cpdef int visible_range(MemTable mem, bytes lo, bytes hi, uint64_t seq, list out
     cdef list hits = []
     cdef int rc
     cdef Py_ssize_t i
+    cdef Version v
     if mem._pending or mem._merging:
         with mem.lock:
             if mem._pending:
@@ -132,19 +148,20 @@ cpdef int visible_range(MemTable mem, bytes lo, bytes hi, uint64_t seq, list out
         # and no merge can start, before it ends.
         rc = _visible_walk(mem, lo, hi, seq, hits, cap)
     for i in range(0, len(hits), 2):
-        v = hits[i + 1]
-        out.append((hits[i], pack_tag(<uint64_t>(<tuple>v)[0], <int>(<tuple>v)[1]), (<tuple>v)[2]))
+        v = <Version>hits[i + 1]
+        out.append((hits[i], pack_tag(v.seq, v.kind), v.value))
     return rc
 
 
 cdef int _visible_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits,
                        Py_ssize_t cap) except -2:
     """``visible_range``'s walk, the pending keys merged: appends each key
-    found and its visible version (``(seq, kind, value)``) to ``hits``."""
+    found and its visible Version to ``hits``."""
     cdef dict versions = mem.versions
     cdef list maxes, lists, sub
     cdef Py_ssize_t pos, idx, n, found = 0
-    cdef object v, sl = mem._sorted
+    cdef object sl = mem._sorted
+    cdef Version v
     # The keys from lo, walked in SortedList's own layout (see _chunk_after).
     maxes, lists = sl._maxes, sl._lists
     n = len(lists)
@@ -175,7 +192,7 @@ cdef int _visible_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits
 
 
 cdef inline list _as_list(object vs):
-    return [vs] if type(vs) is tuple else <list>vs
+    return [vs] if type(vs) is Version else <list>vs
 
 
 from lsm._iter cimport InternalIterator
@@ -243,8 +260,8 @@ cdef class MemTableIterator(InternalIterator):
         self._vi = self._vn - 1 if newest_first else 0
 
     cdef inline uint64_t _tag(self, Py_ssize_t i):
-        cdef tuple v = <tuple>self._vers[i]
-        return pack_tag(<uint64_t>v[0], <int>v[1])
+        cdef Version v = <Version>self._vers[i]
+        return pack_tag(v.seq, v.kind)
 
     cpdef bint valid(self):
         return self._vers is not None
@@ -322,7 +339,7 @@ cdef class MemTableIterator(InternalIterator):
         return self._key
 
     cpdef bytes value(self):
-        return (<tuple>self._vers[self._vi])[2]
+        return (<Version>self._vers[self._vi]).value
 
 
 cpdef bint keys_in_order(dict versions):
@@ -386,13 +403,14 @@ cdef class InsertionOrderIterator(InternalIterator):
             self._enter_next_key()
 
     cpdef bytes key(self):
+        cdef Version v
         if self._key is None:
-            v = <tuple>self._vers[self._vi]
-            self._key = ikey_of(self._uk, pack_tag(<uint64_t>v[0], <int>v[1]))
+            v = <Version>self._vers[self._vi]
+            self._key = ikey_of(self._uk, pack_tag(v.seq, v.kind))
         return self._key
 
     cpdef bytes value(self):
-        return (<tuple>self._vers[self._vi])[2]
+        return (<Version>self._vers[self._vi]).value
 
     cpdef seek_to_last(self):
         raise NotImplementedError("InsertionOrderIterator is forward only, from the first")
@@ -493,8 +511,8 @@ cdef class MemTable:
 
     def get(self, bytes key, uint64_t seq):
         """``(kind, value)`` of the newest version with sequence <= seq, or None."""
-        v = get_version(self.versions, key, seq)
-        return None if v is None else ((<tuple>v)[1], (<tuple>v)[2])
+        cdef Version v = get_version(self.versions, key, seq)
+        return None if v is None else (v.kind, v.value)
 
     @property
     def keys(self):

@@ -55,7 +55,7 @@ from libc.stdlib cimport malloc, free
 
 from lsm._blockcache cimport BlockCache, read_enter, read_exit
 from lsm._keys cimport KIND_VALUE, bisect_keys, cmp_ikey, cmp_user, lower_bound as _lower_bound, pack_tag
-from lsm._memtable cimport get_version, visible_range
+from lsm._memtable cimport Version, get_version, visible_range
 from lsm._state cimport CurrentVersion, DBState
 from lsm._table cimport PointReader
 
@@ -218,6 +218,7 @@ cdef class PointPath:
         cdef DBState s = self._s
         cdef uint64_t seq
         cdef object v, r
+        cdef Version mv
         cdef CurrentVersion cur
         cdef int attempt
         if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0:
@@ -225,13 +226,13 @@ cdef class PointPath:
         if s.closed:
             db._check_open()
         seq = s.last_seq if snapshot is None else db._snapshot_seq(snapshot)
-        v = get_version(s.mem_versions, <bytes>key, seq)
-        if v is not None:
-            return (<tuple>v)[2] if (<tuple>v)[1] == KIND_VALUE else None
+        mv = get_version(s.mem_versions, <bytes>key, seq)
+        if mv is not None:
+            return mv.value if mv.kind == KIND_VALUE else None
         if s.imm_versions is not None:
-            v = get_version(s.imm_versions, <bytes>key, seq)
-            if v is not None:
-                return (<tuple>v)[2] if (<tuple>v)[1] == KIND_VALUE else None
+            mv = get_version(s.imm_versions, <bytes>key, seq)
+            if mv is not None:
+                return mv.value if mv.kind == KIND_VALUE else None
         cur = self._cur
         if cur is None:
             cur = self._cur = <CurrentVersion?>db.versions.cell
