@@ -90,8 +90,7 @@ def _check_memtable(db, mem, last, smallest=False):
     """The largest (or smallest) sequence in ``mem``; checks each key's versions ascend."""
     seqs = []
     for key, vs in list(mem.versions.items()):
-        vs = vs if type(vs) is list else [vs]
-        s = [x.seq for x in vs]
+        s = [x.seq for x in vs.chain()]
         if s != sorted(s) or len(set(s)) != len(s):
             _fail(db, f"memtable versions of {key!r} not in ascending sequence: {s}")
         if s[-1] > last:

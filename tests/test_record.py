@@ -97,10 +97,12 @@ def test_add_entries_is_add_version_per_entry():
     assert mem.versions == b == one.versions and mem._pending == pending_b == one._pending
     assert mem.entries == one.entries == seq - 1
     assert mem.approximate_bytes == one.approximate_bytes
-    # versions and version lists hold no container but versions: untracked from the start
-    assert any(type(v) is list for v in b.values())
-    assert not any(gc.is_tracked(v) for v in b.values())
-    assert not any(gc.is_tracked(x) for v in b.values() if type(v) is list for x in v)
+    # a key's versions are a chain of Versions, newest first, none a GC
+    # object: the dict holding them stays untracked
+    assert any(v.prev is not None for v in b.values())
+    assert all([x.seq for x in v.chain()] == sorted(x.seq for x in v.chain()) for v in b.values())
+    assert not any(gc.is_tracked(x) for v in b.values() for x in v.chain())
+    assert not gc.is_tracked(b) and not gc.is_tracked(mem.versions)
 
 
 def test_a_write_of_a_new_key_allocates_nothing_the_cyclic_gc_counts():

@@ -10,6 +10,7 @@ cdef class Version:
     cdef readonly uint64_t seq
     cdef readonly int kind
     cdef readonly bytes value
+    cdef readonly Version prev
 
 
 cdef class MemTable:

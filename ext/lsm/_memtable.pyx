@@ -3,15 +3,16 @@
 key's versions are held, and the memtable's internal iterator.
 
 Representation (lsm/memtable.py keeps the dict and the sorted keys): a dict
-from user key to its versions, each a ``Version`` (``seq``, ``kind``,
-``value``); a key with one version maps to that bare Version, a key with
-more to a list of them, oldest first.  A Version is not a GC object at all
-(``cython.no_gc``: it holds only its value's bytes), so a write allocates
-nothing the cyclic GC counts or walks (as tuples, each write counted
-towards the next young collection, and those brought on the full ones:
-~6% of a put); lists are untracked from the start (they hold only
-Versions; full collections over a million tracked version lists cost a
-write-heavy load ~15%, measured).  Only this module looks inside:
+from user key to its newest ``Version`` (``seq``, ``kind``, ``value``), each
+Version linking to the one before it (``prev``; None for the oldest).  A
+Version is not a GC object at all (``cython.no_gc``: it holds only bytes
+and an older Version, so it can be in no cycle): a write allocates nothing
+the cyclic GC counts or walks (as tuples, each write counted towards the
+next young collection, and those brought on the full ones: ~6% of a put),
+and the dict, holding only bytes and Versions, stays untracked, so full
+collections skip the memtable (with lists of versions it was tracked as
+soon as a key had two: a full collection over 100k keys then took ~18 ms).
+Only this module looks inside:
 ``add_version``, ``add_entry``, ``add_entries``, ``get_version`` and
 ``MemTableIterator``; ``add_entry`` and ``add_entries`` also keep the
 memtable's pending keys and charge (``MemTable.add`` and ``add_all`` are
@@ -39,43 +40,51 @@ cdef enum:
     CHUNK = 128         # ... doubling up to this many on each later load
 
 
-cdef extern from "Python.h":
-    void PyObject_GC_UnTrack(void* op)
-
-
 @cython.final
 @cython.no_gc
 cdef class Version:
-    """One version of a key in a memtable: its sequence, kind and value."""
+    """One version of a key in a memtable: its sequence, kind and value, and
+    the key's version before it (``prev``, None for the oldest)."""
 
     def __repr__(self):
         return f"Version({self.seq}, {self.kind}, {self.value!r})"
 
     def __eq__(self, other):
+        """Equal versions, and equal chains before them."""
         return (type(other) is Version and self.seq == (<Version>other).seq
-                and self.kind == (<Version>other).kind and self.value == (<Version>other).value)
+                and self.kind == (<Version>other).kind and self.value == (<Version>other).value
+                and self.prev == (<Version>other).prev)
 
     __hash__ = None
 
+    def chain(self):
+        """This version and the ones before it, oldest first."""
+        return _oldest_first(self)
 
-cdef inline Version _version(uint64_t seq, int kind, bytes value):
+
+cdef inline Version _version(uint64_t seq, int kind, bytes value, Version prev):
     cdef Version v = Version.__new__(Version)
-    v.seq, v.kind, v.value = seq, kind, value
+    v.seq, v.kind, v.value, v.prev = seq, kind, value, prev
     return v
+
+
+cdef list _oldest_first(Version v):
+    """The chain from ``v`` back, oldest first."""
+    cdef list out = []
+    while v is not None:
+        out.append(v)
+        v = v.prev
+    out.reverse()
+    return out
 
 
 cpdef bint add_version(dict versions, bytes key, uint64_t seq, int kind, bytes value):
     """Record one version of ``key``; True when the key is new."""
     cdef object vs = versions.get(key)
     if vs is None:
-        versions[key] = _version(seq, kind, value)
+        versions[key] = _version(seq, kind, value, None)
         return True
-    if type(vs) is Version:
-        vs = [vs, _version(seq, kind, value)]
-        PyObject_GC_UnTrack(<void*>vs)    # holds only versions: in no cycle, ever
-        versions[key] = vs
-    else:
-        (<list>vs).append(_version(seq, kind, value))
+    versions[key] = _version(seq, kind, value, <Version>vs)
     return False
 
 
@@ -114,16 +123,12 @@ cpdef Version get_version(dict versions, bytes key, uint64_t seq):
     """The newest Version of ``key`` with sequence <= ``seq``, or None."""
     cdef object vs = versions.get(key)
     cdef Version v
-    cdef Py_ssize_t i
     if vs is None:
         return None
-    if type(vs) is Version:
-        return <Version>vs if (<Version>vs).seq <= seq else None
-    for i in range(len(<list>vs) - 1, -1, -1):
-        v = <Version>(<list>vs)[i]
-        if v.seq <= seq:
-            return v
-    return None
+    v = <Version>vs
+    while v is not None and v.seq > seq:
+        v = v.prev
+    return v
 
 
 cpdef int visible_range(MemTable mem, bytes lo, bytes hi, uint64_t seq, list out,
@@ -192,7 +197,10 @@ cdef int _visible_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits
 
 
 cdef inline list _as_list(object vs):
-    return [vs] if type(vs) is Version else <list>vs
+    """A key's versions, oldest first (what the iterators index)."""
+    if (<Version>vs).prev is None:
+        return [vs]
+    return _oldest_first(<Version>vs)
 
 
 from lsm._iter cimport InternalIterator
