@@ -378,13 +378,12 @@ cdef class InsertionOrderIterator(InternalIterator):
     cdef dict _versions
     cdef Py_ssize_t _pos     # PyDict_Next's position, after the current key
     cdef bytes _uk           # the current user key
-    cdef list _vers          # its versions, oldest first
-    cdef Py_ssize_t _vi      # current version, counting down (newest first)
+    cdef Version _v          # the current version (its key's chain, walked newest first)
     cdef bytes _key
 
     def __init__(self, dict versions not None):
         self._versions = versions
-        self._vers = None
+        self._v = None
 
     cdef _enter_next_key(self):
         cdef PyObject* k
@@ -392,33 +391,30 @@ cdef class InsertionOrderIterator(InternalIterator):
         self._key = None
         if PyDict_Next(self._versions, &self._pos, &k, &v):
             self._uk = <bytes><object>k
-            self._vers = _as_list(<object>v)
-            self._vi = len(self._vers) - 1
+            self._v = <Version><object>v
         else:
-            self._vers = None
+            self._v = None
 
     cpdef bint valid(self):
-        return self._vers is not None
+        return self._v is not None
 
     cpdef seek_to_first(self):
         self._pos = 0
         self._enter_next_key()
 
     cpdef next(self):
-        self._vi -= 1
         self._key = None
-        if self._vi < 0:
+        self._v = self._v.prev
+        if self._v is None:
             self._enter_next_key()
 
     cpdef bytes key(self):
-        cdef Version v
         if self._key is None:
-            v = <Version>self._vers[self._vi]
-            self._key = ikey_of(self._uk, pack_tag(v.seq, v.kind))
+            self._key = ikey_of(self._uk, pack_tag(self._v.seq, self._v.kind))
         return self._key
 
     cpdef bytes value(self):
-        return (<Version>self._vers[self._vi]).value
+        return self._v.value
 
     cpdef seek_to_last(self):
         raise NotImplementedError("InsertionOrderIterator is forward only, from the first")
