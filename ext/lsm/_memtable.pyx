@@ -196,13 +196,6 @@ cdef int _visible_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits
             hits.append(v)
 
 
-cdef inline list _as_list(object vs):
-    """A key's versions, oldest first (what the iterators index)."""
-    if (<Version>vs).prev is None:
-        return [vs]
-    return _oldest_first(<Version>vs)
-
-
 from lsm._iter cimport InternalIterator
 
 
@@ -221,8 +214,10 @@ cdef class MemTableIterator(InternalIterator):
     cdef object _lock
     cdef list _chunk         # user keys, in iteration direction
     cdef Py_ssize_t _ci      # index into _chunk
-    cdef list _vers          # versions of the current user key, oldest first (shared, append-only)
-    cdef Py_ssize_t _vn      # len(_vers) when the key was entered
+    cdef list _vers          # versions of the current user key, oldest first, if more than one
+    cdef Version _one        # ... or its only version (no list a key for most keys)
+    cdef bint _valid
+    cdef Py_ssize_t _vn      # how many versions the key had when entered
     cdef Py_ssize_t _vi      # current version index; newest first means _vi counts down
     cdef bint _forward
     cdef bytes _key          # cached internal key of the current entry
@@ -235,6 +230,8 @@ cdef class MemTableIterator(InternalIterator):
         self._chunk = []
         self._ci = 0
         self._vers = None
+        self._one = None
+        self._valid = False
         self._forward = True
         self._key = None
         self._want = FIRST_CHUNK
@@ -261,18 +258,27 @@ cdef class MemTableIterator(InternalIterator):
         cdef object v
         self._key = None
         if self._ci >= len(self._chunk):
-            self._vers = None
+            self._valid = False
+            self._vers = self._one = None
             return
-        self._vers = _as_list(self._versions[self._chunk[self._ci]])
-        self._vn = len(self._vers)
+        v = self._versions[self._chunk[self._ci]]
+        self._valid = True
+        if (<Version>v).prev is None:
+            self._one, self._vers, self._vn = <Version>v, None, 1
+        else:
+            self._one, self._vers = None, _oldest_first(<Version>v)
+            self._vn = len(self._vers)
         self._vi = self._vn - 1 if newest_first else 0
 
+    cdef inline Version _at(self, Py_ssize_t i):
+        return self._one if self._vers is None else <Version>self._vers[i]
+
     cdef inline uint64_t _tag(self, Py_ssize_t i):
-        cdef Version v = <Version>self._vers[i]
+        cdef Version v = self._at(i)
         return pack_tag(v.seq, v.kind)
 
     cpdef bint valid(self):
-        return self._vers is not None
+        return self._valid
 
     cpdef seek_to_first(self):
         self._want = FIRST_CHUNK
@@ -290,7 +296,7 @@ cdef class MemTableIterator(InternalIterator):
         cdef uint64_t tag = tag_of(ikey)
         self._load_forward(uk, True)
         self._enter_key(True)
-        if self._vers is not None and self._chunk[self._ci] == uk:
+        if self._valid and self._chunk[self._ci] == uk:
             # skip versions newer than the target (tag order is descending)
             while self._vi >= 0 and self._tag(self._vi) > tag:
                 self._vi -= 1
@@ -303,7 +309,7 @@ cdef class MemTableIterator(InternalIterator):
         cdef uint64_t tag = tag_of(ikey)
         self._load_backward(uk, True)
         self._enter_key(False)
-        if self._vers is not None and self._chunk[self._ci] == uk:
+        if self._valid and self._chunk[self._ci] == uk:
             while self._vi < self._vn and self._tag(self._vi) < tag:
                 self._vi += 1
             if self._vi >= self._vn:
@@ -347,7 +353,7 @@ cdef class MemTableIterator(InternalIterator):
         return self._key
 
     cpdef bytes value(self):
-        return (<Version>self._vers[self._vi]).value
+        return self._at(self._vi).value
 
 
 cpdef bint keys_in_order(dict versions):
