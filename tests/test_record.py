@@ -130,6 +130,32 @@ def test_a_write_of_a_new_key_allocates_nothing_the_cyclic_gc_counts():
     assert not gc.is_tracked(v)
 
 
+def test_a_key_written_a_million_times_is_freed_and_compared_without_recursion():
+    """A key's versions are a chain (each links the one before it): freeing
+    it, or comparing two, walks it instead of recursing, which would
+    overflow the C stack (run in a child process, so that a crash is a
+    failure here, not the end of the test run)."""
+    import subprocess
+    import sys
+    code = (
+        "from lsm.memtable import MemTable\n"
+        "from lsm._memtable import get_version\n"
+        "a, b = MemTable(), MemTable()\n"
+        "for i in range(1_000_000):\n"
+        "    a.add(i + 1, 1, b'hot', b'v')\n"
+        "    b.add(i + 1, 1, b'hot', b'v')\n"
+        "assert a.versions == b.versions\n"
+        "b.add(2_000_000, 1, b'hot', b'w')\n"
+        "assert a.versions != b.versions\n"
+        "held = get_version(a.versions, b'hot', 500_000)\n"
+        "del a, b\n"
+        "assert held.seq == 500_000 and len(held.chain()) == 500_000\n"
+        "del held\n"
+        "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
+
+
 # -- the CRC (ext/lsm/crc32_fold.h) -------------------------------------------
 def _xpow_mod_p(e):
     """x^e mod P (zlib's polynomial, normal form), by long division."""

@@ -22,6 +22,7 @@ Thread-safety: one writer (the DB's write lock) and any number of readers;
 replacing a dict value and appending to a list are atomic under the GIL.
 """
 cimport cython
+from cpython.ref cimport Py_REFCNT
 from libc.stdint cimport uint64_t
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
@@ -50,16 +51,39 @@ cdef class Version:
         return f"Version({self.seq}, {self.kind}, {self.value!r})"
 
     def __eq__(self, other):
-        """Equal versions, and equal chains before them."""
-        return (type(other) is Version and self.seq == (<Version>other).seq
-                and self.kind == (<Version>other).kind and self.value == (<Version>other).value
-                and self.prev == (<Version>other).prev)
+        """Equal versions, and equal chains before them (walked, not recursed)."""
+        cdef Version a = self, b
+        if type(other) is not Version:
+            return False
+        b = <Version>other
+        while a is not None and b is not None:
+            if a is b:
+                return True
+            if a.seq != b.seq or a.kind != b.kind or a.value != b.value:
+                return False
+            a, b = a.prev, b.prev
+        return a is None and b is None
 
     __hash__ = None
 
     def chain(self):
         """This version and the ones before it, oldest first."""
         return _oldest_first(self)
+
+    def __dealloc__(self):
+        # Free the chain behind this version iteratively: left to the fields'
+        # own release, a chain of a key written a million times would free
+        # each version from inside the next one's dealloc, a C recursion
+        # that overflows the stack.  (No trashcan: a Version is no GC
+        # object.)  Stop at a version someone else still holds.
+        cdef Version p = self.prev
+        cdef Version older
+        self.prev = None
+        while p is not None and Py_REFCNT(p) == 1:   # held here only
+            older = p.prev
+            p.prev = None
+            p = older        # frees the version just unlinked: its prev is None
+            older = None     # (p must be held once, for the next test)
 
 
 cdef inline Version _version(uint64_t seq, int kind, bytes value, Version prev):
