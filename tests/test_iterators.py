@@ -450,3 +450,18 @@ def test_db_iterators_see_a_prefix_of_a_concurrent_writer(dbpath):
         t.join()
         assert not errors, errors
         assert checks >= 5 and db.stats()["flushes"] > 0
+
+
+@pytest.mark.parametrize("kind", ["flush", "sorted"])
+def test_a_memtable_iterator_past_its_end_raises_instead_of_reading_freed_state(kind):
+    """key(), value() and the steps of an exhausted memtable iterator raise
+    ValueError, as MergingIterator's do (they read through a None before)."""
+    mem = MemTable()
+    mem.add(1, KIND_VALUE, b"a", b"v")
+    mem.add(2, KIND_VALUE, b"a", b"w")
+    it = mem.flush_iterator() if kind == "flush" else mem.iterator()
+    assert len(_drain(it)) == 2 and not it.valid()
+    steps = [it.key, it.value, it.next] + ([it.prev] if kind == "sorted" else [])
+    for step in steps:
+        with pytest.raises(ValueError, match="invalid iterator"):
+            step()

@@ -360,23 +360,31 @@ cdef class MemTableIterator(InternalIterator):
         self._enter_key(False)
 
     cpdef next(self):
+        if not self._valid:
+            raise ValueError("next() on an invalid iterator")
         self._vi -= 1
         self._key = None
         if self._vi < 0:
             self._next_key()
 
     cpdef prev(self):
+        if not self._valid:
+            raise ValueError("prev() on an invalid iterator")
         self._vi += 1
         self._key = None
         if self._vi >= self._vn:
             self._prev_key()
 
     cpdef bytes key(self):
+        if not self._valid:
+            raise ValueError("key() on an invalid iterator")
         if self._key is None:
             self._key = ikey_of(<bytes>self._chunk[self._ci], self._tag(self._vi))
         return self._key
 
     cpdef bytes value(self):
+        if not self._valid:
+            raise ValueError("value() on an invalid iterator")
         return self._at(self._vi).value
 
 
@@ -433,17 +441,23 @@ cdef class InsertionOrderIterator(InternalIterator):
         self._enter_next_key()
 
     cpdef next(self):
+        if self._v is None:
+            raise ValueError("next() on an invalid iterator")
         self._key = None
         self._v = self._v.prev
         if self._v is None:
             self._enter_next_key()
 
     cpdef bytes key(self):
+        if self._v is None:
+            raise ValueError("key() on an invalid iterator")
         if self._key is None:
             self._key = ikey_of(self._uk, pack_tag(self._v.seq, self._v.kind))
         return self._key
 
     cpdef bytes value(self):
+        if self._v is None:
+            raise ValueError("value() on an invalid iterator")
         return self._v.value
 
     cpdef seek_to_last(self):
