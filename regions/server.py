@@ -41,7 +41,7 @@ from .meta import Meta, RegionRecord, region_dir_name
 from .metrics import RateTracker, SplitHistory
 from .options import ServerOptions
 from .policy import jitter_rate
-from ._gate import FIRST_CHUNK as _FIRST_CHUNK, MAX_CHUNK as _MAX_CHUNK, Router, \
+from ._gate import FIRST_CHUNK as _FIRST_CHUNK, MAX_CHUNK as _MAX_CHUNK, Router, TableLayout, \
     check_key as _check_key, route, split_ops
 from .region import Region
 from .reports import ServerReports
@@ -73,9 +73,10 @@ class _Hooks:
 _chain = itertools.chain.from_iterable
 
 
-class _Table:
-    """A table's in-memory state: layout, hooks and the lock that serialises
-    its splits, garbage collection and deletion."""
+class _Table(TableLayout):
+    """A table's in-memory state: layout (a C field of ``_gate.TableLayout``),
+    hooks and the lock that serialises its splits, garbage collection and
+    deletion."""
 
     def __init__(self, name):
         self.name = name

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import regions
-from regions._gate import route, split_ops
+from regions._gate import TableLayout, route, split_ops
 from regions.errors import RegionBusyError, UnknownTableError
 from regions.region import CLOSED, OPEN, SPLITTING, Region
 
@@ -74,9 +74,9 @@ def test_route_agrees_with_a_bisect_over_the_start_keys():
                              for _ in range(40)})
     regs = [_region(s) for s in starts]
 
-    class Table:
-        layout = (starts, regs)
-    tables = {"t": Table()}
+    table = TableLayout()
+    table.layout = (starts, regs)
+    tables = {"t": table}
     for _ in range(2000):
         key = bytes(rng.randrange(4) for _ in range(rng.randrange(0, 5)))
         r = route(tables, "t", key, False)
@@ -115,3 +115,45 @@ def test_the_servers_single_key_operations_route_through_the_c_path():
         with pytest.raises(UnknownTableError, match="nope"):
             s.get("nope", b"a")
         assert [(i.reads, i.writes) for i in s.regions("t")] == [(2, 2), (2, 1)]
+
+
+def test_a_malformed_layout_is_an_error_not_a_crash():
+    """The router reads a layout's lists through borrowed references: lists
+    of different lengths, or a start key that is not bytes, raise."""
+    table = TableLayout()
+    tables = {"t": table}
+    table.layout = ([b"", b"m"], [_region()])
+    with pytest.raises(ValueError, match="2 start keys and 1 regions"):
+        route(tables, "t", b"z", False)
+    table.layout = ([b"", "m"], [_region(), _region(b"m")])
+    with pytest.raises(TypeError, match="bytes"):
+        route(tables, "t", b"z", False)
+    with pytest.raises(TypeError):
+        table.layout = [[b""], [_region()]]      # a layout is a tuple
+
+
+def test_a_get_reads_the_store_the_region_holds_now():
+    """The router calls an lsm.DB's point read in C, and any other store's
+    ``get`` as a method; replacing a region's store switches both."""
+    with regions.RegionServer.open(None) as s:
+        s.create_table("t")
+        s.put("t", b"k", b"v")
+        r = s._tables["t"].layout[1][0]
+        store, calls = r.db, []
+
+        class Wrapped:
+            def get(self, key):
+                calls.append(key)
+                return store.get(key)
+
+            def put(self, key, value, sync=None):
+                store.put(key, value, sync)
+        r.db = Wrapped()
+        assert s.get("t", b"k") == b"v" and calls == [b"k"]
+        r.db = store
+        assert s.get("t", b"k") == b"v" and calls == [b"k"]
+        with pytest.raises(TypeError, match="key must be bytes, got str"):
+            s.get("t", "k")
+        with pytest.raises(ValueError):
+            s.get("t", b"")
+        assert r.inflight == 0

@@ -195,6 +195,13 @@ current); immutable but for the readers,
         return 0
 
 
+cdef object point_get(object path, object key):
+    """``path.get(key)`` called from C (``path`` a PointPath; _read.pxd):
+    the Router reads a region's store this way, without a second Python
+    call."""
+    return (<PointPath>path)._get(key, None)
+
+
 cdef class PointPath:
     """The point read of one ``DB`` (see the module doc)."""
     cdef object _db
@@ -214,6 +221,9 @@ cdef class PointPath:
 
     def get(self, key, snapshot=None):
         """The value of ``key``, or None (``DB.get``)."""
+        return self._get(key, snapshot)
+
+    cdef object _get(self, object key, object snapshot):
         cdef object db = self._db
         cdef DBState s = self._s
         cdef uint64_t seq

@@ -12,14 +12,39 @@ critical section around each method.
 """
 from libc.string cimport memcmp
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.object cimport PyObject
 
 from lsm import WriteBatch as _WriteBatch
+from lsm._read import PointPath as _PointPath
+from lsm._read cimport point_get
 
 #: Scan batch sizes: a range is read in chunks of FIRST_CHUNK entries,
 #: doubling up to MAX_CHUNK (RegionServer._scan_forward).
 FIRST_CHUNK = 64
 MAX_CHUNK = 4096
 cdef Py_ssize_t _MAX_CHUNK = MAX_CHUNK
+
+
+cdef enum:
+    READ = 0            # what a gate admits (Gate.enter's write False, True, None)
+    WRITE = 1
+    INTERNAL = 2
+
+
+cdef int _kind(object write) except -1:
+    if write is False:
+        return READ
+    if write is True:
+        return WRITE
+    if write is None:
+        return INTERNAL
+    raise TypeError("write must be True, False or None")
+
+
+cdef object _write_arg(int kind):
+    """``Gate.enter``'s ``write`` of ``kind``."""
+    return False if kind == READ else True if kind == WRITE else None
 
 
 cdef class Gate:
@@ -37,12 +62,14 @@ cdef class Gate:
     #: reads them on every operation.
     cdef public object start, end
     cdef object _db, _db_get, _db_put    # the store, and its get and put bound once
+    cdef object _point                   # the PointPath its get is bound to, or None
 
     @property
     def db(self):
         """The region's store (``Region`` sets it); its ``get`` and ``put``
         are kept bound, which saves the Router an attribute lookup an
-        operation."""
+        operation, and when its ``get`` is an ``lsm.DB``'s point read
+        (``lsm._read.PointPath.get``) the Router calls that in C."""
         return self._db
 
     @db.setter
@@ -50,6 +77,8 @@ cdef class Gate:
         self._db = value
         self._db_get = None if value is None else value.get
         self._db_put = None if value is None else value.put
+        point = getattr(self._db_get, "__self__", None)
+        self._point = point if type(point) is _PointPath else None
 
     def __init__(self, open_state, cv):
         self._open = open_state
@@ -65,25 +94,34 @@ cdef class Gate:
         self._state = value
         self._serving = value is self._open
 
-    cpdef bint enter(self, object write):
+    def enter(self, write):
         """Admit one operation (``write``: True a write, False a read, None
         internal work, not counted); False if the region is not serving."""
-        if write is not True and write is not False and write is not None:
-            raise TypeError("write must be True, False or None")
+        return self._admit(_kind(write))
+
+    def exit(self):
+        """The admitted operation is done."""
+        self._leave()
+
+    cdef inline bint _admit(self, int kind):
+        """``enter`` from C (no lookup of a Python override): ``kind`` READ,
+        WRITE or INTERNAL."""
         if not self._serving:
             return False
         self.inflight += 1
-        if write is True:
+        if kind == WRITE:
             self.writes += 1
-        elif write is False:
+        elif kind == READ:
             self.reads += 1
         return True
 
-    cpdef exit(self):
+    cdef inline int _leave(self) except -1:
+        """``exit`` from C."""
         self.inflight -= 1
         if self.inflight == 0 and not self._serving:
             with self._cv:
                 self._cv.notify_all()
+        return 0
 
     cpdef count_writes(self, Py_ssize_t n):
         """Count ``n`` more keys written by the admitted write (a batch's
@@ -137,12 +175,12 @@ def route(dict tables, object table, bytes key, object write):
     for ``Gate.enter``); None when the caller must take the slow path (an
     unknown table, a region not serving).  A table's ``layout`` is its
     (start keys, regions), the first start key b""."""
-    return _route(tables, table, key, write)
+    return _route(tables, table, key, _kind(write))
 
 
-cdef object _route(dict tables, object table, bytes key, object write):
-    r = _locate(tables, table, key)
-    if r is not None and (<Gate>r).enter(write):
+cdef Gate _route(dict tables, object table, bytes key, int kind):
+    cdef Gate r = _locate(tables, table, key)
+    if r is not None and r._admit(kind):
         return r
     return None
 
@@ -153,26 +191,37 @@ cdef Gate _locate(dict tables, object table, bytes key):
     t = tables.get(table)
     if t is None:
         return None
-    return _in_layout(t.layout, key)
+    return _in_layout((<TableLayout?>t).layout, key)
+
+
+cdef class TableLayout:
+    """A table's ``layout``, (start keys, regions), the first start key b"":
+    a C field, as the Router reads it on every operation (the server's
+    ``_Table`` derives from this)."""
+
+    cdef public tuple layout
 
 
 cdef Gate _in_layout(object layout, bytes key):
     """The region of table layout ``layout`` holding ``key``; None for no
-    layout (an unknown table)."""
+    layout (an unknown table).  The layout's lists are read through
+    borrowed references (the tuple holds them; no Python code runs here)."""
     if layout is None:
         return None
-    cdef list starts = <list>(<tuple?>layout)[0]
-    cdef list regs = <list>(<tuple?>layout)[1]
-    cdef Py_ssize_t lo = 0, hi = len(starts), mid
+    cdef list starts = <list?>(<tuple?>layout)[0]
+    cdef list regs = <list?>(<tuple?>layout)[1]
+    cdef Py_ssize_t lo = 0, hi = PyList_GET_SIZE(starts), mid
+    if PyList_GET_SIZE(regs) != hi:
+        raise ValueError(f"a table layout of {hi} start keys and {len(regs)} regions")
     while lo < hi:                       # bisect_right
         mid = (lo + hi) >> 1
-        if _compare(key, <bytes>starts[mid]) < 0:
+        if _compare(key, <bytes?><object>PyList_GET_ITEM(starts, mid)) < 0:
             hi = mid
         else:
             lo = mid + 1
     if lo == 0:
         return None
-    return <Gate?>regs[lo - 1]
+    return <Gate?><object>PyList_GET_ITEM(regs, lo - 1)
 
 
 cdef class Router:
@@ -183,29 +232,29 @@ cdef class Router:
 
     cdef public dict _tables
 
-    cdef Gate _enter_fast(self, object table, object key, object write):
+    cdef Gate _enter_fast(self, object table, object key, int kind):
         if type(key) is not bytes:
             check_key(key)
-        r = _route(self._tables, table, key, write)
+        cdef Gate r = _route(self._tables, table, key, kind)
         if r is None:
-            r = self._enter_slow(table, key, write)
-        return <Gate?>r
+            return <Gate?>self._enter_slow(table, key, _write_arg(kind))
+        return r
 
     def put(self, table, key, value, sync=None):
         """Set ``key`` of ``table`` to ``value`` (``sync``: as ``lsm.DB.put``)."""
-        cdef Gate r = self._enter_fast(table, key, True)
+        cdef Gate r = self._enter_fast(table, key, WRITE)
         try:
             r._db_put(key, value, sync)
         finally:
-            r.exit()
+            r._leave()
 
     def delete(self, table, key, sync=None):
         """Delete ``key`` of ``table`` (no error if it is absent)."""
-        cdef Gate r = self._enter_fast(table, key, True)
+        cdef Gate r = self._enter_fast(table, key, WRITE)
         try:
             r.db.delete(key, sync)
         finally:
-            r.exit()
+            r._leave()
 
     def write(self, table, batch, sync=None):
         """Apply ``batch`` (an ``lsm.WriteBatch``).  Atomic when all its keys lie
@@ -223,7 +272,7 @@ cdef class Router:
             if n:
                 # entered as internal work: the keys are counted once applied
                 # (a batch spanning regions is counted by _write_parts)
-                r = self._enter_fast(table, (<tuple?>ops[0])[1], None)
+                r = self._enter_fast(table, (<tuple?>ops[0])[1], INTERNAL)
                 try:
                     start, end = <bytes?>r.start, r.end
                     for i in range(n):
@@ -234,7 +283,7 @@ cdef class Router:
                         r.count_writes(n)
                         return
                 finally:
-                    r.exit()
+                    r._leave()
         self._write_parts(table, batch, sync)
 
     def read_range(self, table, start, end):
@@ -244,7 +293,7 @@ cdef class Router:
         cdef Gate r
         cdef list items
         if type(start) is bytes and type(end) is bytes and PyBytes_GET_SIZE(start):
-            r = self._enter_fast(table, start, False)
+            r = self._enter_fast(table, start, READ)
             try:
                 rend = r.end
                 if not rend or _compare(<bytes>end, <bytes?>rend) <= 0:
@@ -252,7 +301,7 @@ cdef class Router:
                     if len(items) < _MAX_CHUNK:
                         return items
             finally:
-                r.exit()
+                r._leave()
         return list(self.scan(table, start, end))
 
     def read_ranges(self, table, list ranges not None):
@@ -269,7 +318,7 @@ cdef class Router:
             if type(pair) is not tuple or len(<tuple>pair) != 2:
                 raise TypeError(f"ranges must hold (start, end) tuples, got {pair!r}")
         t = self._tables.get(table)
-        layout = None if t is None else t.layout     # read once: a region in transition
+        layout = None if t is None else (<TableLayout?>t).layout     # read once: a region in transition
         for i in range(n):                           # since is routed again below
             pair = ranges[i]
             r = _in_layout(layout, (<tuple>pair)[0]) if _short_range(pair) else None
@@ -284,7 +333,7 @@ cdef class Router:
                 else:
                     idxs.append(i)
         for r, idxs in groups.items():
-            if not r.enter(False):      # in transition since located: route each again
+            if not r._admit(READ):      # in transition since located: route each again
                 for i in idxs:
                     out[i] = self.read_range(table, *ranges[i])
                 continue
@@ -292,7 +341,7 @@ cdef class Router:
                 r.reads += len(idxs) - 1
                 got = r.db.scan_short_many([ranges[i] for i in idxs], _MAX_CHUNK)
             finally:
-                r.exit()
+                r._leave()
             for i, items in zip(idxs, got):
                 if len(<list>items) >= _MAX_CHUNK:
                     big.append(i)
@@ -305,8 +354,10 @@ cdef class Router:
 
     def get(self, table, key):
         """The value of ``key`` of ``table``, or None."""
-        cdef Gate r = self._enter_fast(table, key, False)
+        cdef Gate r = self._enter_fast(table, key, READ)
         try:
+            if r._point is not None:
+                return point_get(r._point, key)
             return r._db_get(key)
         finally:
-            r.exit()
+            r._leave()

@@ -1,0 +1,3 @@
+# The point read of lsm._read, for the region server's Router (regions._gate).
+
+cdef object point_get(object path, object key)
