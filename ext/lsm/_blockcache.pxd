@@ -28,6 +28,9 @@ cdef class BlockCache:
     cdef dict _by_owner           # owner -> set of keys
     cdef object lookup(self, object owner, uint64_t offset)
     cdef _Slot slot_of(self, object owner, uint64_t offset)
+    cdef int put(self, object owner, uint64_t offset, object value, Py_ssize_t charge) except -1
+    cdef int _insert(self, object key, object owner, uint64_t offset, object value,
+                     Py_ssize_t charge) except -1
     cdef object _get(self, object key)
     cdef object _key_of(self, object key)
     cdef void _drop(self, object key) except *

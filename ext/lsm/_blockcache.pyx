@@ -181,18 +181,32 @@ cdef class BlockCache:
     def insert(self, key, value, Py_ssize_t charge):
         """Cache ``value`` under ``key`` (replacing any), evicting entries
         until usage fits the capacity."""
-        cdef _Slot s
         if charge < 0:
             raise ValueError(f"charge must be >= 0, got {charge}")
-        if charge > self.capacity:
-            return
         owner, offset = key
-        key = self._key_of(key)
-        s = _Slot()
+        if type(offset) is int and 0 <= offset < (<uint64_t>1 << 63):
+            self._insert(self._key_of(key), owner, offset, value, charge)
+        else:
+            self._insert(self._key_of(key), owner, 0, value, charge)
+
+    cdef int put(self, object owner, uint64_t offset, object value, Py_ssize_t charge) except -1:
+        """``insert((owner, offset), value, charge)`` from C (a table's
+        point read caching the block it read; ``charge`` >= 0)."""
+        if offset < (<uint64_t>1 << 63):
+            return self._insert(_key(owner, offset), owner, offset, value, charge)
+        return self._insert(_key(owner, offset), owner, 0, value, charge)
+
+    cdef int _insert(self, object key, object owner, uint64_t offset, object value,
+                     Py_ssize_t charge) except -1:
+        """``insert``'s work: ``key`` the dict key of ``(owner, offset)``,
+        ``offset`` the slot's (0 when the key's is not a table offset)."""
+        cdef _Slot s
+        if charge > self.capacity:
+            return 0
+        s = _Slot.__new__(_Slot)
         s.key, s.owner, s.value, s.charge = key, owner, value, charge
         s.block = <void*>value
-        if type(offset) is int and 0 <= offset < (<uint64_t>1 << 63):
-            s.offset = offset
+        s.offset = offset
         cdef set keys
         self._acquire()
         try:
@@ -216,6 +230,7 @@ cdef class BlockCache:
                     self._dead -= 1      # popped already: not a shell in the ring
         finally:
             self._release()
+        return 0
 
     cdef void _drop(self, object key) except *:
         """Forget the entry of dict key ``key`` (caller holds ``_lock``); its

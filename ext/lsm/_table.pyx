@@ -466,7 +466,7 @@ cdef class PointReader:
         except CorruptionError:
             return None
         if self._cache is not None:
-            self._cache.insert((self._owner, off), blk, PyBytes_GET_SIZE(raw) + self._overhead)
+            self._cache.put(self._owner, off, blk, PyBytes_GET_SIZE(raw) + self._overhead)
         return blk
 
     def bounded(self, lo, hi):
