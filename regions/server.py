@@ -214,7 +214,7 @@ class RegionServer(Router, ServerReports):
                 regs = [self._make_region(t, r.id, r.start, r.end, self._open_store(t, r.id))
                         for r in rec["regions"]]
                 t.layout = ([r.start for r in regs], regs)
-                self._tables[name] = t
+                self._put_table(name, t)
         except BaseException:
             self._close_regions()
             self._file_lock.release()
@@ -341,7 +341,7 @@ class RegionServer(Router, ServerReports):
                     self._fs.rmtree(self._region_path(first + i), missing_ok=True)
                 raise
             t.layout = (bounds[:-1], regs)
-            self._tables[name] = t
+            self._put_table(name, t)
         log.info("created table %r with %d regions", name, len(regs))
 
     @staticmethod
@@ -400,7 +400,7 @@ class RegionServer(Router, ServerReports):
                     del doc.tables[name]
                     doc.parents = [p for p in doc.parents if p["table"] != name]
                 self._meta.update(change)
-                del self._tables[name]
+                self._pop_table(name)
             for r in t.layout[1]:
                 r.close(self.options.busy_wait_seconds)
             for rid in [r.id for r in t.layout[1]] + parents:

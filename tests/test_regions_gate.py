@@ -117,19 +117,52 @@ def test_the_servers_single_key_operations_route_through_the_c_path():
         assert [(i.reads, i.writes) for i in s.regions("t")] == [(2, 2), (2, 1)]
 
 
-def test_a_malformed_layout_is_an_error_not_a_crash():
-    """The router reads a layout's lists through borrowed references: lists
-    of different lengths, or a start key that is not bytes, raise."""
+def test_a_malformed_layout_is_refused_when_set():
+    """The router bisects a layout's keys and regions without checking them
+    again: setting one checks them, and a bad one changes nothing."""
     table = TableLayout()
-    tables = {"t": table}
-    table.layout = ([b"", b"m"], [_region()])
-    with pytest.raises(ValueError, match="2 start keys and 1 regions"):
-        route(tables, "t", b"z", False)
-    table.layout = ([b"", "m"], [_region(), _region(b"m")])
-    with pytest.raises(TypeError, match="bytes"):
-        route(tables, "t", b"z", False)
-    with pytest.raises(TypeError):
-        table.layout = [[b""], [_region()]]      # a layout is a tuple
+    good = ([b"", b"m"], [_region(), _region(b"m")])
+    table.layout = good
+    bad = [(([b"", b"m"], [_region()]), ValueError, "2 start keys and 1 regions"),
+           (([b"", "m"], [_region(), _region(b"m")]), TypeError, "start key must be bytes"),
+           (([b"", b"m", b"c"], [_region()] * 3), ValueError, "out of order"),
+           (([b"a", b"m"], [_region(b"a"), _region(b"m")]), ValueError, "first start key"),
+           (([b"", b"m"], [_region(), "r"]), TypeError, "must be a Gate"),
+           ([[b""], [_region()]], TypeError, "tuple")]
+    for layout, error, message in bad:
+        with pytest.raises(error, match=message):
+            table.layout = layout
+        assert table.layout is good
+    assert route({"t": table}, "t", b"z", False) is good[1][1]
+
+
+def test_the_location_cache_forgets_a_table_with_its_removal():
+    """A table found by its name's identity (the router's one-entry
+    location cache) is forgotten in the same call that removes or replaces
+    the table: a get right after the removal, its regions still open,
+    finds no table."""
+    with regions.RegionServer.open(None) as s:
+        name = "events"
+        s.create_table(name)
+        s.put(name, b"k", b"1")
+        assert s.get(name, b"k") == b"1"        # routed: the cache holds the table
+        t = s._tables[name]
+        s._pop_table(name)                       # removed, its region still open
+        with pytest.raises(UnknownTableError):
+            s.get(name, b"k")
+        s._put_table(name, t)
+        assert s.get(name, b"k") == b"1"
+        s.delete_table(name)
+        s.create_table(name)
+        assert s.get(name, b"k") is None         # the new table, not the old one's region
+        s.put(name, b"k", b"2")
+        same = "".join(["ev", "ents"])           # equal, another object: found by the dict
+        assert same is not name and s.get(same, b"k") == b"2" and s.get(name, b"k") == b"2"
+        tables = s._tables
+        s._tables = {}
+        with pytest.raises(UnknownTableError):
+            s.get(name, b"k")
+        s._tables = tables
 
 
 def test_a_get_reads_the_store_the_region_holds_now():

@@ -10,9 +10,10 @@ Only the rare wake-up in ``exit`` (the last operation leaving a closing
 gate) takes the region's condition.  A free-threaded Python would need a
 critical section around each method.
 """
+cimport cython
 from libc.string cimport memcmp
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.object cimport PyObject
 
 from lsm import WriteBatch as _WriteBatch
@@ -45,6 +46,9 @@ cdef int _kind(object write) except -1:
 cdef object _write_arg(int kind):
     """``Gate.enter``'s ``write`` of ``kind``."""
     return False if kind == READ else True if kind == WRITE else None
+
+
+cdef object _NO_NAME = object()     # Router._loc_name when no table was routed
 
 
 cdef class Gate:
@@ -103,6 +107,7 @@ cdef class Gate:
         """The admitted operation is done."""
         self._leave()
 
+    @cython.final
     cdef inline bint _admit(self, int kind):
         """``enter`` from C (no lookup of a Python override): ``kind`` READ,
         WRITE or INTERNAL."""
@@ -115,12 +120,18 @@ cdef class Gate:
             self.reads += 1
         return True
 
+    @cython.final
     cdef inline int _leave(self) except -1:
         """``exit`` from C."""
         self.inflight -= 1
         if self.inflight == 0 and not self._serving:
-            with self._cv:
-                self._cv.notify_all()
+            self._wake()
+        return 0
+
+    cdef int _wake(self) except -1:
+        """The last operation left a gate that is not serving: wake ``close_gate``."""
+        with self._cv:
+            self._cv.notify_all()
         return 0
 
     cpdef count_writes(self, Py_ssize_t n):
@@ -129,7 +140,7 @@ cdef class Gate:
         self.writes += n
 
 
-cdef inline int _compare(bytes a, bytes b):
+cdef inline int _compare(bytes a, bytes b) noexcept:
     cdef Py_ssize_t la = PyBytes_GET_SIZE(a), lb = PyBytes_GET_SIZE(b)
     cdef int c = memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), la if la < lb else lb)
     if c:
@@ -179,49 +190,71 @@ def route(dict tables, object table, bytes key, object write):
 
 
 cdef Gate _route(dict tables, object table, bytes key, int kind):
-    cdef Gate r = _locate(tables, table, key)
+    t = tables.get(table)
+    if t is None:
+        return None
+    cdef Gate r = _in_layout(<TableLayout?>t, key)
     if r is not None and r._admit(kind):
         return r
     return None
 
 
-cdef Gate _locate(dict tables, object table, bytes key):
-    """The region of ``tables[table]`` holding ``key``, not entered; None for
-    an unknown table."""
-    t = tables.get(table)
-    if t is None:
-        return None
-    return _in_layout((<TableLayout?>t).layout, key)
-
-
 cdef class TableLayout:
-    """A table's ``layout``, (start keys, regions), the first start key b"":
-    a C field, as the Router reads it on every operation (the server's
-    ``_Table`` derives from this)."""
+    """A table's ``layout``: (start keys, regions), the first start key b"",
+    the start keys bytes in increasing order and the regions ``Gate``\ s,
+    one each; replaced whole, never changed in place (the server's
+    ``_Table`` derives from this).  Setting it checks it and keeps the
+    two as tuples in C fields, which the Router bisects on every operation
+    without checking them again."""
 
-    cdef public tuple layout
+    cdef tuple _layout
+    cdef tuple _starts
+    cdef tuple _regs
+
+    @property
+    def layout(self):
+        return self._layout
+
+    @layout.setter
+    def layout(self, value):
+        if type(value) is not tuple or len(<tuple>value) != 2:
+            raise TypeError(f"a table layout is a (start keys, regions) tuple, got {value!r}")
+        starts, regs = tuple(value[0]), tuple(value[1])
+        if len(starts) != len(regs):
+            raise ValueError(f"a table layout of {len(starts)} start keys and {len(regs)} regions")
+        if starts and starts[0] != b"":
+            raise ValueError(f"a table layout's first start key must be b'', got {starts[0]!r}")
+        for i in range(len(starts)):
+            if type(starts[i]) is not bytes:
+                raise TypeError(f"a start key must be bytes, got {starts[i]!r}")
+            if i and not _compare(<bytes>starts[i - 1], <bytes>starts[i]) < 0:
+                raise ValueError(f"start keys out of order: {starts[i - 1]!r}, {starts[i]!r}")
+            if not isinstance(regs[i], Gate):
+                raise TypeError(f"a region must be a Gate, got {regs[i]!r}")
+        self._layout, self._starts, self._regs = value, starts, regs
 
 
-cdef Gate _in_layout(object layout, bytes key):
-    """The region of table layout ``layout`` holding ``key``; None for no
-    layout (an unknown table).  The layout's lists are read through
-    borrowed references (the tuple holds them; no Python code runs here)."""
-    if layout is None:
+cdef inline Gate _in_layout(TableLayout t, bytes key):
+    """The region of ``t``'s layout holding ``key`` (None before its first
+    start key, or when it has no layout yet)."""
+    return _bisect_regions(t._starts, t._regs, key)
+
+
+cdef Gate _bisect_regions(tuple starts, tuple regs, bytes key):
+    """The region of ``regs`` (a layout's, checked when set) whose start
+    key in ``starts`` is the last <= ``key``; None for an empty layout.
+    The first start key is b"", which every key is >= (one region: no
+    compare)."""
+    if starts is None or PyTuple_GET_SIZE(starts) == 0:
         return None
-    cdef list starts = <list?>(<tuple?>layout)[0]
-    cdef list regs = <list?>(<tuple?>layout)[1]
-    cdef Py_ssize_t lo = 0, hi = PyList_GET_SIZE(starts), mid
-    if PyList_GET_SIZE(regs) != hi:
-        raise ValueError(f"a table layout of {hi} start keys and {len(regs)} regions")
-    while lo < hi:                       # bisect_right
+    cdef Py_ssize_t lo = 1, hi = PyTuple_GET_SIZE(starts), mid
+    while lo < hi:                       # bisect_right over starts[1:]
         mid = (lo + hi) >> 1
-        if _compare(key, <bytes?><object>PyList_GET_ITEM(starts, mid)) < 0:
+        if _compare(key, <bytes>PyTuple_GET_ITEM(starts, mid)) < 0:
             hi = mid
         else:
             lo = mid + 1
-    if lo == 0:
-        return None
-    return <Gate?><object>PyList_GET_ITEM(regs, lo - 1)
+    return <Gate>PyTuple_GET_ITEM(regs, lo - 1)
 
 
 cdef class Router:
@@ -230,12 +263,61 @@ cdef class Router:
     owns ``_tables`` and ``_enter_slow`` (unknown tables, regions in
     transition)."""
 
-    cdef public dict _tables
+    cdef dict _map                  # name -> TableLayout (the subclass's ``_tables``)
+    cdef object _loc_name           # the table name last routed (identity; _NO_NAME: none) ...
+    cdef TableLayout _loc_table     # ... and its table: HBase's location cache, one entry
+
+    def __cinit__(self, *args, **kwargs):
+        self._map = {}
+        self._loc_name = _NO_NAME
+
+    @property
+    def _tables(self):
+        """name -> table (a ``TableLayout``).  Assigned whole, or changed
+        through ``_put_table`` and ``_pop_table``: each forgets the
+        location cache in the same C call."""
+        return self._map
+
+    @_tables.setter
+    def _tables(self, dict value not None):
+        self._map = value
+        self._forget_location()
+
+    def _put_table(self, name, TableLayout table not None):
+        self._map[name] = table
+        self._forget_location()
+
+    def _pop_table(self, name):
+        del self._map[name]
+        self._forget_location()
+
+    cdef inline void _forget_location(self) noexcept:
+        self._loc_name = _NO_NAME
+        self._loc_table = None
 
     cdef Gate _enter_fast(self, object table, object key, int kind):
+        """The region holding ``key``, entered; the slow path when the table
+        is unknown or the region not serving.  The table is found by the
+        identity of its name when it is the one routed last (the name's
+        dict lookup was the largest single cost of routing); the entry is
+        forgotten in the same C call that changes ``_tables``."""
+        cdef TableLayout t
+        cdef Gate r = None
         if type(key) is not bytes:
             check_key(key)
-        cdef Gate r = _route(self._tables, table, key, kind)
+        if table is self._loc_name:
+            t = self._loc_table
+        else:
+            got = self._map.get(table)
+            t = None if got is None else <TableLayout?>got
+            if t is not None and type(table) is str:
+                # An exact str: the lookup ran no Python code, so no removal
+                # of the table came in between and the entry is current.
+                self._loc_name, self._loc_table = table, t
+        if t is not None:
+            r = _in_layout(t, <bytes>key)
+            if r is not None and not r._admit(kind):
+                r = None
         if r is None:
             return <Gate?>self._enter_slow(table, key, _write_arg(kind))
         return r
@@ -317,11 +399,12 @@ cdef class Router:
         for pair in ranges:
             if type(pair) is not tuple or len(<tuple>pair) != 2:
                 raise TypeError(f"ranges must hold (start, end) tuples, got {pair!r}")
-        t = self._tables.get(table)
-        layout = None if t is None else (<TableLayout?>t).layout     # read once: a region in transition
-        for i in range(n):                           # since is routed again below
+        t = self._map.get(table)
+        starts = None if t is None else (<TableLayout?>t)._starts   # read once: a region in
+        regs = None if t is None else (<TableLayout>t)._regs        # transition since is routed
+        for i in range(n):                                           # again below
             pair = ranges[i]
-            r = _in_layout(layout, (<tuple>pair)[0]) if _short_range(pair) else None
+            r = _bisect_regions(starts, regs, (<tuple>pair)[0]) if _short_range(pair) else None
             if r is None:               # not one short range of a known table
                 out[i] = self.read_range(table, (<tuple>pair)[0], (<tuple>pair)[1])
             elif r.end and _compare(<bytes>(<tuple>pair)[1], <bytes?>r.end) > 0:
