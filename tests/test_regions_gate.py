@@ -165,9 +165,10 @@ def test_the_location_cache_forgets_a_table_with_its_removal():
         s._tables = tables
 
 
-def test_a_get_reads_the_store_the_region_holds_now():
-    """The router calls an lsm.DB's point read in C, and any other store's
-    ``get`` as a method; replacing a region's store switches both."""
+def test_a_get_and_a_put_reach_the_store_the_region_holds_now():
+    """The router calls an lsm.DB's point read and put in C, and any other
+    store's ``get`` and ``put`` as methods; replacing a region's store
+    switches both."""
     with regions.RegionServer.open(None) as s:
         s.create_table("t")
         s.put("t", b"k", b"v")
@@ -176,17 +177,22 @@ def test_a_get_reads_the_store_the_region_holds_now():
 
         class Wrapped:
             def get(self, key):
-                calls.append(key)
+                calls.append(("get", key))
                 return store.get(key)
 
             def put(self, key, value, sync=None):
+                calls.append(("put", key))
                 store.put(key, value, sync)
         r.db = Wrapped()
-        assert s.get("t", b"k") == b"v" and calls == [b"k"]
+        s.put("t", b"w", b"1")
+        assert s.get("t", b"k") == b"v" and calls == [("put", b"w"), ("get", b"k")]
         r.db = store
-        assert s.get("t", b"k") == b"v" and calls == [b"k"]
+        s.put("t", b"x", b"2")
+        assert s.get("t", b"x") == b"2" and s.get("t", b"w") == b"1" and len(calls) == 2
         with pytest.raises(TypeError, match="key must be bytes, got str"):
             s.get("t", "k")
         with pytest.raises(ValueError):
             s.get("t", b"")
-        assert r.inflight == 0
+        with pytest.raises(TypeError):
+            s.put("t", b"k", "not bytes")
+        assert s.get("t", b"k") == b"v" and r.inflight == 0

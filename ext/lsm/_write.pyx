@@ -37,6 +37,13 @@ from lsm._state cimport CurrentVersion, DBState
 from lsm.batch import check_key, check_value
 
 
+cdef object write_put(object path, object key, object value, object sync):
+    """``path.put(key, value, sync)`` called from C (``path`` a WritePath;
+    _write.pxd): the region server's Router writes a region's store this
+    way, without a second Python call."""
+    (<WritePath>path)._put(key, value, sync)
+
+
 cdef class WritePath:
     """The write path of one ``DB`` (see the module doc)."""
     cdef object _db, _lock, _stats, _options
@@ -52,6 +59,9 @@ cdef class WritePath:
 
     def put(self, key, value, sync=None):
         """``DB.put``."""
+        self._put(key, value, sync)
+
+    cdef _put(self, object key, object value, object sync):
         cdef object options = self._options
         if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0 \
                 or PyBytes_GET_SIZE(key) > options.max_key_bytes:

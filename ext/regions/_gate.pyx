@@ -19,6 +19,8 @@ from cpython.object cimport PyObject
 from lsm import WriteBatch as _WriteBatch
 from lsm._read import PointPath as _PointPath
 from lsm._read cimport point_get
+from lsm._write import WritePath as _WritePath
+from lsm._write cimport write_put
 
 #: Scan batch sizes: a range is read in chunks of FIRST_CHUNK entries,
 #: doubling up to MAX_CHUNK (RegionServer._scan_forward).
@@ -67,13 +69,15 @@ cdef class Gate:
     cdef public object start, end
     cdef object _db, _db_get, _db_put    # the store, and its get and put bound once
     cdef object _point                   # the PointPath its get is bound to, or None
+    cdef object _wpath                   # the WritePath its put is bound to, or None
 
     @property
     def db(self):
         """The region's store (``Region`` sets it); its ``get`` and ``put``
         are kept bound, which saves the Router an attribute lookup an
         operation, and when its ``get`` is an ``lsm.DB``'s point read
-        (``lsm._read.PointPath.get``) the Router calls that in C."""
+        (``lsm._read.PointPath.get``) the Router calls that in C, and its
+        ``put`` likewise (``lsm._write.WritePath.put``)."""
         return self._db
 
     @db.setter
@@ -83,6 +87,8 @@ cdef class Gate:
         self._db_put = None if value is None else value.put
         point = getattr(self._db_get, "__self__", None)
         self._point = point if type(point) is _PointPath else None
+        wpath = getattr(self._db_put, "__self__", None)
+        self._wpath = wpath if type(wpath) is _WritePath else None
 
     def __init__(self, open_state, cv):
         self._open = open_state
@@ -326,7 +332,10 @@ cdef class Router:
         """Set ``key`` of ``table`` to ``value`` (``sync``: as ``lsm.DB.put``)."""
         cdef Gate r = self._enter_fast(table, key, WRITE)
         try:
-            r._db_put(key, value, sync)
+            if r._wpath is not None:
+                write_put(r._wpath, key, value, sync)
+            else:
+                r._db_put(key, value, sync)
         finally:
             r._leave()
 
