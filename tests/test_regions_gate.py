@@ -165,10 +165,10 @@ def test_the_location_cache_forgets_a_table_with_its_removal():
         s._tables = tables
 
 
-def test_a_get_and_a_put_reach_the_store_the_region_holds_now():
-    """The router calls an lsm.DB's point read and put in C, and any other
-    store's ``get`` and ``put`` as methods; replacing a region's store
-    switches both."""
+def test_a_get_a_put_and_a_row_read_reach_the_store_the_region_holds_now():
+    """The router calls an lsm.DB's point read, put and short scan in C,
+    and any other store's ``get``, ``put`` and ``scan_short`` as methods;
+    replacing a region's store switches them all."""
     with regions.RegionServer.open(None) as s:
         s.create_table("t")
         s.put("t", b"k", b"v")
@@ -183,12 +183,20 @@ def test_a_get_and_a_put_reach_the_store_the_region_holds_now():
             def put(self, key, value, sync=None):
                 calls.append(("put", key))
                 store.put(key, value, sync)
+
+            def scan_short(self, start, end, limit=1000, snapshot=None):
+                calls.append(("scan_short", start))
+                return store.scan_short(start, end, limit, snapshot)
         r.db = Wrapped()
         s.put("t", b"w", b"1")
-        assert s.get("t", b"k") == b"v" and calls == [("put", b"w"), ("get", b"k")]
+        assert s.get("t", b"k") == b"v" and s.read_range("t", b"k", b"x") == [(b"k", b"v"),
+                                                                                (b"w", b"1")]
+        assert calls == [("put", b"w"), ("get", b"k"), ("scan_short", b"k")]
         r.db = store
         s.put("t", b"x", b"2")
-        assert s.get("t", b"x") == b"2" and s.get("t", b"w") == b"1" and len(calls) == 2
+        assert s.get("t", b"x") == b"2" and s.get("t", b"w") == b"1" and len(calls) == 3
+        assert s.read_range("t", b"k", b"y") == [(b"k", b"v"), (b"w", b"1"), (b"x", b"2")]
+        assert s.read_range("t", b"y", b"k") == [] and len(calls) == 3
         with pytest.raises(TypeError, match="key must be bytes, got str"):
             s.get("t", "k")
         with pytest.raises(ValueError):

@@ -202,6 +202,12 @@ cdef object point_get(object path, object key):
     return (<PointPath>path)._get(key, None)
 
 
+cdef list point_scan_short(object path, bytes start, bytes end, Py_ssize_t limit):
+    """``path.scan_short(start, end, limit)`` called from C (``path`` a
+    PointPath; _read.pxd): how the Router reads a row."""
+    return (<PointPath>path)._scan_short(start, end, limit, None)
+
+
 cdef class PointPath:
     """The point read of one ``DB`` (see the module doc)."""
     cdef object _db
@@ -277,8 +283,12 @@ cdef class PointPath:
         ``PointReader.collect``) and merged, building no iterator; when a
         source holds more than SHORT_CAP keys of it (or the range is not
         two bytes bounds), the iterator path of ``scan_chunk`` reads it."""
-        if (type(start) is not bytes or type(end) is not bytes or type(limit) is not int
-                or limit < 0 or not _lt(<bytes>start, <bytes>end)):
+        if type(start) is not bytes or type(end) is not bytes or type(limit) is not int:
+            return self.scan_chunk(start, end, limit, False, snapshot)
+        return self._scan_short(start, end, limit, snapshot)
+
+    cdef list _scan_short(self, bytes start, bytes end, Py_ssize_t limit, object snapshot):
+        if limit < 0 or not _lt(start, end):
             return self.scan_chunk(start, end, limit, False, snapshot)
         return self._scan([(start, end)], limit, False, snapshot, True)[0]
 

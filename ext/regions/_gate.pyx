@@ -18,7 +18,7 @@ from cpython.object cimport PyObject
 
 from lsm import WriteBatch as _WriteBatch
 from lsm._read import PointPath as _PointPath
-from lsm._read cimport point_get
+from lsm._read cimport point_get, point_scan_short
 from lsm._write import WritePath as _WritePath
 from lsm._write cimport write_put
 
@@ -70,6 +70,7 @@ cdef class Gate:
     cdef object _db, _db_get, _db_put    # the store, and its get and put bound once
     cdef object _point                   # the PointPath its get is bound to, or None
     cdef object _wpath                   # the WritePath its put is bound to, or None
+    cdef object _spath                   # the PointPath its scan_short is bound to, or None
 
     @property
     def db(self):
@@ -77,7 +78,8 @@ cdef class Gate:
         are kept bound, which saves the Router an attribute lookup an
         operation, and when its ``get`` is an ``lsm.DB``'s point read
         (``lsm._read.PointPath.get``) the Router calls that in C, and its
-        ``put`` likewise (``lsm._write.WritePath.put``)."""
+        ``put`` and ``scan_short`` likewise (``lsm._write.WritePath.put``,
+        ``PointPath.scan_short``)."""
         return self._db
 
     @db.setter
@@ -89,6 +91,8 @@ cdef class Gate:
         self._point = point if type(point) is _PointPath else None
         wpath = getattr(self._db_put, "__self__", None)
         self._wpath = wpath if type(wpath) is _WritePath else None
+        spath = getattr(getattr(value, "scan_short", None), "__self__", None)
+        self._spath = spath if type(spath) is _PointPath else None
 
     def __init__(self, open_state, cv):
         self._open = open_state
@@ -388,7 +392,10 @@ cdef class Router:
             try:
                 rend = r.end
                 if not rend or _compare(<bytes>end, <bytes?>rend) <= 0:
-                    items = r.db.scan_short(start, end, _MAX_CHUNK)
+                    if r._spath is not None:
+                        items = point_scan_short(r._spath, <bytes>start, <bytes>end, _MAX_CHUNK)
+                    else:
+                        items = r.db.scan_short(start, end, _MAX_CHUNK)
                     if len(items) < _MAX_CHUNK:
                         return items
             finally:
