@@ -301,7 +301,13 @@ class _MmapReadFile(BufferReadFile):
     def close(self) -> None:
         mm, self._mm = self._mm, None
         if isinstance(mm, mmap.mmap):
-            mm.close()
+            try:
+                mm.close()
+            except BufferError:
+                # A table's point reader still holds the map for a search
+                # without the GIL in flight (lsm._table.MappedBlocks): it is
+                # unmapped when the last holder lets go of it.
+                pass
 
 
 class OSFileSystem(FileSystem):

@@ -6,6 +6,8 @@ import random
 import sys
 import threading
 
+import pytest
+
 import lsm
 from lsm._blockcache import reclaim_stats
 from conftest import run_writers_then_readers, tiny_options
@@ -139,24 +141,48 @@ def test_the_view_is_the_current_versions_and_goes_with_it(dbpath):
 
 
 def test_block_cache_hits_taken_without_the_gil_are_counted(dbpath):
-    with lsm.DB.open(dbpath, tiny_options(max_open_files=5000)) as db:
-        db.put(b"a", b"1")
+    value = b"1" * 200                       # a compressed block: read through the cache
+    with lsm.DB.open(dbpath, tiny_options(max_open_files=5000, compression_min_level=0)) as db:
+        db.put(b"a", value)
         db.flush()
-        assert db.get(b"a") == b"1"            # opens the table, reads the block
+        assert db.get(b"a") == value           # opens the table, reads the block
         hits = db.block_cache.stats()["hits"]
         for _ in range(10):
-            assert db.get(b"a") == b"1"
+            assert db.get(b"a") == value
         assert db.block_cache.stats()["hits"] == hits + 10
 
 
-def test_point_reads_stay_exact_while_blocks_are_evicted_and_tables_compacted(dbpath):
+def test_raw_blocks_of_a_mapped_table_are_searched_in_place_without_the_cache(dbpath):
+    """An uncompressed table read from its mapping: point reads, with and
+    without the GIL, read its blocks where they are (as LevelDB reads an
+    mmapped table): nothing goes into the block cache or is looked up in
+    it, and every answer is the one the iterator gives."""
+    rnd = random.Random(3)
+    keys = [b"m%05d" % i for i in range(3000)]
+    with lsm.DB.open(dbpath, tiny_options(max_open_files=5000, compression=False,
+                                          block_cache_bytes=1 << 20)) as db:
+        model = _fill(db, rnd, keys)
+        assert sum(db.stats()["files_per_level"]) > 1
+        cache = db.block_cache
+        before = cache.stats(), len(cache), cache.usage
+        for _ in range(2):
+            assert [db.get(k) for k in keys] == [model.get(k) for k in keys]
+        assert (cache.stats(), len(cache), cache.usage) == before
+        assert dict(db.scan()) == model
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["cached", "mapped"])
+def test_point_reads_stay_exact_while_blocks_are_evicted_and_tables_compacted(dbpath, compressed):
     """Readers search blocks without the GIL while other threads evict them
     (a block cache of a few blocks), replace readers' slots, and compact the
-    tables away.  Every value read is its key's (a block freed under a search
-    would give garbage or crash), and once the threads stop no search is
-    registered and the kept blocks are gone."""
+    tables away (closing them: their mappings go).  Every value read is its
+    key's (a block or mapping freed under a search would give garbage or
+    crash), and once the threads stop no search is registered and the kept
+    blocks and mappings are gone.  Compressed blocks are read through the
+    cache's slots; raw ones in place from the tables' mappings."""
     opts = tiny_options(max_open_files=5000, block_cache_bytes=2048, background=True,
-                        l0_slowdown_trigger=8, l0_stop_trigger=16)
+                        l0_slowdown_trigger=8, l0_stop_trigger=16,
+                        compression=compressed, compression_min_level=0)
     db = lsm.DB.open(dbpath, opts)
     keys = [b"c%05d" % i for i in range(2000)]
     for k in keys:
@@ -195,7 +221,7 @@ def test_point_reads_stay_exact_while_blocks_are_evicted_and_tables_compacted(db
     assert errors == []
     stats = db.stats()
     assert stats["compactions"] > 0
-    assert db.block_cache.stats()["hits"] > 0
+    assert (db.block_cache.stats()["hits"] > 0) == compressed
     # The last search to leave let go of everything kept.
     assert reclaim_stats()[:2] == ((0, 0), (0, 0))
     db.close()

@@ -4,6 +4,13 @@ from libc.stdint cimport uint32_t, uint64_t
 from lsm._iter cimport InternalIterator
 
 
+cdef int block_shape(const unsigned char* p, Py_ssize_t n, Py_ssize_t* limit,
+                     uint32_t* nrest) noexcept nogil
+cdef int block_find(const unsigned char* d, Py_ssize_t limit, uint32_t nrest,
+                    const unsigned char* t, Py_ssize_t tn, unsigned char* kbuf, Py_ssize_t kcap,
+                    Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen) noexcept nogil
+
+
 cdef class BlockBuilder:
     cdef int restart_interval
     cdef unsigned char* buf

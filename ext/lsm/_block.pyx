@@ -95,6 +95,132 @@ cdef inline int _entry_header(const unsigned char* d, Py_ssize_t limit, Py_ssize
     return 0
 
 
+cdef int block_shape(const unsigned char* p, Py_ssize_t n, Py_ssize_t* limit,
+                     uint32_t* nrest) noexcept nogil:
+    """Check the restart array of the block ``p[:n]`` whole: 0 and the end
+    of its entries (``*limit``) and its restart count (``*nrest``), or 1
+    too short, 2 a bad restart count (in ``*nrest``), 3 a bad restart
+    array (offsets not increasing from 0, or past the entries)."""
+    cdef uint32_t i, r, prev = 0, nr
+    cdef Py_ssize_t lim
+    if n < 4:
+        return 1
+    nr = _fixed32(p + n - 4)
+    nrest[0] = nr
+    if nr == 0 or nr > (n - 4) // 4:
+        return 2
+    lim = n - 4 - 4 * <Py_ssize_t>nr
+    for i in range(nr):
+        r = _fixed32(p + lim + 4 * i)
+        if (i == 0 and r != 0) or (i > 0 and r <= prev) or (r >= lim and lim > 0) \
+                or (lim == 0 and nr != 1):
+            return 3
+        prev = r
+    limit[0] = lim
+    return 0
+
+
+cdef inline int _restart_key(const unsigned char* d, Py_ssize_t limit, uint32_t i,
+                             const unsigned char** k, Py_ssize_t* kn) noexcept nogil:
+    """The key of restart ``i`` (its shared length must be 0): -1 if corrupt."""
+    cdef Py_ssize_t pos = _fixed32(d + limit + 4 * i)
+    cdef uint64_t shared, unshared, vlen
+    if (get_varint64(d, limit, &pos, &shared) != 0 or shared != 0
+            or get_varint64(d, limit, &pos, &unshared) != 0
+            or get_varint64(d, limit, &pos, &vlen) != 0
+            or unshared < 8 or unshared + vlen > <uint64_t>(limit - pos)):
+        return -1
+    k[0] = d + pos
+    kn[0] = <Py_ssize_t>unshared
+    return 0
+
+
+cdef int _restart_search(const unsigned char* d, Py_ssize_t limit, uint32_t nrest,
+                         const uint64_t* p, Py_ssize_t c, const unsigned char* key0,
+                         const unsigned char* t, Py_ssize_t tn, uint32_t* found) noexcept nogil:
+    """``Block._restart_search`` of the block ``d`` (entries end at
+    ``limit``, ``nrest`` restarts; ``p``: its prefix array or NULL, with
+    ``c`` and ``key0`` as Block keeps them)."""
+    cdef Py_ssize_t left = 0, right = <Py_ssize_t>nrest - 1, mid, lo, hi
+    cdef Py_ssize_t un = tn - 8
+    cdef const unsigned char* k
+    cdef Py_ssize_t kn
+    cdef uint64_t pt
+    if p != NULL and un >= c and memcmp(t, key0, c) == 0:
+        # Restarts whose prefix is below t's are all < t; above, all > t.
+        pt = _prefix8(t + c, un - c)
+        lo, hi = 0, right + 1
+        while lo < hi:                      # the first prefix >= pt
+            mid = (lo + hi) >> 1
+            if p[mid] < pt:
+                lo = mid + 1
+            else:
+                hi = mid
+        left = lo - 1
+        hi = right + 1
+        while lo < hi:                      # the first prefix > pt
+            mid = (lo + hi) >> 1
+            if p[mid] <= pt:
+                lo = mid + 1
+            else:
+                hi = mid
+        right = lo - 1
+    while left < right:
+        mid = (left + right + 1) >> 1
+        if _restart_key(d, limit, <uint32_t>mid, &k, &kn) != 0:
+            return -1
+        if cmp_ikey(k, kn, t, tn) < 0:
+            left = mid
+        else:
+            right = mid - 1
+    found[0] = <uint32_t>left if left > 0 else 0
+    return 0
+
+
+cdef int _find(const unsigned char* d, Py_ssize_t limit, uint32_t nrest, const uint64_t* prefixes,
+               Py_ssize_t common, const unsigned char* key0, const unsigned char* t, Py_ssize_t tn,
+               unsigned char* kbuf, Py_ssize_t kcap, Py_ssize_t* klen, Py_ssize_t* voff,
+               Py_ssize_t* vlen, Py_ssize_t* ordinal) noexcept nogil:
+    """``Block.find`` of the block ``d`` (as ``_restart_search`` takes it)."""
+    cdef uint32_t left
+    cdef Py_ssize_t p, nk = 0, j = 0
+    cdef uint64_t shared, unshared, vl
+    if limit == 0:
+        return 0
+    if _restart_search(d, limit, nrest, prefixes, common, key0, t, tn, &left) != 0:
+        return -1
+    p = _fixed32(d + limit + 4 * left)
+    while p < limit:
+        if _entry_header(d, limit, &p, nk, &shared, &unshared, &vl) != 0:
+            return -1
+        if <Py_ssize_t>(shared + unshared) > kcap:
+            return -2
+        memcpy(kbuf + shared, d + p, unshared)
+        nk = <Py_ssize_t>(shared + unshared)
+        if nk < 8:
+            return -1
+        p += <Py_ssize_t>unshared
+        if cmp_ikey(kbuf, nk, t, tn) >= 0:
+            klen[0] = nk
+            voff[0] = p
+            vlen[0] = <Py_ssize_t>vl
+            if ordinal != NULL:
+                ordinal[0] = left + j
+            return 1
+        p += <Py_ssize_t>vl
+        j += 1
+    return 0
+
+
+cdef int block_find(const unsigned char* d, Py_ssize_t limit, uint32_t nrest,
+                    const unsigned char* t, Py_ssize_t tn, unsigned char* kbuf, Py_ssize_t kcap,
+                    Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen) noexcept nogil:
+    """``Block.find`` in a block not held by a Block: ``d[:n]`` whose
+    ``block_shape`` gave ``limit`` and ``nrest`` (a data block read in place
+    from a table file's mapping; lsm._table.PointReader)."""
+    return _find(d, limit, nrest, NULL, 0, NULL, t, tn, kbuf, kcap, klen, voff, vlen, NULL)
+
+
 cdef class BlockBuilder:
     """Builds one block from entries added in order.
 
@@ -226,21 +352,15 @@ cdef class Block:
         if size >= 0:
             n = size
         cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
-        cdef uint32_t i, r, prev = 0
         self.data = data
         self.ptr = p
-        if n < 4:
+        cdef int bad = block_shape(p, n, &self.limit, &self.num_restarts)
+        if bad == 1:
             raise CorruptionError(f"block too short ({n} bytes)")
-        self.num_restarts = _fixed32(p + n - 4)
-        if self.num_restarts == 0 or self.num_restarts > (n - 4) // 4:
+        if bad == 2:
             raise CorruptionError(f"bad restart count {self.num_restarts} in a {n}-byte block")
-        self.limit = n - 4 - 4 * <Py_ssize_t>self.num_restarts
-        for i in range(self.num_restarts):
-            r = _fixed32(p + self.limit + 4 * i)
-            if (i == 0 and r != 0) or (i > 0 and r <= prev) or (r >= self.limit and self.limit > 0) \
-                    or (self.limit == 0 and self.num_restarts != 1):
-                raise CorruptionError(f"bad restart array in a {n}-byte block")
-            prev = r
+        if bad:
+            raise CorruptionError(f"bad restart array in a {n}-byte block")
         if self.num_restarts >= PREFIX_MIN_RESTARTS:
             self._build_prefixes()
 
@@ -284,54 +404,12 @@ cdef class Block:
         """The last restart point whose key is < the internal key ``t`` (0
         when none is): where a seek starts scanning.  -1 on a corrupt
         restart entry."""
-        cdef Py_ssize_t left = 0, right = <Py_ssize_t>self.num_restarts - 1, mid, lo, hi
-        cdef Py_ssize_t c = self.common, un = tn - 8
-        cdef const unsigned char* k
-        cdef Py_ssize_t kn
-        cdef uint64_t pt
-        cdef const uint64_t* p = self.prefixes
-        if p != NULL and un >= c and memcmp(t, self.key0, c) == 0:
-            # Restarts whose prefix is below t's are all < t; above, all > t.
-            pt = _prefix8(t + c, un - c)
-            lo, hi = 0, right + 1
-            while lo < hi:                      # the first prefix >= pt
-                mid = (lo + hi) >> 1
-                if p[mid] < pt:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            left = lo - 1
-            hi = right + 1
-            while lo < hi:                      # the first prefix > pt
-                mid = (lo + hi) >> 1
-                if p[mid] <= pt:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            right = lo - 1
-        while left < right:
-            mid = (left + right + 1) >> 1
-            if self._restart_key(<uint32_t>mid, &k, &kn) != 0:
-                return -1
-            if cmp_ikey(k, kn, t, tn) < 0:
-                left = mid
-            else:
-                right = mid - 1
-        found[0] = <uint32_t>left if left > 0 else 0
-        return 0
+        return _restart_search(self.ptr, self.limit, self.num_restarts, self.prefixes, self.common,
+                               self.key0, t, tn, found)
 
     cdef int _restart_key(self, uint32_t i, const unsigned char** k,
                           Py_ssize_t* kn) noexcept nogil:
-        cdef Py_ssize_t pos = _fixed32(self.ptr + self.limit + 4 * i)
-        cdef uint64_t shared, unshared, vlen
-        if (get_varint64(self.ptr, self.limit, &pos, &shared) != 0 or shared != 0
-                or get_varint64(self.ptr, self.limit, &pos, &unshared) != 0
-                or get_varint64(self.ptr, self.limit, &pos, &vlen) != 0
-                or unshared < 8 or unshared + vlen > <uint64_t>(self.limit - pos)):
-            return -1
-        k[0] = self.ptr + pos
-        kn[0] = <Py_ssize_t>unshared
-        return 0
+        return _restart_key(self.ptr, self.limit, i, k, kn)
 
     cdef int find(self, const unsigned char* t, Py_ssize_t tn, unsigned char* kbuf, Py_ssize_t kcap,
                   Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen,
@@ -344,35 +422,8 @@ cdef class Block:
         then takes the BlockIter path).  ``ordinal``, when given, receives
         the found entry's number in the block if every entry is a restart
         point (an index block), else only a number to check against."""
-        cdef uint32_t left
-        cdef const unsigned char* d = self.ptr
-        cdef Py_ssize_t p, limit = self.limit, nk = 0, j = 0
-        cdef uint64_t shared, unshared, vl
-        if limit == 0:
-            return 0
-        if self._restart_search(t, tn, &left) != 0:
-            return -1
-        p = _fixed32(d + limit + 4 * left)
-        while p < limit:
-            if _entry_header(d, limit, &p, nk, &shared, &unshared, &vl) != 0:
-                return -1
-            if <Py_ssize_t>(shared + unshared) > kcap:
-                return -2
-            memcpy(kbuf + shared, d + p, unshared)
-            nk = <Py_ssize_t>(shared + unshared)
-            if nk < 8:
-                return -1
-            p += <Py_ssize_t>unshared
-            if cmp_ikey(kbuf, nk, t, tn) >= 0:
-                klen[0] = nk
-                voff[0] = p
-                vlen[0] = <Py_ssize_t>vl
-                if ordinal != NULL:
-                    ordinal[0] = left + j
-                return 1
-            p += <Py_ssize_t>vl
-            j += 1
-        return 0
+        return _find(self.ptr, self.limit, self.num_restarts, self.prefixes, self.common, self.key0,
+                     t, tn, kbuf, kcap, klen, voff, vlen, ordinal)
 
     cdef int next_entry(self, Py_ssize_t* pos, unsigned char* kbuf, Py_ssize_t kcap,
                         Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen) noexcept nogil:

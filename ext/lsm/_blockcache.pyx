@@ -24,9 +24,10 @@ a value evicted meanwhile is still valid (blocks are immutable).  Changes
 exact under the GIL.
 
 Reads without the GIL.  ``lsm._read`` searches a table's blocks with the GIL
-released, through the blocks' slots (``_Slot.block``, a borrowed pointer).
-Another thread may meanwhile drop a slot's block or replace a reader's slot,
-which would free what the search reads.  So nothing such a search can reach
+released, through the blocks' slots (``_Slot.block``, a borrowed pointer),
+or in place in a table file's mapping (``lsm._table.MappedBlocks``).
+Another thread may meanwhile drop a slot's block, replace a reader's slot
+or close a table, which would free what the search reads.  So nothing such a search can reach
 is freed while one is in flight: a search registers with ``read_enter()``
 before it releases the GIL and leaves with ``read_exit()`` after it takes
 it back; what is dropped meanwhile is handed to ``bury()``, which keeps it

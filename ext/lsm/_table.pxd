@@ -1,8 +1,26 @@
 # The point-read entry of a table (PointReader in _table.pyx), for
 # lsm._read's DB-level point read.
 from libc.stdint cimport uint64_t
+from libc.stdint cimport uint32_t
 from lsm._block cimport Block
 from lsm._blockcache cimport BlockCache
+
+
+cdef struct MapC:
+    const unsigned char* base    # the file's bytes
+    Py_ssize_t end               # where its data blocks end (within the buffer)
+    bint verify                  # check a block's CRC (once: ``checked``)
+    int raw_type                 # the trailer's type byte of an uncompressed block
+    Py_ssize_t trailer           # bytes of a block's trailer
+    Py_ssize_t overhead          # what a block cached costs beyond its bytes
+    uint64_t* checked            # per index entry number: 1 + the offset of its block once found good
+    Py_ssize_t nblocks
+
+
+cdef class MappedBlocks:
+    cdef Py_buffer view
+    cdef bint held
+    cdef MapC c
 
 
 cdef class PointReader:
@@ -21,12 +39,12 @@ cdef class PointReader:
     cdef Py_ssize_t _lo_n, _hi_n, _filter_n
     cdef void** _slot_items
     cdef Py_ssize_t _nslots
-    # The table file's bytes, when it is a buffer (a mapping): a raw data
-    # block missing from the cache is read from it in C (attach_source).
-    cdef Py_buffer _src
-    cdef bint _has_src, _verify
-    cdef Py_ssize_t _data_end, _raw_type, _trailer, _overhead
-    cdef object _read_fast(self, uint64_t off, uint64_t size)
+    # The table file's bytes, when it is a buffer (a mapping): its raw
+    # data blocks are searched in place (attach_source).  ``_map_c`` is
+    # ``&_map.c`` for lookup_nogil, NULL once detached.
+    cdef MappedBlocks _map
+    cdef MapC* _map_c
+    cdef object _read_fast(self, uint64_t off, uint64_t size, Py_ssize_t ordinal)
     cdef object lookup(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk, Py_ssize_t lkn)
     cdef int lookup_nogil(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk,
                           Py_ssize_t lkn, const unsigned char** vp, Py_ssize_t* vn,

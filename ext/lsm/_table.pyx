@@ -10,14 +10,14 @@ two-level iterator asks a Python ``loader(offset, size) -> Block``.
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from libc.stdint cimport uint32_t, uint64_t
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport calloc, malloc, realloc, free
 from libc.string cimport memcpy, memcmp
 
 from lsm._keys cimport KIND_DELETE, KIND_VALUE, TAG_FIRST, cmp_ikey, cmp_user, ikey_of, lookup_ikey, tag_at
 from lsm._coding cimport decode_fixed32, get_block_handle, mask_crc
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from lsm._iter cimport InternalIterator
-from lsm._block cimport Block, BlockBuilder, BlockIter
+from lsm._block cimport Block, BlockBuilder, BlockIter, block_find, block_shape
 from lsm._blockcache cimport BlockCache, _Slot, bury
 from cpython.object cimport PyObject
 from lsm._bloom cimport murmur3_x64_128, probe
@@ -384,6 +384,80 @@ cdef class BoundedIter(InternalIterator):
 
 
 
+cdef class MappedBlocks:
+    """A table file's data blocks read in place from its mapping (LevelDB
+    reads an mmapped table this way: it caches no block it reads from a
+    mapping).  Holds the buffer (``PointReader.attach_source``) until it is
+    freed, which ``PointReader.detach_source`` defers (``bury``) while a
+    search without the GIL may read it.
+
+    A block is read in place when its handle lies within the data, its type
+    is raw and it is found good the first time: its CRC (when ``verify``)
+    and its restart array checked whole (``block_shape``).  That first check
+    is remembered per index entry (``checked``: the block's offset + 1), as
+    a cached block's is: a page of the file that changed on disk after it
+    was checked is not checked again.  Anything else is read through the
+    block cache and ``fill``, which decompresses it or says what is wrong.
+    """
+    def __cinit__(self, buf, Py_ssize_t data_end, bint verify, int raw_type, Py_ssize_t trailer,
+                  Py_ssize_t overhead, Py_ssize_t nblocks):
+        PyObject_GetBuffer(buf, &self.view, PyBUF_SIMPLE)
+        self.held = True
+        self.c.checked = <uint64_t*>calloc(max(nblocks, 1), sizeof(uint64_t))
+        if self.c.checked == NULL:
+            raise MemoryError()
+        self.c.base = <const unsigned char*>self.view.buf
+        self.c.end = min(data_end, self.view.len)
+        self.c.verify, self.c.raw_type = verify, raw_type
+        self.c.trailer, self.c.overhead, self.c.nblocks = trailer, overhead, nblocks
+
+    def __dealloc__(self):
+        if self.held:
+            PyBuffer_Release(&self.view)
+        free(self.c.checked)
+
+
+cdef const unsigned char* map_block(const MapC* m, uint64_t off, uint64_t size, Py_ssize_t ordinal,
+                                    Py_ssize_t* limit, uint32_t* nrest) noexcept nogil:
+    """The raw data block at ``off`` (``size`` bytes; index entry number
+    ``ordinal``) in place, with its ``block_shape``; NULL when it must be
+    read through the cache (MappedBlocks)."""
+    cdef uint64_t end = off + size + <uint64_t>m.trailer
+    cdef const unsigned char* p
+    if end < off or end > <uint64_t>m.end or size < 4:
+        return NULL
+    p = m.base + off
+    if p[size] != m.raw_type:
+        return NULL
+    if 0 <= ordinal < m.nblocks and m.checked[ordinal] == off + 1:
+        nrest[0] = decode_fixed32(p + size - 4)
+        limit[0] = <Py_ssize_t>size - 4 - 4 * <Py_ssize_t>nrest[0]
+        return p
+    if m.verify and mask_crc(lsm_crc32(0, p, size + 1)) != decode_fixed32(p + size + 1):
+        return NULL
+    if block_shape(p, <Py_ssize_t>size, limit, nrest) != 0:
+        return NULL
+    if 0 <= ordinal < m.nblocks:
+        m.checked[ordinal] = off + 1
+    return p
+
+
+cdef inline int _found(int r, const unsigned char* kbuf, Py_ssize_t klen, const unsigned char* lk,
+                       Py_ssize_t lkn, const unsigned char* v, Py_ssize_t vlen,
+                       const unsigned char** vp, Py_ssize_t* vn) noexcept nogil:
+    """``lookup_nogil``'s answer from a block search for the lookup key
+    ``lk`` that gave ``r`` and the entry ``kbuf[:klen]`` with value ``v``."""
+    if r < 0:
+        return -1
+    if r == 0 or klen != lkn or memcmp(kbuf, lk, lkn - 8) != 0:
+        return 0
+    if (tag_at(kbuf, klen) & 0xFF) != KIND_VALUE:
+        return 2
+    vp[0] = v
+    vn[0] = vlen
+    return 1
+
+
 cdef class PointReader:
     """``Table.get`` in one C call: bloom probe, index search, block cache,
     in-block search.  Only a block-cache miss calls back into Python
@@ -423,50 +497,47 @@ cdef class PointReader:
 
     def attach_source(self, buf, Py_ssize_t data_end, bint verify, int raw_type,
                       Py_ssize_t trailer, Py_ssize_t overhead):
-        """Read the raw data blocks this reader misses in the cache from
-        ``buf`` (the table file's bytes: a mapping) in C, as ``fill`` would:
-        the handle within ``data_end``, the trailer's type ``raw_type``, its
-        CRC when ``verify``, the block cached with ``overhead`` bytes more
-        than it holds.  Anything else (a compressed block, a bad CRC or
-        handle) goes to ``fill``, which reads it or says what is wrong.
+        """Search the raw data blocks in place in ``buf`` (the table file's
+        bytes: a mapping), read as ``fill`` would read them: the handle
+        within ``data_end``, the trailer's type ``raw_type``, its CRC when
+        ``verify`` (``MappedBlocks``).  Anything else (a compressed block,
+        a bad CRC or handle) goes through the cache and ``fill``, which
+        reads it or says what is wrong; a block the short scan reads from
+        ``buf`` is cached with ``overhead`` bytes more than it holds.
         ``detach_source`` before the buffer goes (Table.close)."""
         self.detach_source()
-        PyObject_GetBuffer(buf, &self._src, PyBUF_SIMPLE)
-        self._has_src = True
-        self._data_end, self._verify, self._raw_type = data_end, verify, raw_type
-        self._trailer, self._overhead = trailer, overhead
+        self._map = MappedBlocks(buf, data_end, verify, raw_type, trailer, overhead,
+                                 self._index.num_restarts)
+        self._map_c = &self._map.c
 
     def detach_source(self):
-        if self._has_src:
-            self._has_src = False
-            PyBuffer_Release(&self._src)
+        """Stop reading the buffer; it is let go once no search without the
+        GIL may still read it (lsm/_blockcache.pyx, ``bury``)."""
+        if self._map is not None:
+            self._map_c = NULL
+            bury(self._map)
+            self._map = None
 
-    def __dealloc__(self):
-        if self._has_src:
-            PyBuffer_Release(&self._src)
-
-    cdef object _read_fast(self, uint64_t off, uint64_t size):
-        """The data block at ``off`` read from the attached source and
-        cached, or None when ``fill`` must read it (attach_source)."""
+    cdef object _read_fast(self, uint64_t off, uint64_t size, Py_ssize_t ordinal):
+        """The raw data block at ``off`` read from the attached source into a
+        Block and cached, or None when ``fill`` must read it."""
+        cdef Py_ssize_t limit
+        cdef uint32_t nrest
         cdef const unsigned char* p
-        cdef uint64_t end = off + size + <uint64_t>self._trailer
         cdef bytes raw
         cdef Block blk
-        if (not self._has_src or end < off or end > <uint64_t>self._data_end
-                or end > <uint64_t>self._src.len):
+        if self._map is None:
             return None
-        p = <const unsigned char*>self._src.buf + off
-        if p[size] != self._raw_type:
+        p = map_block(&self._map.c, off, size, ordinal, &limit, &nrest)
+        if p == NULL:
             return None
-        if self._verify and mask_crc(lsm_crc32(0, p, size + 1)) != decode_fixed32(p + size + 1):
-            return None
-        raw = PyBytes_FromStringAndSize(<const char*>p, <Py_ssize_t>(end - off))
+        raw = PyBytes_FromStringAndSize(<const char*>p, <Py_ssize_t>(size + <uint64_t>self._map.c.trailer))
         try:
             blk = Block(raw, <Py_ssize_t>size)
         except CorruptionError:
             return None
         if self._cache is not None:
-            self._cache.put(self._owner, off, blk, PyBytes_GET_SIZE(raw) + self._overhead)
+            self._cache.put(self._owner, off, blk, PyBytes_GET_SIZE(raw) + self._map.c.overhead)
         return blk
 
     def bounded(self, lo, hi):
@@ -479,8 +550,10 @@ cdef class PointReader:
         tag of the read's sequence): its value (bytes), ``DELETED`` for a
         tombstone, None when the table has no visible entry."""
         cdef unsigned char kbuf[KBUF]
-        cdef Py_ssize_t klen, voff, vlen, pos, ordinal = -1
+        cdef Py_ssize_t klen, voff, vlen, ivoff, ivlen, pos, limit, ordinal = -1
         cdef uint64_t off, size
+        cdef uint32_t nrest
+        cdef const unsigned char* d
         cdef int r
         cdef object blk
         if self._lo is not None and cmp_user(uk, un, <const unsigned char*>PyBytes_AS_STRING(self._lo),
@@ -492,12 +565,28 @@ cdef class PointReader:
         if self._filter is not None and not probe(
                 <const unsigned char*>PyBytes_AS_STRING(self._filter), PyBytes_GET_SIZE(self._filter), uk, un):
             return None
-        r = self._index.find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen, &ordinal)
+        r = self._index.find(lk, lkn, kbuf, KBUF, &klen, &ivoff, &ivlen, &ordinal)
         if r == 0:
             return None
         if r < 0:
             return self._slow(PyBytes_FromStringAndSize(<char*>lk, lkn))
-        blk = self._block_at(voff, vlen, ordinal)
+        if self._map is not None:
+            pos = ivoff
+            if get_block_handle(self._index.ptr, ivoff + ivlen, &pos, &off, &size) != 0:
+                raise CorruptionError("bad block handle in index block")
+            d = map_block(&self._map.c, off, size, ordinal, &limit, &nrest)
+            if d != NULL:
+                r = block_find(d, limit, nrest, lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
+                if r == 0:
+                    return None
+                if r == 1:
+                    if klen != lkn or memcmp(kbuf, lk, lkn - 8) != 0:
+                        return None
+                    if (tag_at(kbuf, klen) & 0xFF) != KIND_VALUE:
+                        return DELETED
+                    return PyBytes_FromStringAndSize(<const char*>d + voff, vlen)
+                # A long key or a corrupt entry: the Block path below says which.
+        blk = self._block_at(ivoff, ivlen, ordinal)
         r = (<Block>blk).find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
         if r == 0:
             return None
@@ -516,9 +605,11 @@ cdef class PointReader:
         ``_blockcache.read_enter`` (its doc says why the blocks stay alive):
         0 when the table has no visible entry, 1 for a value (``*vp``,
         ``*vn``: its bytes, inside a cached block), 2 for a tombstone, and
-        -1 when it needs the GIL (the block is not in this reader's slots, a
-        key longer than the stack buffer, a corrupt block): the caller then
-        calls ``lookup``.  A block found in its slot adds one to ``*hits``
+        -1 when it needs the GIL (a block neither read in place from the
+        mapping nor in this reader's slots, a key longer than the stack
+        buffer, a corrupt block): the caller then calls ``lookup``.  A
+        value found in the mapping stays readable until ``read_exit``
+        (``detach_source`` buries the mapping).  A block found in its slot adds one to ``*hits``
         (the caller adds them to the cache's count with the GIL)."""
         cdef unsigned char kbuf[KBUF]
         cdef Py_ssize_t klen, voff, vlen, pos, ordinal = -1
@@ -526,6 +617,10 @@ cdef class PointReader:
         cdef int r
         cdef void* o
         cdef void* b
+        cdef const MapC* m
+        cdef const unsigned char* d
+        cdef Py_ssize_t limit
+        cdef uint32_t nrest
         if lkn > KBUF:
             return -1
         if self._lo_p != NULL and cmp_user(uk, un, self._lo_p, self._lo_n) < 0:
@@ -537,10 +632,18 @@ cdef class PointReader:
         r = self._index.find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen, &ordinal)
         if r == 0:
             return 0
-        if r < 0 or ordinal < 0 or ordinal >= self._nslots:
+        if r < 0:
             return -1
         pos = voff
         if get_block_handle(self._index.ptr, voff + vlen, &pos, &off, &size) != 0:
+            return -1
+        m = self._map_c
+        if m != NULL:
+            d = map_block(m, off, size, ordinal, &limit, &nrest)
+            if d != NULL:
+                r = block_find(d, limit, nrest, lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
+                return _found(r, kbuf, klen, lk, lkn, d + voff, vlen, vp, vn)
+        if ordinal < 0 or ordinal >= self._nslots:
             return -1
         o = self._slot_items[ordinal]
         if o == <void*>_NONE:
@@ -553,17 +656,7 @@ cdef class PointReader:
         (<_Slot>o).referenced = True
         hits[0] += 1
         r = (<Block>b).find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
-        if r == 0:
-            return 0
-        if r < 0:
-            return -1
-        if klen != lkn or memcmp(kbuf, lk, lkn - 8) != 0:
-            return 0
-        if (tag_at(kbuf, klen) & 0xFF) != KIND_VALUE:
-            return 2
-        vp[0] = (<Block>b).ptr + voff
-        vn[0] = vlen
-        return 1
+        return _found(r, kbuf, klen, lk, lkn, (<Block>b).ptr + voff, vlen, vp, vn)
 
     cdef Block _block_at(self, Py_ssize_t voff, Py_ssize_t vlen, Py_ssize_t ordinal):
         """The data block of index entry number ``ordinal`` (-1: unknown),
@@ -575,7 +668,7 @@ cdef class PointReader:
         if get_block_handle(self._index.ptr, voff + vlen, &pos, &off, &size) != 0:
             raise CorruptionError("bad block handle in index block")
         if self._cache is None:
-            blk = self._read_fast(off, size)
+            blk = self._read_fast(off, size, ordinal)
             return <Block>(blk if blk is not None else self._fill(off, size))
         cdef bint slotted = self._slots is not None and 0 <= ordinal < PyList_GET_SIZE(self._slots)
         if slotted:
@@ -588,7 +681,7 @@ cdef class PointReader:
                     return <Block>s.value
         blk = self._cache.lookup(self._owner, off)
         if blk is None:
-            blk = self._read_fast(off, size)
+            blk = self._read_fast(off, size, ordinal)
             if blk is None:
                 blk = self._fill(off, size)
         if slotted:
