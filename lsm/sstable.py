@@ -286,7 +286,7 @@ class Table:
 
     def iterator(self):
         """A two-level iterator over every entry (InternalIterator)."""
-        return TwoLevelIter(self._index, self._data_block)
+        return TwoLevelIter(self._index, self._data_block, self.point)
 
     def approximate_offset(self, user_key: bytes) -> int:
         """File offset of the data block where ``user_key`` is or would be;

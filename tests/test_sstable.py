@@ -454,6 +454,38 @@ def test_closing_a_mapped_table_read_in_c_releases_the_mapping(tmp_path):
     assert f.buffer() is None
 
 
+def test_an_iterator_reads_raw_blocks_of_a_mapped_table_in_place(tmp_path):
+    """Raw blocks of a mapped table are iterated where they are, uncached
+    (as point reads read them); compressed ones through the cache.  A block
+    read in place keeps the mapping alive: closed under an iterator, the
+    table's current block still reads right, and the next one says closed."""
+    from lsm.fs import OSFileSystem
+    items = [(make_internal_key(b"k%04d" % i, i + 1, KIND_VALUE), b"v%d" % i + b"x" * 60)
+             for i in range(400)]
+    for compression in (False, True):
+        data, _, options = build(items, compression=compression, block_size=512)
+        path = tmp_path / ("t%d.sst" % compression)
+        path.write_bytes(data)
+        f = OSFileSystem().open_read(str(path))
+        cache = BlockCache(1 << 20)
+        t = Table.open(f, options, cache=cache, name=str(path))
+        it = t.iterator()
+        it.seek_to_first()
+        got = []
+        while it.valid():
+            got.append((it.key(), it.value()))
+            it.next()
+        assert got == items
+        it.seek(items[123][0])
+        assert (it.key(), it.value()) == items[123]
+        assert (len(cache) > 0) == compression, compression
+        t.close()
+        assert (it.key(), it.value()) == items[123]   # the block read before the close
+        with pytest.raises(ClosedError):
+            for _ in range(len(items)):
+                it.next()
+
+
 def test_a_mapping_still_held_is_unmapped_when_its_last_holder_lets_go(tmp_path):
     """A table closed while a search without the GIL may still read its
     mapping (lsm._table.MappedBlocks, kept by ``bury``): the file closes,

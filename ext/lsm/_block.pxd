@@ -6,6 +6,7 @@ from lsm._iter cimport InternalIterator
 
 cdef int block_shape(const unsigned char* p, Py_ssize_t n, Py_ssize_t* limit,
                      uint32_t* nrest) noexcept nogil
+cdef Block block_in_place(object owner, const unsigned char* p, Py_ssize_t limit, uint32_t nrest)
 cdef int block_find(const unsigned char* d, Py_ssize_t limit, uint32_t nrest,
                     const unsigned char* t, Py_ssize_t tn, unsigned char* kbuf, Py_ssize_t kcap,
                     Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen) noexcept nogil
@@ -28,7 +29,7 @@ cdef class BlockBuilder:
 
 
 cdef class Block:
-    cdef readonly bytes data
+    cdef readonly object data      # its bytes, or what keeps them (block_in_place)
     cdef const unsigned char* ptr
     cdef Py_ssize_t limit          # offset of the restart array = end of entries
     cdef uint32_t num_restarts

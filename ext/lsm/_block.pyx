@@ -335,12 +335,31 @@ cdef class BlockBuilder:
         return out
 
 
+cdef bytes _EMPTY_BLOCK = b"\x00\x00\x00\x00\x01\x00\x00\x00"     # restarts [0]
+
+
+cdef Block block_in_place(object owner, const unsigned char* p, Py_ssize_t limit, uint32_t nrest):
+    """A Block over bytes it does not hold: ``p``, whose ``block_shape``
+    gave ``limit`` and ``nrest``, kept alive by ``owner`` (its ``data``):
+    a data block read in place from a table file's mapping (lsm._table)."""
+    cdef Block b = Block.__new__(Block, _EMPTY_BLOCK)
+    b.data = owner
+    b.ptr = p
+    b.limit = limit
+    b.num_restarts = nrest
+    if nrest >= PREFIX_MIN_RESTARTS:
+        b._build_prefixes()
+    return b
+
+
 cdef class Block:
     """A parsed, immutable block over its (decompressed) contents.
 
     Construction checks the restart array (count, bounds, order) so that the
     search loops can trust it; entries are checked as they are decoded.
-    Raises CorruptionError, never crashes, on bad bytes.
+    Raises CorruptionError, never crashes, on bad bytes.  ``data`` holds the
+    bytes (those of a block read in place: the object that keeps them,
+    ``block_in_place``).
     """
 
     def __cinit__(self, bytes data not None, Py_ssize_t size=-1):

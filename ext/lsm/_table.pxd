@@ -44,6 +44,7 @@ cdef class PointReader:
     # ``&_map.c`` for lookup_nogil, NULL once detached.
     cdef MappedBlocks _map
     cdef MapC* _map_c
+    cdef Block in_place(self, uint64_t off, uint64_t size, Py_ssize_t ordinal)
     cdef object _read_fast(self, uint64_t off, uint64_t size, Py_ssize_t ordinal)
     cdef object lookup(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk, Py_ssize_t lkn)
     cdef int lookup_nogil(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk,

@@ -17,7 +17,7 @@ from lsm._keys cimport KIND_DELETE, KIND_VALUE, TAG_FIRST, cmp_ikey, cmp_user, i
 from lsm._coding cimport decode_fixed32, get_block_handle, mask_crc
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from lsm._iter cimport InternalIterator
-from lsm._block cimport Block, BlockBuilder, BlockIter, block_find, block_shape
+from lsm._block cimport Block, BlockBuilder, BlockIter, block_find, block_in_place, block_shape
 from lsm._blockcache cimport BlockCache, _Slot, bury
 from cpython.object cimport PyObject
 from lsm._bloom cimport murmur3_x64_128, probe
@@ -156,17 +156,22 @@ cdef class TableBuildCore:
 cdef class TwoLevelIter(InternalIterator):
     """Index block -> data blocks.  ``loader(offset, size)`` returns the
     parsed ``Block`` (through the block cache); it may raise CorruptionError,
-    which propagates.  One thread at a time; the table must stay open.
+    which propagates.  ``reader``, the table's PointReader, when given:
+    a raw block of its mapped file is read in place, uncached, as its point
+    reads read it (``PointReader.in_place``), and only the others go
+    through ``loader``.  One thread at a time; the table must stay open.
     """
     cdef BlockIter index
     cdef BlockIter data
     cdef object loader
+    cdef PointReader reader
     cdef uint64_t data_off
     cdef bint have_data
 
-    def __init__(self, Block index not None, loader):
+    def __init__(self, Block index not None, loader, PointReader reader=None):
         self.index = index.iterator()
         self.loader = loader
+        self.reader = reader
         self.data = None
         self.have_data = False
 
@@ -182,7 +187,11 @@ cdef class TwoLevelIter(InternalIterator):
             return 0
         self.data = None
         self.have_data = False
-        blk = self.loader(off, size)
+        blk = None
+        if self.reader is not None:
+            blk = self.reader.in_place(off, size, self.index.restart_index)
+        if blk is None:
+            blk = self.loader(off, size)
         self.data = blk.iterator()
         self.data_off = off
         self.have_data = True
@@ -517,6 +526,20 @@ cdef class PointReader:
             self._map_c = NULL
             bury(self._map)
             self._map = None
+
+    cdef Block in_place(self, uint64_t off, uint64_t size, Py_ssize_t ordinal):
+        """The raw data block at ``off`` (``size`` bytes; index entry number
+        ``ordinal``, only a hint) as a Block over the mapping, not cached;
+        None when it must be read through the cache (MappedBlocks)."""
+        cdef Py_ssize_t limit
+        cdef uint32_t nrest
+        cdef const unsigned char* p
+        if self._map is None:
+            return None
+        p = map_block(&self._map.c, off, size, ordinal, &limit, &nrest)
+        if p == NULL:
+            return None
+        return block_in_place(self._map, p, limit, nrest)
 
     cdef object _read_fast(self, uint64_t off, uint64_t size, Py_ssize_t ordinal):
         """The raw data block at ``off`` read from the attached source into a
