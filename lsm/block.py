@@ -15,7 +15,9 @@ predictable.  A block is compressed only when that saves at least 1/8 of it
 little disk saved.
 
 Thread-safety: zstandard (de)compressor objects are not thread-safe, so each
-thread gets its own (thread-local); everything else is pure.
+thread gets its own (compressors thread-local here; the decompressor is
+``lsm._block.zstd_decompressor``, shared with the reads in C from a
+mapping); everything else is pure.
 """
 import struct
 import threading
@@ -23,6 +25,7 @@ import threading
 import zstandard
 
 from ._block import Block, BlockBuilder, BlockIter, decode_varint, encode_varint
+from ._block import zstd_decompressor as _decompressor
 from .crc import crc32, mask_crc, unmask_crc
 from .errors import CorruptionError
 
@@ -48,13 +51,6 @@ def _compressor(level: int):
     if comp is None:
         comp = c[level] = zstandard.ZstdCompressor(level=level, write_content_size=True)
     return comp
-
-
-def _decompressor():
-    d = getattr(_local, "decompressor", None)
-    if d is None:
-        d = _local.decompressor = zstandard.ZstdDecompressor()
-    return d
 
 
 def encode_stored_block(contents: bytes, compress: bool, level: int = 1) -> bytes:

@@ -49,7 +49,7 @@ from ._block import decode_handle as _decode_handle
 from ._iter import compare_internal_keys
 from ._table import PointReader, index_boundaries, TableBuildCore, TwoLevelIter
 from .block import (BlockBuilder, TRAILER_SIZE, decode_stored_block, decode_varint,
-                    encode_stored_block, encode_varint, mask_crc, parse_stored_block, TYPE_RAW,
+                    encode_stored_block, encode_varint, mask_crc, parse_stored_block, TYPE_RAW, TYPE_ZSTD,
                     unmask_crc)
 from .cache import new_owner_id
 from .crc import crc32
@@ -265,7 +265,7 @@ class Table:
         buf = f.buffer()
         if buf is not None:     # a mapped file: the point read reads raw blocks in C
             self.point.attach_source(buf, self.data_size, options.verify_checksums, TYPE_RAW,
-                                     TRAILER_SIZE, _BLOCK_OVERHEAD)
+                                     TRAILER_SIZE, _BLOCK_OVERHEAD, TYPE_ZSTD)
         self.get = self.point.get
 
     # -- block access (reads and fills: _BlockReader) -------------------------

@@ -30,13 +30,21 @@ def build(items, **opt):
 
 
 class CountingReadFile(MemoryReadFile):
-    """A table's bytes, counting the reads that reach the file."""
+    """A table's bytes, counting the reads that reach the file; with
+    ``mapped`` False it offers no buffer, so every block read is one."""
 
     reads = 0
+
+    def __init__(self, data, mapped=True):
+        super().__init__(data)
+        self.mapped = mapped
 
     def read(self, offset, n):
         self.reads += 1
         return super().read(offset, n)
+
+    def buffer(self):
+        return super().buffer() if self.mapped else None
 
 
 def open_table(data, options, cache=None):
@@ -119,7 +127,7 @@ def test_bloom_spares_block_reads_for_missing_keys():
     items = [(make_internal_key(b"key%06d" % i, i + 1, KIND_VALUE), b"v") for i in range(2000)]
     for bits, max_reads in ((10, 60), (0, None)):
         data, _, options = build(items, bloom_bits_per_key=bits)
-        f = CountingReadFile(data)
+        f = CountingReadFile(data, mapped=False)
         t = Table.open(f, options, name="b")
         f.reads = 0
         for i in range(2000):       # missing keys inside the table's key range
@@ -401,7 +409,7 @@ def test_get_through_the_cache_reads_a_block_once():
     items = [(make_internal_key(b"k%04d" % i, i + 1, 1), b"v%d" % i) for i in range(50)]
     data, _, options = build(items)
     cache = BlockCache(1 << 20)
-    f = CountingReadFile(data)
+    f = CountingReadFile(data, mapped=False)
     t = Table.open(f, options, cache=cache, name="g")
     opened_reads = f.reads
     assert t.get(b"k0007", MAX_SEQ) == (KIND_VALUE, b"v7")
@@ -410,23 +418,41 @@ def test_get_through_the_cache_reads_a_block_once():
     assert (s["misses"], s["hits"], f.reads - opened_reads) == (1, 1, 1)
 
 
-def test_raw_blocks_missed_in_the_cache_are_read_in_c_from_the_files_buffer():
-    """A table over a buffer (memfs bytes here, a mapping on disk) reads a
-    raw data block missing from the cache in C (PointReader.attach_source):
-    the same answers, and no read through the file's ``read``; compressed
-    blocks still go through it."""
+def test_data_blocks_are_read_in_c_from_the_files_buffer():
+    """A table over a buffer (memfs bytes here, a mapping on disk) reads its
+    data blocks in C (PointReader.attach_source): the same answers, and no
+    read through the file's ``read``; a raw block is searched in place, a
+    compressed one decompressed and cached."""
     items = [(make_internal_key(b"k%04d" % i, i + 1, KIND_VALUE), b"v%d" % i + b"x" * 60)
              for i in range(400)]
     for compression in (False, True):
         data, _, options = build(items, compression=compression, block_size=512)
         f = CountingReadFile(data)
-        t = Table.open(f, options, cache=BlockCache(1 << 20), name="t.sst")
+        cache = BlockCache(1 << 20)
+        t = Table.open(f, options, cache=cache, name="t.sst")
         opened = f.reads
-        for k, v in items:
-            assert t.get(parse_internal_key(k)[0], MAX_SEQ) == (KIND_VALUE, v)
-        assert (f.reads > opened) == compression, compression
+        for _ in range(2):
+            for k, v in items:
+                assert t.get(parse_internal_key(k)[0], MAX_SEQ) == (KIND_VALUE, v)
+        assert f.reads == opened
+        assert (len(cache) > 0) == compression, compression
+        if compression:
+            assert cache.stats()["misses"] == len(cache)      # each block decompressed once
         t.close()
         assert f.buffer() is None
+
+
+def test_a_corrupt_compressed_block_read_in_c_is_reported_as_the_file_path_reports_it():
+    items = [(make_internal_key(b"k%04d" % i, i + 1, KIND_VALUE), b"%d" % i * 20) for i in range(200)]
+    data, _, options = build(items, compression=True, block_size=512)
+    bad = bytearray(data)
+    bad[20] ^= 0xFF                      # inside the first block's zstd frame
+    cache = BlockCache(1 << 20)
+    t = Table.open(MemoryReadFile(bytes(bad)), options, cache=cache, name="t.sst")
+    for _ in range(2):                   # a bad block is never taken as checked
+        with pytest.raises(CorruptionError, match="t.sst: block at 0: block: block checksum mismatch"):
+            t.get(b"k0000", MAX_SEQ)
+    assert t.get(b"k0199", MAX_SEQ) == (KIND_VALUE, b"199" * 20)   # other blocks read on
 
 
 def test_a_corrupt_raw_block_read_in_c_is_reported_as_the_file_path_reports_it():

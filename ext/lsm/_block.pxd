@@ -6,6 +6,7 @@ from lsm._iter cimport InternalIterator
 
 cdef int block_shape(const unsigned char* p, Py_ssize_t n, Py_ssize_t* limit,
                      uint32_t* nrest) noexcept nogil
+cpdef object zstd_decompressor()
 cdef Block block_in_place(object owner, const unsigned char* p, Py_ssize_t limit, uint32_t nrest)
 cdef int block_find(const unsigned char* d, Py_ssize_t limit, uint32_t nrest,
                     const unsigned char* t, Py_ssize_t tn, unsigned char* kbuf, Py_ssize_t kcap,

@@ -32,6 +32,8 @@ from lsm._coding cimport decode_fixed32 as _fixed32, get_block_handle, get_varin
 from lsm._keys cimport cmp_ikey, tag_at
 from lsm._iter cimport InternalIterator
 
+import zstandard
+
 from lsm.errors import CorruptionError
 
 #: Blocks with at least this many restart points (index blocks, whose
@@ -333,6 +335,24 @@ cdef class BlockBuilder:
             d[o + 3] = (r >> 24) & 0xFF
             o += 4
         return out
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyObject
+    PyObject* PyThreadState_GetDict()
+
+cdef object _ZSTD_KEY = object()        # this module's key in a thread state's dict
+
+
+cpdef object zstd_decompressor():
+    """This thread's zstd decompressor (one a thread: they are not
+    thread-safe), kept in the thread state's dict: lsm/block.py's reads and
+    lsm._table's reads from a mapping share it."""
+    cdef dict d = <dict><object>PyThreadState_GetDict()
+    z = d.get(_ZSTD_KEY)
+    if z is None:
+        z = d[_ZSTD_KEY] = zstandard.ZstdDecompressor()
+    return z
 
 
 cdef bytes _EMPTY_BLOCK = b"\x00\x00\x00\x00\x01\x00\x00\x00"     # restarts [0]

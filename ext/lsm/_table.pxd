@@ -11,6 +11,7 @@ cdef struct MapC:
     Py_ssize_t end               # where its data blocks end (within the buffer)
     bint verify                  # check a block's CRC (once: ``checked``)
     int raw_type                 # the trailer's type byte of an uncompressed block
+    int zstd_type                # ... of a zstd-compressed one (-1: none read in C)
     Py_ssize_t trailer           # bytes of a block's trailer
     Py_ssize_t overhead          # what a block cached costs beyond its bytes
     uint64_t* checked            # per index entry number: 1 + the offset of its block once found good
@@ -46,6 +47,7 @@ cdef class PointReader:
     cdef MapC* _map_c
     cdef Block in_place(self, uint64_t off, uint64_t size, Py_ssize_t ordinal)
     cdef object _read_fast(self, uint64_t off, uint64_t size, Py_ssize_t ordinal)
+    cdef object _read_zstd(self, uint64_t off, uint64_t size, Py_ssize_t ordinal)
     cdef object lookup(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk, Py_ssize_t lkn)
     cdef int lookup_nogil(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk,
                           Py_ssize_t lkn, const unsigned char** vp, Py_ssize_t* vn,

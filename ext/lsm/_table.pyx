@@ -17,7 +17,8 @@ from lsm._keys cimport KIND_DELETE, KIND_VALUE, TAG_FIRST, cmp_ikey, cmp_user, i
 from lsm._coding cimport decode_fixed32, get_block_handle, mask_crc
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from lsm._iter cimport InternalIterator
-from lsm._block cimport Block, BlockBuilder, BlockIter, block_find, block_in_place, block_shape
+from lsm._block cimport (Block, BlockBuilder, BlockIter, block_find, block_in_place, block_shape,
+                        zstd_decompressor)
 from lsm._blockcache cimport BlockCache, _Slot, bury
 from cpython.object cimport PyObject
 from lsm._bloom cimport murmur3_x64_128, probe
@@ -30,6 +31,10 @@ cdef extern from "Python.h":
         PyObject** ob_item
 
 cdef PyObject* _NONE = <PyObject*>None
+
+cdef extern from "Python.h":
+    object PyMemoryView_FromMemory(char* mem, Py_ssize_t size, int flags)
+    int PyBUF_READ
 
 cdef extern from "crc32_fold.h":
     uint32_t lsm_crc32(uint32_t crc, const unsigned char *p, size_t n) nogil
@@ -409,7 +414,7 @@ cdef class MappedBlocks:
     block cache and ``fill``, which decompresses it or says what is wrong.
     """
     def __cinit__(self, buf, Py_ssize_t data_end, bint verify, int raw_type, Py_ssize_t trailer,
-                  Py_ssize_t overhead, Py_ssize_t nblocks):
+                  Py_ssize_t overhead, Py_ssize_t nblocks, int zstd_type=-1):
         PyObject_GetBuffer(buf, &self.view, PyBUF_SIMPLE)
         self.held = True
         self.c.checked = <uint64_t*>calloc(max(nblocks, 1), sizeof(uint64_t))
@@ -417,7 +422,7 @@ cdef class MappedBlocks:
             raise MemoryError()
         self.c.base = <const unsigned char*>self.view.buf
         self.c.end = min(data_end, self.view.len)
-        self.c.verify, self.c.raw_type = verify, raw_type
+        self.c.verify, self.c.raw_type, self.c.zstd_type = verify, raw_type, zstd_type
         self.c.trailer, self.c.overhead, self.c.nblocks = trailer, overhead, nblocks
 
     def __dealloc__(self):
@@ -431,23 +436,43 @@ cdef const unsigned char* map_block(const MapC* m, uint64_t off, uint64_t size, 
     """The raw data block at ``off`` (``size`` bytes; index entry number
     ``ordinal``) in place, with its ``block_shape``; NULL when it must be
     read through the cache (MappedBlocks)."""
-    cdef uint64_t end = off + size + <uint64_t>m.trailer
     cdef const unsigned char* p
-    if end < off or end > <uint64_t>m.end or size < 4:
+    cdef bint known
+    if size < 4:
         return NULL
-    p = m.base + off
-    if p[size] != m.raw_type:
+    p = _stored(m, off, size, ordinal, m.raw_type, &known)
+    if p == NULL:
         return NULL
-    if 0 <= ordinal < m.nblocks and m.checked[ordinal] == off + 1:
+    if known:
         nrest[0] = decode_fixed32(p + size - 4)
         limit[0] = <Py_ssize_t>size - 4 - 4 * <Py_ssize_t>nrest[0]
         return p
-    if m.verify and mask_crc(lsm_crc32(0, p, size + 1)) != decode_fixed32(p + size + 1):
-        return NULL
     if block_shape(p, <Py_ssize_t>size, limit, nrest) != 0:
         return NULL
     if 0 <= ordinal < m.nblocks:
         m.checked[ordinal] = off + 1
+    return p
+
+
+cdef inline const unsigned char* _stored(const MapC* m, uint64_t off, uint64_t size, Py_ssize_t ordinal,
+                                         int btype, bint* known) noexcept nogil:
+    """The payload of the stored block at ``off`` when its handle lies in
+    the data, its type is ``btype`` and its CRC is right (unless not
+    ``verify``); ``*known`` when it was found good before (``checked``).
+    NULL otherwise."""
+    cdef uint64_t end = off + size + <uint64_t>m.trailer
+    cdef const unsigned char* p
+    known[0] = False
+    if end < off or end > <uint64_t>m.end:
+        return NULL
+    p = m.base + off
+    if p[size] != btype:
+        return NULL
+    if 0 <= ordinal < m.nblocks and m.checked[ordinal] == off + 1:
+        known[0] = True
+        return p
+    if m.verify and mask_crc(lsm_crc32(0, p, size + 1)) != decode_fixed32(p + size + 1):
+        return NULL
     return p
 
 
@@ -505,18 +530,20 @@ cdef class PointReader:
             self._nslots = PyList_GET_SIZE(slots)
 
     def attach_source(self, buf, Py_ssize_t data_end, bint verify, int raw_type,
-                      Py_ssize_t trailer, Py_ssize_t overhead):
+                      Py_ssize_t trailer, Py_ssize_t overhead, int zstd_type=-1):
         """Search the raw data blocks in place in ``buf`` (the table file's
         bytes: a mapping), read as ``fill`` would read them: the handle
         within ``data_end``, the trailer's type ``raw_type``, its CRC when
-        ``verify`` (``MappedBlocks``).  Anything else (a compressed block,
-        a bad CRC or handle) goes through the cache and ``fill``, which
-        reads it or says what is wrong; a block the short scan reads from
-        ``buf`` is cached with ``overhead`` bytes more than it holds.
-        ``detach_source`` before the buffer goes (Table.close)."""
+        ``verify`` (``MappedBlocks``).  A block of type ``zstd_type`` (a
+        zstd frame) missing from the cache is decompressed from ``buf`` in
+        C and cached (``_read_zstd``).  Anything else (a bad CRC or handle,
+        a bad frame) goes to ``fill``, which reads it or says what is
+        wrong; a block read from ``buf`` into the cache is charged
+        ``overhead`` bytes more than it holds.  ``detach_source`` before
+        the buffer goes (Table.close)."""
         self.detach_source()
         self._map = MappedBlocks(buf, data_end, verify, raw_type, trailer, overhead,
-                                 self._index.num_restarts)
+                                 self._index.num_restarts, zstd_type)
         self._map_c = &self._map.c
 
     def detach_source(self):
@@ -553,7 +580,7 @@ cdef class PointReader:
             return None
         p = map_block(&self._map.c, off, size, ordinal, &limit, &nrest)
         if p == NULL:
-            return None
+            return self._read_zstd(off, size, ordinal)
         raw = PyBytes_FromStringAndSize(<const char*>p, <Py_ssize_t>(size + <uint64_t>self._map.c.trailer))
         try:
             blk = Block(raw, <Py_ssize_t>size)
@@ -561,6 +588,31 @@ cdef class PointReader:
             return None
         if self._cache is not None:
             self._cache.put(self._owner, off, blk, PyBytes_GET_SIZE(raw) + self._map.c.overhead)
+        return blk
+
+    cdef object _read_zstd(self, uint64_t off, uint64_t size, Py_ssize_t ordinal):
+        """The zstd-compressed data block at ``off`` decompressed from the
+        attached source into a Block and cached (as ``fill`` would, without
+        its Python calls), or None when ``fill`` must read it."""
+        cdef MappedBlocks m = self._map     # held: the mapping outlives a close meanwhile
+        cdef const unsigned char* p
+        cdef bint known
+        cdef Block blk
+        if m is None or m.c.zstd_type < 0:
+            return None
+        p = _stored(&m.c, off, size, ordinal, m.c.zstd_type, &known)
+        if p == NULL:
+            return None
+        try:
+            data = zstd_decompressor().decompress(
+                PyMemoryView_FromMemory(<char*>p, <Py_ssize_t>size, PyBUF_READ))
+            blk = Block(data)
+        except Exception:
+            return None                     # fill reads it again and names what is wrong
+        if not known and 0 <= ordinal < m.c.nblocks:
+            m.c.checked[ordinal] = off + 1
+        if self._cache is not None:
+            self._cache.put(self._owner, off, blk, PyBytes_GET_SIZE(data) + m.c.overhead)
         return blk
 
     def bounded(self, lo, hi):
