@@ -434,10 +434,19 @@ def test_data_blocks_are_read_in_c_from_the_files_buffer():
         for _ in range(2):
             for k, v in items:
                 assert t.get(parse_internal_key(k)[0], MAX_SEQ) == (KIND_VALUE, v)
-        assert f.reads == opened
         assert (len(cache) > 0) == compression, compression
         if compression:
             assert cache.stats()["misses"] == len(cache)      # each block decompressed once
+        cache.erase_prefix(t._owner)
+        it = t.iterator()                 # an iterator's blocks the same way
+        it.seek_to_first()
+        got = []
+        while it.valid():
+            got.append((it.key(), it.value()))
+            it.next()
+        assert got == items
+        assert f.reads == opened
+        assert (cache.stats()["misses"] == 2 * len(cache) > 0) == compression
         t.close()
         assert f.buffer() is None
 
@@ -452,6 +461,9 @@ def test_a_corrupt_compressed_block_read_in_c_is_reported_as_the_file_path_repor
     for _ in range(2):                   # a bad block is never taken as checked
         with pytest.raises(CorruptionError, match="t.sst: block at 0: block: block checksum mismatch"):
             t.get(b"k0000", MAX_SEQ)
+        it = t.iterator()
+        with pytest.raises(CorruptionError, match="t.sst: block at 0: block: block checksum mismatch"):
+            it.seek_to_first()
     assert t.get(b"k0199", MAX_SEQ) == (KIND_VALUE, b"199" * 20)   # other blocks read on
 
 
@@ -464,6 +476,9 @@ def test_a_corrupt_raw_block_read_in_c_is_reported_as_the_file_path_reports_it()
     for _ in range(2):                   # a bad block is never taken as checked
         with pytest.raises(CorruptionError, match="t.sst: block at 0: block: block checksum mismatch"):
             t.get(b"k0000", MAX_SEQ)
+        it = t.iterator()
+        with pytest.raises(CorruptionError, match="t.sst: block at 0: block: block checksum mismatch"):
+            it.seek_to_first()
     assert t.get(b"k0199", MAX_SEQ) == (KIND_VALUE, b"199" * 20)   # other blocks read on
 
 

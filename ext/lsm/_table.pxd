@@ -46,6 +46,7 @@ cdef class PointReader:
     cdef MappedBlocks _map
     cdef MapC* _map_c
     cdef Block in_place(self, uint64_t off, uint64_t size, Py_ssize_t ordinal)
+    cdef Block iter_block(self, uint64_t off, uint64_t size, Py_ssize_t ordinal)
     cdef object _read_fast(self, uint64_t off, uint64_t size, Py_ssize_t ordinal)
     cdef object _read_zstd(self, uint64_t off, uint64_t size, Py_ssize_t ordinal)
     cdef object lookup(self, const unsigned char* uk, Py_ssize_t un, const unsigned char* lk, Py_ssize_t lkn)

@@ -163,7 +163,8 @@ cdef class TwoLevelIter(InternalIterator):
     parsed ``Block`` (through the block cache); it may raise CorruptionError,
     which propagates.  ``reader``, the table's PointReader, when given:
     a raw block of its mapped file is read in place, uncached, as its point
-    reads read it (``PointReader.in_place``), and only the others go
+    reads read it, a cached block found and a compressed one read from the
+    mapping in C (``PointReader.iter_block``), and only the others go
     through ``loader``.  One thread at a time; the table must stay open.
     """
     cdef BlockIter index
@@ -194,7 +195,7 @@ cdef class TwoLevelIter(InternalIterator):
         self.have_data = False
         blk = None
         if self.reader is not None:
-            blk = self.reader.in_place(off, size, self.index.restart_index)
+            blk = self.reader.iter_block(off, size, self.index.restart_index)
         if blk is None:
             blk = self.loader(off, size)
         self.data = blk.iterator()
@@ -567,6 +568,24 @@ cdef class PointReader:
         if p == NULL:
             return None
         return block_in_place(self._map, p, limit, nrest)
+
+    cdef Block iter_block(self, uint64_t off, uint64_t size, Py_ssize_t ordinal):
+        """An iterator's data block at ``off`` of a mapped table: read in
+        place (``in_place``), else from the cache, else read from the
+        mapping into the cache (``_read_fast``), else by ``fill`` (which
+        names what is wrong); None for a table with no mapping (the
+        iterator's loader reads it)."""
+        if self._map is None:
+            return None
+        blk = self.in_place(off, size, ordinal)
+        if blk is not None:
+            return <Block>blk
+        if self._cache is not None:
+            blk = self._cache.lookup(self._owner, off)
+            if blk is not None:
+                return <Block>blk
+        blk = self._read_fast(off, size, ordinal)
+        return <Block>(blk if blk is not None else self._fill(off, size))
 
     cdef object _read_fast(self, uint64_t off, uint64_t size, Py_ssize_t ordinal):
         """The raw data block at ``off`` read from the attached source into a
