@@ -47,6 +47,16 @@ class CountingReadFile(MemoryReadFile):
         return super().buffer() if self.mapped else None
 
 
+def _drain(it):
+    """Every (key, value) of iterator ``it`` from its first entry."""
+    it.seek_to_first()
+    got = []
+    while it.valid():
+        got.append((it.key(), it.value()))
+        it.next()
+    return got
+
+
 def open_table(data, options, cache=None):
     return Table.open(MemoryReadFile(data), options, cache=cache, name="t.sst")
 
@@ -438,13 +448,7 @@ def test_data_blocks_are_read_in_c_from_the_files_buffer():
         if compression:
             assert cache.stats()["misses"] == len(cache)      # each block decompressed once
         cache.erase_prefix(t._owner)
-        it = t.iterator()                 # an iterator's blocks the same way
-        it.seek_to_first()
-        got = []
-        while it.valid():
-            got.append((it.key(), it.value()))
-            it.next()
-        assert got == items
+        assert _drain(t.iterator()) == items   # an iterator's blocks the same way
         assert f.reads == opened
         assert (cache.stats()["misses"] == 2 * len(cache) > 0) == compression
         t.close()
@@ -511,12 +515,7 @@ def test_an_iterator_reads_raw_blocks_of_a_mapped_table_in_place(tmp_path):
         cache = BlockCache(1 << 20)
         t = Table.open(f, options, cache=cache, name=str(path))
         it = t.iterator()
-        it.seek_to_first()
-        got = []
-        while it.valid():
-            got.append((it.key(), it.value()))
-            it.next()
-        assert got == items
+        assert _drain(it) == items
         it.seek(items[123][0])
         assert (it.key(), it.value()) == items[123]
         assert (len(cache) > 0) == compression, compression
