@@ -15,6 +15,16 @@ from lsm.dbformat import internal_sort_key, make_internal_key, parse_internal_ke
 __all__ = ["check_iterator", "probe_keys"]
 
 
+def drain(it):
+    """Every (key, value) of iterator ``it`` from its first entry."""
+    it.seek_to_first()
+    got = []
+    while it.valid():
+        got.append((it.key(), it.value()))
+        it.next()
+    return got
+
+
 def _pos(it):
     return (it.key(), it.value()) if it.valid() else None
 

@@ -24,7 +24,7 @@ from lsm.sstable import Table, TableBuilder
 from lsm.views import TableView
 
 from conftest import tiny_options
-from iterator_conformance import check_iterator, check_seeks_and_walks
+from iterator_conformance import check_iterator, check_seeks_and_walks, drain
 
 TABLE_OPTIONS = Options(block_size=128, restart_interval=3)
 
@@ -133,15 +133,6 @@ def test_memtable_iterator_crosses_chunks_and_sorted_sublists():
     assert got == keys[::-1]
 
 
-def _drain(it):
-    it.seek_to_first()
-    out = []
-    while it.valid():
-        out.append((it.key(), it.value()))
-        it.next()
-    return out
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_flush_of_keys_written_in_order_walks_the_dict_and_sees_what_the_iterator_sees(seed):
     """A memtable whose keys were first written in ascending order is
@@ -163,8 +154,8 @@ def test_a_flush_of_keys_written_in_order_walks_the_dict_and_sees_what_the_itera
             mem.add(seq, KIND_VALUE, k, b"v%d" % seq)
     it = mem.flush_iterator()
     assert type(it) is InsertionOrderIterator
-    want = _drain(mem.iterator())
-    assert len(want) == seq and _drain(it) == want
+    want = drain(mem.iterator())
+    assert len(want) == seq and drain(it) == want
     for move in (it.prev, it.seek_to_last, lambda: it.seek(want[0][0]), lambda: it.seek_for_prev(want[0][0])):
         with pytest.raises(NotImplementedError, match="forward only"):
             move()
@@ -172,8 +163,8 @@ def test_a_flush_of_keys_written_in_order_walks_the_dict_and_sees_what_the_itera
     # so it is new, and below the last): the flush takes the sorted iterator.
     mem.add(seq + 1, KIND_VALUE, b"\x00" * 5, b"late")
     assert type(mem.flush_iterator()) is not InsertionOrderIterator
-    assert _drain(mem.flush_iterator()) == _drain(mem.iterator())
-    assert type(MemTable().flush_iterator()) is InsertionOrderIterator and _drain(MemTable().flush_iterator()) == []
+    assert drain(mem.flush_iterator()) == drain(mem.iterator())
+    assert type(MemTable().flush_iterator()) is InsertionOrderIterator and drain(MemTable().flush_iterator()) == []
 
 
 def test_memtable_knows_whether_a_range_holds_a_key():
@@ -460,7 +451,7 @@ def test_a_memtable_iterator_past_its_end_raises_instead_of_reading_freed_state(
     mem.add(1, KIND_VALUE, b"a", b"v")
     mem.add(2, KIND_VALUE, b"a", b"w")
     it = mem.flush_iterator() if kind == "flush" else mem.iterator()
-    assert len(_drain(it)) == 2 and not it.valid()
+    assert len(drain(it)) == 2 and not it.valid()
     steps = [it.key, it.value, it.next] + ([it.prev] if kind == "sorted" else [])
     for step in steps:
         with pytest.raises(ValueError, match="invalid iterator"):

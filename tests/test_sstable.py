@@ -15,7 +15,7 @@ from lsm.sstable import FOOTER_SIZE, TABLE_MAGIC, Table, TableBuilder
 from lsm.memfs import MemoryAppendFile, MemoryReadFile
 from lsm.views import TableView
 
-from iterator_conformance import check_iterator
+from iterator_conformance import check_iterator, drain
 
 
 def build(items, **opt):
@@ -45,16 +45,6 @@ class CountingReadFile(MemoryReadFile):
 
     def buffer(self):
         return super().buffer() if self.mapped else None
-
-
-def _drain(it):
-    """Every (key, value) of iterator ``it`` from its first entry."""
-    it.seek_to_first()
-    got = []
-    while it.valid():
-        got.append((it.key(), it.value()))
-        it.next()
-    return got
 
 
 def open_table(data, options, cache=None):
@@ -448,42 +438,30 @@ def test_data_blocks_are_read_in_c_from_the_files_buffer():
         if compression:
             assert cache.stats()["misses"] == len(cache)      # each block decompressed once
         cache.erase_prefix(t._owner)
-        assert _drain(t.iterator()) == items   # an iterator's blocks the same way
+        assert drain(t.iterator()) == items   # an iterator's blocks the same way
         assert f.reads == opened
         assert (cache.stats()["misses"] == 2 * len(cache) > 0) == compression
         t.close()
         assert f.buffer() is None
 
 
-def test_a_corrupt_compressed_block_read_in_c_is_reported_as_the_file_path_reports_it():
+@pytest.mark.parametrize("compression, at", [(False, 100), (True, 20)], ids=["raw", "compressed"])
+def test_a_corrupt_block_read_in_c_is_reported_as_the_file_path_reports_it(compression, at):
+    """A flipped byte inside the first data block (in place for a raw block,
+    the zstd frame for a compressed one), read from the buffer in C: the
+    point read and the iterator raise the file path's error, on every read
+    (a bad block is never taken as checked); other blocks read on."""
     items = [(make_internal_key(b"k%04d" % i, i + 1, KIND_VALUE), b"%d" % i * 20) for i in range(200)]
-    data, _, options = build(items, compression=True, block_size=512)
+    data, _, options = build(items, compression=compression, block_size=512)
     bad = bytearray(data)
-    bad[20] ^= 0xFF                      # inside the first block's zstd frame
-    cache = BlockCache(1 << 20)
-    t = Table.open(MemoryReadFile(bytes(bad)), options, cache=cache, name="t.sst")
-    for _ in range(2):                   # a bad block is never taken as checked
-        with pytest.raises(CorruptionError, match="t.sst: block at 0: block: block checksum mismatch"):
-            t.get(b"k0000", MAX_SEQ)
-        it = t.iterator()
-        with pytest.raises(CorruptionError, match="t.sst: block at 0: block: block checksum mismatch"):
-            it.seek_to_first()
-    assert t.get(b"k0199", MAX_SEQ) == (KIND_VALUE, b"199" * 20)   # other blocks read on
-
-
-def test_a_corrupt_raw_block_read_in_c_is_reported_as_the_file_path_reports_it():
-    items = [(make_internal_key(b"k%04d" % i, i + 1, KIND_VALUE), b"%d" % i * 20) for i in range(200)]
-    data, _, options = build(items, compression=False, block_size=512)
-    bad = bytearray(data)
-    bad[100] ^= 0x10                     # inside the first data block
+    bad[at] ^= 0x10
     t = Table.open(MemoryReadFile(bytes(bad)), options, cache=BlockCache(1 << 20), name="t.sst")
-    for _ in range(2):                   # a bad block is never taken as checked
+    for _ in range(2):
         with pytest.raises(CorruptionError, match="t.sst: block at 0: block: block checksum mismatch"):
             t.get(b"k0000", MAX_SEQ)
-        it = t.iterator()
         with pytest.raises(CorruptionError, match="t.sst: block at 0: block: block checksum mismatch"):
-            it.seek_to_first()
-    assert t.get(b"k0199", MAX_SEQ) == (KIND_VALUE, b"199" * 20)   # other blocks read on
+            t.iterator().seek_to_first()
+    assert t.get(b"k0199", MAX_SEQ) == (KIND_VALUE, b"199" * 20)
 
 
 def test_closing_a_mapped_table_read_in_c_releases_the_mapping(tmp_path):
@@ -515,7 +493,7 @@ def test_an_iterator_reads_raw_blocks_of_a_mapped_table_in_place(tmp_path):
         cache = BlockCache(1 << 20)
         t = Table.open(f, options, cache=cache, name=str(path))
         it = t.iterator()
-        assert _drain(it) == items
+        assert drain(it) == items
         it.seek(items[123][0])
         assert (it.key(), it.value()) == items[123]
         assert (len(cache) > 0) == compression, compression
