@@ -12,9 +12,10 @@ durability contract and ``lsm.options.Options`` for every tunable.
 from .batch import WriteBatch
 from .db import DB, Snapshot
 from .errors import ClosedError, CorruptionError, LSMError, ReadOnlyError, StorageError
+from .memtable import PrefixExtractor, fixed_prefix
 from .options import Options
 
 __all__ = [
-    "DB", "Snapshot", "WriteBatch", "Options",
+    "DB", "Snapshot", "WriteBatch", "Options", "PrefixExtractor", "fixed_prefix",
     "LSMError", "CorruptionError", "StorageError", "ClosedError", "ReadOnlyError",
 ]

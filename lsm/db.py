@@ -43,7 +43,7 @@ from .compaction import range_compactions
 from .errors import ClosedError, ReadOnlyError
 from .fs import OSFileSystem
 from .memfs import open_in_memory
-from .memtable import MemTable
+from .memtable import MemTable, PrefixExtractor
 from .options import Options
 from .sstable import Table
 from .views import TableView
@@ -206,7 +206,8 @@ class DB(BackgroundWork):
         self._sync_running = False                  # an fsync of the WAL is under way
         self._mutex = threading.Lock()              # guards imm, bg state, snapshots
         self._cv = threading.Condition(self._mutex)
-        self._mem = MemTable(options.memtable_entry_overhead)
+        self._prefix_extractor = options.prefix_extractor   # set_prefix_extractor changes it
+        self._mem = MemTable(options.memtable_entry_overhead, self._prefix_extractor)
         self._imm = None
         self._imm_log_number = None                 # WAL that holds writes after imm
         self._log = None
@@ -447,7 +448,7 @@ class DB(BackgroundWork):
         with self._mutex:
             self._imm = self._mem
             self._imm_log_number = self._log.number
-            self._mem = MemTable(self.options.memtable_entry_overhead)
+            self._mem = MemTable(self.options.memtable_entry_overhead, self._prefix_extractor)
             self._cv.notify_all()
 
     # ------------------------------------------------------------------- reads
@@ -595,6 +596,20 @@ class DB(BackgroundWork):
         with self._mutex:
             self._auto_compactions = enabled
             self._cv.notify_all()
+
+    def set_prefix_extractor(self, prefix_extractor) -> None:
+        """Use ``prefix_extractor`` (``Options.prefix_extractor``; None: none)
+        from now on: the memtables index their keys by it at once, and the
+        next ones are made with it."""
+        if prefix_extractor is not None and not isinstance(prefix_extractor, PrefixExtractor):
+            raise TypeError("prefix_extractor must be an lsm.PrefixExtractor or None, "
+                            f"got {type(prefix_extractor).__name__}")
+        with self._write_lock:              # no write, no memtable switch meanwhile
+            self._check_open()
+            self._prefix_extractor = prefix_extractor
+            for mem in (self._mem, self._imm):
+                if mem is not None:
+                    mem.use_prefix_extractor(prefix_extractor)
 
     def compact_range(self, start: bytes = None, end: bytes = None) -> None:
         """Flush, then compact every table meeting ``[start, end]`` down to one

@@ -22,9 +22,15 @@ object, so no merge can start before it ends.  Versions added after an
 iterator was created have sequence numbers above its snapshot, so it may or
 may not see them: either is correct.
 
+With a prefix extractor (``Options.prefix_extractor``), a new key is also
+filed under its prefix (a dict from prefix to its key, or to a run of up to
+64 keys, ascending; beyond that the prefix is marked and read as before), so
+a row read within one prefix is a dict lookup, not two bisects of the
+sorted keys (RocksDB's prefix-hashed memtables do the same).
+
 ``MemTable`` is a C class (ext/lsm/_memtable.pyx): the write path and the
 row read reach its fields without attribute lookups.
 """
-from ._memtable import MemTable
+from ._memtable import MemTable, PrefixExtractor, fixed_prefix
 
-__all__ = ["MemTable"]
+__all__ = ["MemTable", "PrefixExtractor", "fixed_prefix"]

@@ -2,6 +2,8 @@
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
+from ._memtable import PrefixExtractor
+
 __all__ = ["Options"]
 
 
@@ -98,6 +100,15 @@ class Options:
     #: The Tablestore layer uses it for TTL and max_versions.  The factory
     #: may return None: no filter for that compaction (no per-entry cost).
     compaction_filter_factory: Optional[Callable[[], Callable[[bytes, bytes], bool]]] = None
+    #: What a key's prefix is (an ``lsm.PrefixExtractor``, e.g.
+    #: ``lsm.fixed_prefix(8)``; RocksDB's ``prefix_extractor``), or None.
+    #: With one, the memtable files each key under its prefix too, and a
+    #: short scan within one prefix (``DB.scan_short``: a range whose two
+    #: bounds have the same prefix) finds its memtable keys by one dict
+    #: lookup instead of searching the sorted keys.  Kept in memory only:
+    #: any extractor, or none, reads the same data.  ``DB.set_prefix_extractor``
+    #: changes it on an open DB.
+    prefix_extractor: object = None
     #: Run flush and compaction in a background thread.  Off only in tests
     #: that want every step to happen inline.
     background: bool = True
@@ -137,5 +148,9 @@ class Options:
             raise ValueError("Options.bloom_bits_per_key and block_cache_bytes must be >= 0")
         if not (self.l0_compaction_trigger <= self.l0_slowdown_trigger <= self.l0_stop_trigger):
             raise ValueError("Options: need l0_compaction_trigger <= l0_slowdown_trigger <= l0_stop_trigger")
+        if self.prefix_extractor is not None and not isinstance(self.prefix_extractor,
+                                                                PrefixExtractor):
+            raise TypeError("Options.prefix_extractor must be an lsm.PrefixExtractor or None, "
+                            f"got {type(self.prefix_extractor).__name__}")
         if self.num_levels < 2:
             raise ValueError("Options.num_levels must be >= 2")

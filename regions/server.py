@@ -63,6 +63,7 @@ class _Hooks:
     def __init__(self):
         self.split_boundary = None
         self.compaction_filter_factory = None
+        self.prefix_extractor = None
 
     def filter_factory(self):
         # None: no filter for this compaction (lsm skips the per-entry call)
@@ -261,6 +262,7 @@ class RegionServer(Router, ServerReports):
             self._block_cache = base.block_cache or BlockCache(base.block_cache_bytes)
         return base.copy(memtable_bytes=self.options.memtable_bytes, sync=self.options.sync,
                          fs=self._fs, compaction_filter_factory=table.hooks.filter_factory,
+                         prefix_extractor=table.hooks.prefix_extractor,
                          block_cache=self._block_cache, **changes)
 
     def _open_store(self, table, region_id, **changes):
@@ -412,23 +414,43 @@ class RegionServer(Router, ServerReports):
         return sorted(self._tables)
 
     def configure_table(self, name: str, split_boundary=_UNCHANGED,
-                        compaction_filter_factory=_UNCHANGED) -> None:
+                        compaction_filter_factory=_UNCHANGED,
+                        prefix_extractor=_UNCHANGED) -> None:
         """Set the table's runtime hooks (not persisted; call after every open).
 
         ``split_boundary(key) -> bytes`` maps a row key to the first key of its
         indivisible group (see regions/adjust.py); ``compaction_filter_factory``
-        is handed to every region store of the table, present and future.  An
-        argument left out keeps the current hook; None removes it.
+        is handed to every region store of the table, present and future, and
+        so is ``prefix_extractor`` (``lsm.Options.prefix_extractor``: what a
+        row's key prefix is, for the memtables' prefix index).  An argument
+        left out keeps the current hook; None removes it.
         """
         for arg, what in ((split_boundary, "split_boundary"),
                           (compaction_filter_factory, "compaction_filter_factory")):
             if arg is not _UNCHANGED and arg is not None and not callable(arg):
                 raise TypeError(f"{what} must be callable or None, got {type(arg).__name__}")
-        hooks = self._table(name).hooks
+        if (prefix_extractor is not _UNCHANGED and prefix_extractor is not None
+                and not isinstance(prefix_extractor, lsm.PrefixExtractor)):
+            raise TypeError("prefix_extractor must be an lsm.PrefixExtractor or None, "
+                            f"got {type(prefix_extractor).__name__}")
+        t = self._table(name)
+        hooks = t.hooks
         if split_boundary is not _UNCHANGED:
             hooks.split_boundary = split_boundary
         if compaction_filter_factory is not _UNCHANGED:
             hooks.compaction_filter_factory = compaction_filter_factory
+        if prefix_extractor is not _UNCHANGED:
+            # Under the split lock, no daughter store is being made: each
+            # store either is in the layout now or will read the hook.
+            with t.split_lock:
+                hooks.prefix_extractor = prefix_extractor
+                for r in t.layout[1]:
+                    set_pe = getattr(r.db, "set_prefix_extractor", None)
+                    if set_pe is not None:
+                        try:
+                            set_pe(prefix_extractor)
+                        except lsm.ClosedError:     # closing with the server: no reads left
+                            pass
 
     # -- data -------------------------------------------------------------
     def _enter(self, table, key, write):

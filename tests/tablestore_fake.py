@@ -40,9 +40,11 @@ class FakeServer:
         bounds = [b""] + self.tables[name]["splits"] + [b""]
         return [RegionInfo(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
 
-    def configure_table(self, name, split_boundary=None, compaction_filter_factory=None):
+    def configure_table(self, name, split_boundary=None, compaction_filter_factory=None,
+                        prefix_extractor=None):
         self.tables[name]["config"] = {"split_boundary": split_boundary,
-                                       "compaction_filter_factory": compaction_filter_factory}
+                                       "compaction_filter_factory": compaction_filter_factory,
+                                       "prefix_extractor": prefix_extractor}
 
     def put(self, table, key, value):
         self.tables[table]["data"][bytes(key)] = bytes(value)

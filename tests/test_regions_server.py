@@ -447,6 +447,31 @@ def test_configure_table_keeps_hooks_not_mentioned(server):
     assert len(c.end_key) > 3
 
 
+def test_a_tables_prefix_extractor_reaches_its_stores_present_and_future(server):
+    """configure_table hands prefix_extractor to every region store of the
+    table, the open ones at once (keys written before included) and the
+    daughters of later splits; None removes it; a wrong type is refused."""
+    server.create_table("t")
+    for i in range(300):
+        server.put("t", b"ab%d-%04d" % (i % 3, i), b"x" * 30)
+    pe = lsm.fixed_prefix(3)
+    with pytest.raises(TypeError, match="prefix_extractor must be an lsm.PrefixExtractor"):
+        server.configure_table("t", prefix_extractor=3)
+    server.configure_table("t", prefix_extractor=pe)
+
+    def extractors():
+        return [server._tables["t"].layout[1][i].db._mem.prefix_extractor
+                for i in range(len(server.regions("t")))]
+    assert extractors() == [pe]
+    want = [(k, v) for k, v in server.scan("t", b"ab1", b"ab2")]
+    assert len(want) == 100 and server.read_range("t", b"ab1", b"ab2") == want
+    server.split_region("t", server.regions("t")[0].region_id)
+    assert extractors() == [pe, pe]
+    server.configure_table("t", prefix_extractor=None)
+    assert extractors() == [None, None]
+    assert server.read_range("t", b"ab1", b"ab2") == want
+
+
 def test_region_server_is_importable_from_the_package():
     from regions import RegionServer
     from regions.server import RegionServer as direct

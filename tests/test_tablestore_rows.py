@@ -87,6 +87,37 @@ def test_update_delete_one_version_and_delete_all(client):
     assert attrs(client.get_row("t", pk(1))[1]) == [("b", 5)]
 
 
+def test_a_tables_memtables_file_its_rows_by_row_key_at_create_and_after_reopen(tmp_path):
+    """Every region store of a table indexes its memtable by row key
+    (_rowcodec.ROW_KEY_PREFIX), so a row read, head and deltas, is one
+    lookup there; the reads answer as before, after a reopen too."""
+    from regions.tablestore import _rowcodec
+
+    def extractors(c):
+        return {r.db._mem.prefix_extractor for r in c._server._tables["t"].layout[1]}
+    c = open_client(tmp_path)
+    try:
+        c.create_table(TableMeta("t", [("PK1", "INTEGER"), ("PK2", "STRING")]))
+        assert extractors(c) == {_rowcodec.ROW_KEY_PREFIX}
+        for i in range(30):
+            c.put_row("t", Row(pk(i, "a\x00b"), [("a", i), ("b", "x")]))
+        for i in range(0, 30, 3):
+            c.update_row("t", Row(pk(i, "a\x00b"), {"put": [("c", i)], "delete_all": ["b"]}), None)
+        assert attrs(c.get_row("t", pk(3, "a\x00b"))[1]) == [("a", 3), ("c", 3)]
+        assert attrs(c.get_row("t", pk(4, "a\x00b"))[1]) == [("a", 4), ("b", "x")]
+        assert c.get_row("t", pk(4, "a"))[1] is None
+        assert c._server._tables["t"].layout[1][0].db._mem._pending   # no row read sorted them
+    finally:
+        c.close()
+    c = open_client(tmp_path)
+    try:
+        assert extractors(c) == {_rowcodec.ROW_KEY_PREFIX}
+        c.update_row("t", Row(pk(4, "a\x00b"), {"put": [("c", 40)]}), None)
+        assert attrs(c.get_row("t", pk(4, "a\x00b"))[1]) == [("a", 4), ("b", "x"), ("c", 40)]
+    finally:
+        c.close()
+
+
 def test_update_of_only_deletes_on_a_missing_row_creates_nothing(client):
     client.update_row("t", Row(pk(7), {"delete_all": ["a"]}), None)
     assert client.get_row("t", pk(7))[1] is None

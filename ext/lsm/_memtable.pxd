@@ -1,5 +1,6 @@
 # The memtable's point read (_memtable.pyx), for lsm._read, and its writes, for lsm._record.
 from libc.stdint cimport uint64_t
+from cpython.ref cimport PyObject
 
 cimport cython
 
@@ -13,12 +14,31 @@ cdef class Version:
     cdef readonly Version prev
 
 
+ctypedef Py_ssize_t (*prefix_fn)(const unsigned char* key, Py_ssize_t n,
+                                 Py_ssize_t arg) noexcept nogil
+
+
+ctypedef struct Slot:
+    uint64_t hash              # of the prefix
+    Py_ssize_t plen            # its length
+    PyObject* obj              # NULL: empty; the prefix's one key (bytes), or its KeyRun
+
+
+cdef class PrefixExtractor:
+    cdef prefix_fn fn          # the length of key[:n]'s prefix, or -1: none
+    cdef Py_ssize_t arg        # handed to fn (fixed_prefix: the length)
+    cdef readonly str name
+
+
 cdef class MemTable:
     cdef public dict versions
     cdef public object _sorted, lock
     cdef public list _pending
     cdef readonly bint _merging
     cdef public Py_ssize_t approximate_bytes, entries, overhead
+    cdef readonly PrefixExtractor prefix_extractor   # of the prefix index, or None
+    cdef Slot* _slots          # the prefix table (_memtable.pyx: _index_key, _bucket_walk)
+    cdef Py_ssize_t _nslots, _nused
     cdef bint _has_keys_in(self, lo, hi) except -1
 
 

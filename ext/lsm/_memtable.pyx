@@ -25,9 +25,11 @@ cimport cython
 from cpython.ref cimport Py_REFCNT
 from libc.stdint cimport uint64_t
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Next
-from cpython.ref cimport PyObject
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem, PyDict_Next
+from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
+from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.string cimport memcmp, memmove
 
 from lsm._keys cimport cmp_user, ikey_of, lower_bound as _lower_bound, pack_tag, tag_of, user_of
 
@@ -102,6 +104,246 @@ cdef list _oldest_first(Version v):
     return out
 
 
+# -- the prefix index (RocksDB's prefix extractor and hashed memtable) --------
+cdef class PrefixExtractor:
+    """What a key's prefix is, for the memtable's prefix index
+    (``Options.prefix_extractor``; RocksDB's ``SliceTransform``).
+
+    A C function gives the length of a key's prefix, or -1 when the key has
+    none.  The contract, which makes a prefix's keys one run in key order:
+    for keys ``a <= k <= b``, ``len(a) == n == len(b)`` of their prefixes
+    and ``a[:n] == b[:n]`` imply that ``k``'s prefix is ``a[:n]`` too.
+    ``fixed_prefix(n)`` is one (any key of at least ``n`` bytes); other
+    modules make theirs in C (regions.tablestore: a row key's, _rowcodec).
+    ``prefix_len(key)`` calls the function (tests check it against twins)."""
+
+    def __init__(self):
+        raise TypeError("PrefixExtractor is made by fixed_prefix() or in C")
+
+    def prefix_len(self, key):
+        """The length of ``key``'s prefix, or -1: it has none."""
+        if type(key) is not bytes:
+            raise TypeError(f"key must be bytes, got {type(key).__name__}")
+        return self.fn(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), self.arg)
+
+    def __repr__(self):
+        return f"<PrefixExtractor {self.name}>"
+
+
+cdef Py_ssize_t _fixed_len(const unsigned char* key, Py_ssize_t n, Py_ssize_t arg) noexcept nogil:
+    return arg if n >= arg else -1
+
+
+def fixed_prefix(Py_ssize_t length):
+    """The extractor whose prefix is a key's first ``length`` bytes (keys
+    shorter have none; RocksDB's ``NewFixedPrefixTransform``)."""
+    cdef PrefixExtractor pe
+    if length < 1:
+        raise ValueError(f"a fixed prefix's length must be >= 1, got {length}")
+    pe = PrefixExtractor.__new__(PrefixExtractor)
+    pe.fn, pe.arg, pe.name = _fixed_len, length, f"fixed:{length}"
+    return pe
+
+
+cdef enum:
+    BUCKET_CAP = 64     # keys a prefix's bucket lists; more: read by the sorted list
+    FIRST_SLOTS = 64    # the prefix table's first size (a power of two)
+
+
+@cython.final
+@cython.no_gc
+cdef class KeyRun:
+    """The keys of one prefix: a C array of bytes (no GC object, as a
+    Version is not), ascending up to ``nsorted``, the rest appended since.
+    ``full``: more than BUCKET_CAP keys came; the run keeps its first keys
+    (the prefix is read through the sorted list)."""
+    cdef PyObject** keys
+    cdef Py_ssize_t n, nsorted, cap
+    cdef bint full
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self.keys != NULL:
+            for i in range(self.n):
+                Py_DECREF(<object>self.keys[i])
+            free(self.keys)
+
+
+cdef inline int _cmp_bytes(bytes a, bytes b) noexcept:
+    return cmp_user(<const unsigned char*>PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a),
+                    <const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+
+cdef inline uint64_t _hash(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """FNV-1a of p[:n], its bits mixed (murmur3's finalizer)."""
+    cdef uint64_t h = 0xcbf29ce484222325ULL
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ p[i]) * 0x100000001b3ULL
+    h ^= h >> 33
+    h *= 0xff51afd7ed558ccdULL
+    h ^= h >> 33
+    return h
+
+
+cdef Slot* _find(Slot* slots, Py_ssize_t nslots, uint64_t h, Py_ssize_t plen) noexcept:
+    """The slot of the prefixes of hash ``h`` and length ``plen``, or the
+    empty slot where it would go (open addressing, linear probing; never
+    full: see _grow).  A slot is found by the hash and length alone, without
+    reading a key (a cache miss): prefixes whose 64-bit hashes collide share
+    a slot, and its readers keep only the keys in their range."""
+    cdef size_t mask = <size_t>nslots - 1, i = <size_t>h & mask
+    while slots[i].obj != NULL and (slots[i].hash != h or slots[i].plen != plen):
+        i = (i + 1) & mask
+    return &slots[i]
+
+
+cdef int _grow(MemTable mem) except -1:
+    """Double the prefix table (or make it), keeping it at most half full."""
+    cdef Py_ssize_t n = mem._nslots * 2 if mem._nslots else FIRST_SLOTS, i
+    cdef Slot* slots = <Slot*>calloc(n, sizeof(Slot))
+    cdef Slot* dst
+    cdef size_t mask = <size_t>n - 1, j
+    if slots == NULL:
+        raise MemoryError()
+    for i in range(mem._nslots):
+        if mem._slots[i].obj != NULL:
+            j = <size_t>mem._slots[i].hash & mask
+            while slots[j].obj != NULL:
+                j = (j + 1) & mask
+            slots[j] = mem._slots[i]
+    free(mem._slots)
+    mem._slots, mem._nslots = slots, n
+    return 0
+
+
+cdef int _index_key(MemTable mem, PrefixExtractor pe, bytes key) except -1:
+    """File the new ``key`` under its prefix in the memtable's prefix table.
+    Runs no Python code and allocates no GC-tracked object (see
+    ``visible_range``)."""
+    cdef const unsigned char* kp = <const unsigned char*>PyBytes_AS_STRING(key)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(key), p
+    cdef uint64_t h
+    cdef Slot* slot
+    cdef KeyRun run
+    cdef PyObject** grown
+    p = pe.fn(kp, n, pe.arg)
+    if p < 0 or p > n:
+        return 0
+    if (mem._nused + 1) * 2 > mem._nslots:
+        _grow(mem)
+    h = _hash(kp, p)
+    slot = _find(mem._slots, mem._nslots, h, p)
+    if slot.obj == NULL:
+        Py_INCREF(key)
+        slot.hash, slot.plen, slot.obj = h, p, <PyObject*>key
+        mem._nused += 1
+        return 0
+    if type(<object>slot.obj) is bytes:
+        run = KeyRun.__new__(KeyRun)
+        run.keys = <PyObject**>malloc(4 * sizeof(PyObject*))
+        if run.keys == NULL:
+            raise MemoryError()
+        run.cap = 4
+        run.keys[0], run.keys[1] = slot.obj, <PyObject*>key
+        run.n, run.nsorted = 2, 1
+        Py_INCREF(key)                  # the slot's reference to its key moves to the run
+        Py_INCREF(run)
+        slot.obj = <PyObject*>run
+        return 0
+    run = <KeyRun>slot.obj
+    if run.full:
+        return 0
+    if run.n == BUCKET_CAP:
+        run.full = True
+        return 0
+    if run.n == run.cap:
+        grown = <PyObject**>realloc(run.keys, 2 * run.cap * sizeof(PyObject*))
+        if grown == NULL:
+            raise MemoryError()
+        run.keys, run.cap = grown, 2 * run.cap
+    # Appended: the next reader of the prefix sorts the run (_sorted_run), so a
+    # write compares no keys (each compare is a cache miss on another key).
+    Py_INCREF(key)
+    run.keys[run.n] = <PyObject*>key
+    run.n += 1
+    return 0
+
+
+cdef void _sorted_run(KeyRun run) noexcept:
+    """Sort the keys appended since the run was last sorted into place
+    (insertion: a reader sorts the few a write or two added)."""
+    cdef Py_ssize_t i, j
+    cdef PyObject* k
+    for i in range(run.nsorted, run.n):
+        k = run.keys[i]
+        j = i
+        while j > 0 and _cmp_bytes(<bytes>run.keys[j - 1], <bytes>k) > 0:
+            run.keys[j] = run.keys[j - 1]
+            j -= 1
+        run.keys[j] = k
+    run.nsorted = run.n
+
+
+cdef void _free_slots(Slot* slots, Py_ssize_t nslots) noexcept:
+    cdef Py_ssize_t i
+    for i in range(nslots):
+        if slots[i].obj != NULL:
+            Py_DECREF(<object>slots[i].obj)
+    free(slots)
+
+
+cdef int _bucket_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits,
+                      Py_ssize_t cap) except -3:
+    """``_visible_walk`` through the prefix table: -2 when it cannot answer
+    (no table, ``[lo, hi)`` not within one prefix, or its run is full),
+    else as ``_visible_walk``."""
+    cdef PrefixExtractor pe = mem.prefix_extractor
+    cdef const unsigned char* lp = <const unsigned char*>PyBytes_AS_STRING(lo)
+    cdef const unsigned char* hp = <const unsigned char*>PyBytes_AS_STRING(hi)
+    cdef Py_ssize_t ln = PyBytes_GET_SIZE(lo), hn = PyBytes_GET_SIZE(hi), p, i, n, found = 0
+    cdef Slot* slot
+    cdef PyObject** keys
+    cdef PyObject* one
+    cdef Version v
+    if pe is None:
+        return -2
+    p = pe.fn(lp, ln, pe.arg)
+    # Every key of [lo, hi) has the prefix lo[:p] when lo and hi both have it
+    # (PrefixExtractor's contract).
+    if p < 0 or p > ln or p > hn or pe.fn(hp, hn, pe.arg) != p or memcmp(lp, hp, p) != 0:
+        return -2
+    if mem._nslots == 0:
+        return 0
+    slot = _find(mem._slots, mem._nslots, _hash(lp, p), p)
+    if slot.obj == NULL:
+        return 0
+    if type(<object>slot.obj) is bytes:
+        one = slot.obj
+        keys = &one
+        n = 1
+    elif (<KeyRun>slot.obj).full:
+        return -2
+    else:
+        if (<KeyRun>slot.obj).nsorted < (<KeyRun>slot.obj).n:
+            _sorted_run(<KeyRun>slot.obj)
+        keys, n = (<KeyRun>slot.obj).keys, (<KeyRun>slot.obj).n
+    for i in range(n):
+        k = <bytes>keys[i]
+        if cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), lp, ln) < 0:
+            continue
+        if cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), hp, hn) >= 0:
+            break
+        if found == cap:
+            return -1
+        found += 1
+        v = get_version(mem.versions, k, seq)
+        if v is not None:
+            hits.append(k)
+            hits.append(v)
+    return 0
+
+
 cpdef bint add_version(dict versions, bytes key, uint64_t seq, int kind, bytes value):
     """Record one version of ``key``; True when the key is new."""
     cdef object vs = versions.get(key)
@@ -118,6 +360,8 @@ cpdef add_entry(MemTable mem, uint64_t seq, int kind, bytes key, bytes value):
     bytes).  Caller holds the DB's write lock."""
     if add_version(mem.versions, key, seq, kind, value):
         mem._pending.append(key)     # list.append is atomic under the GIL
+        if mem.prefix_extractor is not None:
+            _index_key(mem, mem.prefix_extractor, key)
     mem.approximate_bytes += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value) + mem.overhead
     mem.entries += 1
 
@@ -138,6 +382,8 @@ cpdef add_entries(MemTable mem, uint64_t seq, list ops):
         value = <bytes?>op[2]
         if add_version(versions, key, seq + i, <int>op[0], value):
             pending.append(key)
+            if mem.prefix_extractor is not None:
+                _index_key(mem, mem.prefix_extractor, key)
         total += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value) + overhead
     mem.approximate_bytes += total
     mem.entries += len(ops)
@@ -165,17 +411,21 @@ cpdef int visible_range(MemTable mem, bytes lo, bytes hi, uint64_t seq, list out
     cdef int rc
     cdef Py_ssize_t i
     cdef Version v
-    if mem._pending or mem._merging:
-        with mem.lock:
-            if mem._pending:
-                mem._merge_pending()
+    # The prefix index answers without the sorted list when [lo, hi) lies
+    # within one prefix: one dict lookup instead of two bisects.  Either walk
+    # runs no Python code and allocates no GC-tracked object (so no
+    # collection, no finalizer): under the GIL no other thread runs (no
+    # write, and no merge can start) before it ends.
+    rc = _bucket_walk(mem, lo, hi, seq, hits, cap)
+    if rc == -2:
+        if mem._pending or mem._merging:
+            with mem.lock:
+                if mem._pending:
+                    mem._merge_pending()
+                rc = _visible_walk(mem, lo, hi, seq, hits, cap)
+        else:
+            # Nothing to merge and no merge running (``_merging``).
             rc = _visible_walk(mem, lo, hi, seq, hits, cap)
-    else:
-        # Nothing to merge and no merge running (``_merging``).
-        # The walk runs no Python code and allocates no GC-tracked object (so
-        # no collection, no finalizer): under the GIL no other thread runs,
-        # and no merge can start, before it ends.
-        rc = _visible_walk(mem, lo, hi, seq, hits, cap)
     for i in range(0, len(hits), 2):
         v = <Version>hits[i + 1]
         out.append((hits[i], pack_tag(v.seq, v.kind), v.value))
@@ -538,7 +788,8 @@ cdef class MemTable:
     number of writes (``entries``).  C fields: the write path and the row
     read reach them without attribute lookups."""
 
-    def __init__(self, Py_ssize_t entry_overhead=64):
+    def __init__(self, Py_ssize_t entry_overhead=64, PrefixExtractor prefix_extractor=None):
+        self.prefix_extractor = prefix_extractor
         self.versions = {}
         self._sorted = SortedList()
         self._pending = []
@@ -556,6 +807,29 @@ cdef class MemTable:
         """``add`` each (kind, key, value) of ``ops`` at ``seq``, ``seq + 1``, ...
         in one C call (``add_entries``).  Caller holds the DB's write lock."""
         add_entries(self, seq, ops if type(ops) is list else list(ops))
+
+    def use_prefix_extractor(self, PrefixExtractor prefix_extractor):
+        """Index the keys by ``prefix_extractor``'s prefixes from now on (None:
+        no index): the keys already here are filed first, in a new table,
+        taken into use in one step.  Caller holds the DB's write lock."""
+        cdef Slot* old = self._slots
+        cdef Py_ssize_t n = self._nslots, pos = 0
+        cdef PyObject* k
+        cdef PyObject* v
+        # Filed into an empty table first: no reader walks it meanwhile (no
+        # Python code runs until the swap below).
+        self.prefix_extractor = None
+        self._slots, self._nslots, self._nused = NULL, 0, 0
+        try:
+            if prefix_extractor is not None:
+                while PyDict_Next(self.versions, &pos, &k, &v):
+                    _index_key(self, prefix_extractor, <bytes>k)
+                self.prefix_extractor = prefix_extractor
+        finally:
+            _free_slots(old, n)
+
+    def __dealloc__(self):
+        _free_slots(self._slots, self._nslots)
 
     def get(self, bytes key, uint64_t seq):
         """``(kind, value)`` of the newest version with sequence <= seq, or None."""

@@ -179,7 +179,8 @@ class OTSClient:
 
         self._server.configure_table(
             name, split_boundary=boundary,
-            compaction_filter_factory=cells.compaction_filter_factory(options))
+            compaction_filter_factory=cells.compaction_filter_factory(options),
+            prefix_extractor=_rowcodec.ROW_KEY_PREFIX)
 
     def _schema(self, table_name):
         if not isinstance(table_name, (str, bytes)):

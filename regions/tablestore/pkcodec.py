@@ -30,7 +30,7 @@ import struct
 
 from .metadata import INF_MAX, INF_MIN
 
-__all__ = ["encode_pk", "decode_pk", "encode_value", "partition_prefix_len",
+__all__ = ["encode_pk", "decode_pk", "encode_value", "partition_prefix_len", "row_key_len",
            "decode_partition_value", "INTEGER", "STRING", "BINARY"]
 
 INTEGER, STRING, BINARY = "INTEGER", "STRING", "BINARY"
@@ -106,6 +106,33 @@ def partition_prefix_len(key):
     if tag == TAG_STRING or tag == TAG_BINARY:
         return key.index(_TERM, 1) + 2
     return 1
+
+
+def row_key_len(key):
+    """The length of the row key that ``key`` (a stored entry's key: a row
+    key and its entry's suffix, cells.py) starts with, or -1 when it starts
+    with none.  The row key is the run of column records at the start; the
+    run ends at the first byte below 0x10 (a row's suffix starts with one,
+    and no tag of a stored key is below 0x10) or at the key's end, and a
+    record that is not whole, or an unknown tag, gives -1.  So keys with the
+    same row key form one run in key order, as a memtable's prefix index
+    needs (``lsm.PrefixExtractor``; ``_rowcodec.ROW_KEY_PREFIX`` is its C
+    twin)."""
+    pos, n = 0, len(key)
+    while pos < n and key[pos] >= 0x10:
+        tag = key[pos]
+        if tag == TAG_INTEGER:
+            if pos + 9 > n:
+                return -1
+            pos += 9
+        elif tag == TAG_STRING or tag == TAG_BINARY:
+            end = key.find(_TERM, pos + 1)
+            if end < 0:
+                return -1
+            pos = end + 2
+        else:
+            return -1
+    return pos if pos > 0 else -1
 
 
 def decode_partition_value(key):

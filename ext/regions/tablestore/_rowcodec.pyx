@@ -11,6 +11,7 @@ random inputs, tests/test_tablestore_rows_c.py):
     delta_key, put_delta        cells.delta_key, cells.encode_put_delta
     pk_size, cells_size         capacity.pk_size over zip(names, values), capacity.cells_size
     head_cells, row_cells       head_cells, row_cells of tests/rows_reference.py
+    ROW_KEY_PREFIX              pkcodec.row_key_len, as an lsm.PrefixExtractor
 
 The formats are documented where they are owned (pkcodec.py: row keys,
 cells.py: head values and deltas); nothing here defines a format.  Keys and
@@ -28,6 +29,7 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memchr, memcmp, memcpy
 from regions.tablestore._layout cimport *
+from lsm._memtable cimport PrefixExtractor
 
 from operator import itemgetter
 
@@ -605,3 +607,40 @@ def delta_key(bytes row_key not None, str name not None, uint64_t gen):
 def put_delta(int64_t ts, value):
     """The C twin of cells.encode_put_delta (for the tests)."""
     return _put_delta(ts, value)
+
+
+# -- the row key as a memtable's key prefix -----------------------------------
+cdef Py_ssize_t _row_key_len(const unsigned char* key, Py_ssize_t n,
+                             Py_ssize_t arg) noexcept nogil:
+    """pkcodec.row_key_len (its doc says why the prefix is sound)."""
+    cdef Py_ssize_t pos = 0
+    cdef const unsigned char* end
+    while pos < n and key[pos] >= 0x10:
+        if key[pos] == TAG_INTEGER:
+            if pos + 9 > n:
+                return -1
+            pos += 9
+        elif key[pos] == TAG_STRING or key[pos] == TAG_BINARY:
+            pos += 1
+            while True:
+                end = <const unsigned char*>memchr(key + pos, 0, n - pos)
+                if end == NULL or end + 1 >= key + n:
+                    return -1
+                if end[1] == PK_END:
+                    pos = end - key + 2
+                    break
+                pos = end - key + 1
+        else:
+            return -1
+    return pos if pos > 0 else -1
+
+
+cdef PrefixExtractor _row_prefix():
+    cdef PrefixExtractor pe = PrefixExtractor.__new__(PrefixExtractor)
+    pe.fn, pe.arg, pe.name = _row_key_len, 0, "tablestore.row_key"
+    return pe
+
+
+#: The row key of a stored entry's key, as an lsm.PrefixExtractor: a row's
+#: entries share one memtable bucket, and a row read is a dict lookup there.
+ROW_KEY_PREFIX = _row_prefix()

@@ -1,0 +1,148 @@
+"""The memtable's prefix index (``Options.prefix_extractor``): a short scan
+within one prefix answers as the sorted keys do, at every sequence, with
+the index made at once, switched on an open DB, or dropped."""
+import random
+import threading
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import lsm
+from lsm._memtable import MemTable, visible_range
+from conftest import run_writers_then_readers, tiny_options
+
+KEYS = st.binary(min_size=1, max_size=5).map(lambda b: bytes(c % 3 + 97 for c in b))
+
+
+def _same(a, b, lo, hi, seq, cap):
+    got_a, got_b = [], []
+    rc_a = visible_range(a, lo, hi, seq, got_a, cap)
+    rc_b = visible_range(b, lo, hi, seq, got_b, cap)
+    assert (rc_a, got_a) == (rc_b, got_b), (lo, hi, seq, cap)
+
+
+@settings(max_examples=200, deadline=None)
+@given(length=st.integers(1, 3), writes=st.lists(st.tuples(KEYS, st.sampled_from([0, 1, 1])),
+                                                   min_size=1, max_size=120),
+       reads=st.lists(st.tuples(KEYS, st.binary(min_size=0, max_size=2), st.integers(0, 130),
+                                st.sampled_from([1, 2, 64])), max_size=30),
+       switch=st.integers(0, 130), to=st.sampled_from([None, 1, 2, 3]))
+def test_short_scans_through_the_index_match_the_sorted_keys(length, writes, reads, switch, to):
+    """Ranges within one prefix (lo and lo + a byte) and across prefixes, at
+    every sequence and cap, with the extractor switched midway."""
+    indexed, plain = MemTable(64, lsm.fixed_prefix(length)), MemTable(64)
+    for seq, (key, kind) in enumerate(writes, 1):
+        if seq == switch:
+            indexed.use_prefix_extractor(None if to is None else lsm.fixed_prefix(to))
+        for m in (indexed, plain):
+            m.add(seq, kind, key, b"v%d" % seq)
+    for lo, tail, seq, cap in reads:
+        hi = lo + tail if tail else lo + b"d"
+        if lo < hi:
+            _same(indexed, plain, lo, hi, seq, cap)
+
+
+def test_a_read_within_one_prefix_does_not_sort_the_new_keys():
+    """The index answers without the sorted keys: new keys stay pending
+    (the sorted-list walk merges them first), and a read across prefixes
+    still merges them."""
+    indexed, plain = MemTable(64, lsm.fixed_prefix(2)), MemTable(64)
+    for seq, key in enumerate([b"ab2", b"ab", b"ac", b"ab1", b"aa9"], 1):
+        indexed.add(seq, 1, key, key)
+        plain.add(seq, 1, key, key)
+    _same(indexed, plain, b"ab", b"ab\xff", 10, 64)
+    assert indexed._pending and not plain._pending
+    got = []
+    visible_range(indexed, b"ab", b"ac", 10, got, 64)      # two prefixes: the sorted list
+    assert [k for k, _, _ in got] == [b"ab", b"ab1", b"ab2"] and not indexed._pending
+
+
+def test_a_prefix_with_more_keys_than_a_run_holds_is_read_through_the_sorted_keys():
+    indexed, plain = MemTable(64, lsm.fixed_prefix(1)), MemTable(64)
+    keys = [b"a%03d" % i for i in range(200)]
+    random.Random(7).shuffle(keys)
+    for seq, key in enumerate(keys, 1):
+        for m in (indexed, plain):
+            m.add(seq, 1, key, key)
+        if seq in (1, 2, 63, 64, 65, 66, 200):
+            _same(indexed, plain, b"a", b"b", seq, 1000)
+            _same(indexed, plain, b"a05", b"a06", seq, 1000)
+    _same(indexed, plain, b"a", b"b", 200, 64)               # more than the cap: -1 both
+
+
+def test_extractors_say_what_is_wrong():
+    with pytest.raises(ValueError, match="length must be >= 1"):
+        lsm.fixed_prefix(0)
+    with pytest.raises(TypeError, match="made by fixed_prefix"):
+        lsm.PrefixExtractor()
+    pe = lsm.fixed_prefix(3)
+    assert (pe.prefix_len(b"ab"), pe.prefix_len(b"abc"), pe.prefix_len(b"abcdef")) == (-1, 3, 3)
+    with pytest.raises(TypeError, match="key must be bytes"):
+        pe.prefix_len("abc")
+    with pytest.raises(TypeError, match="prefix_extractor must be an lsm.PrefixExtractor"):
+        lsm.Options(prefix_extractor=len).validate()
+
+
+def test_a_db_reads_the_same_with_its_extractor_set_dropped_or_switched(dbpath):
+    """Across the memtable, the one being flushed and the tables, and
+    through set_prefix_extractor on an open DB holding keys already."""
+    rnd = random.Random(3)
+    db = lsm.DB.open(dbpath, tiny_options(memtable_bytes=1 << 16))
+    ref = {}
+    try:
+        with pytest.raises(TypeError, match="prefix_extractor must be"):
+            db.set_prefix_extractor("ab")
+        for step in range(6):
+            for _ in range(300):
+                key = b"%c%c%d" % (rnd.choice(b"abc"), rnd.choice(b"xyz"), rnd.randrange(30))
+                if rnd.random() < 0.2:
+                    db.delete(key)
+                    ref.pop(key, None)
+                else:
+                    db.put(key, b"%d" % step)
+                    ref[key] = b"%d" % step
+            db.set_prefix_extractor([lsm.fixed_prefix(2), None, lsm.fixed_prefix(1)][step % 3])
+            if step == 3:
+                db.flush()
+            for p in (b"ax", b"by", b"cz", b"a", b"c"):
+                want = sorted((k, v) for k, v in ref.items() if k.startswith(p))
+                assert db.scan_short(p, p + b"\xff") == want
+                assert db.scan_short_many([(p, p + b"\xff")]) == [want]
+    finally:
+        db.close()
+    with pytest.raises(lsm.ClosedError):
+        db.set_prefix_extractor(None)
+
+
+def test_readers_through_the_index_see_exact_rows_while_a_writer_adds_keys(dbpath):
+    """Readers read ranges of one prefix at the sequence they start at (a
+    snapshot) while a writer adds keys to the same prefixes and the
+    memtable is flushed; each answer equals the one read again at the end."""
+    db = lsm.DB.open(dbpath, tiny_options(memtable_bytes=1 << 15, background=True,
+                                          prefix_extractor=lsm.fixed_prefix(2)))
+    done, seen, errors = threading.Event(), [], []
+
+    def write():
+        rnd = random.Random(1)
+        for i in range(6000):
+            db.put(b"%c%c%04d" % (rnd.choice(b"ab"), rnd.choice(b"xy"), rnd.randrange(400)),
+                   b"%d" % i)
+
+    def read(seed):
+        rnd = random.Random(seed)
+        try:
+            while not done.is_set():
+                p = b"%c%c" % (rnd.choice(b"ab"), rnd.choice(b"xy"))
+                snap = db.snapshot()
+                seen.append((p, snap, db.scan_short(p, p + b"\xff", 1000, snap)))
+        except Exception as e:      # surfaced below
+            errors.append(e)
+
+    try:
+        run_writers_then_readers([threading.Thread(target=write)],
+                                 [threading.Thread(target=read, args=(s,)) for s in (2, 3)], done)
+        assert not errors and len(seen) > 10
+        for p, snap, got in seen:
+            assert got == db.scan_chunk(p, p + b"\xff", 1000, snapshot=snap)
+    finally:
+        db.close()
