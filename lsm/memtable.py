@@ -23,10 +23,10 @@ iterator was created have sequence numbers above its snapshot, so it may or
 may not see them: either is correct.
 
 With a prefix extractor (``Options.prefix_extractor``), a new key is also
-filed under its prefix (a dict from prefix to its key, or to a run of up to
-64 keys, ascending; beyond that the prefix is marked and read as before), so
-a row read within one prefix is a dict lookup, not two bisects of the
-sorted keys (RocksDB's prefix-hashed memtables do the same).
+filed under its prefix in a C hash table (a slot keeps a prefix's first key
+and is marked when a second comes), so a short scan within a prefix of one
+key reads that key without the sorted keys, and so without merging the
+pending ones (RocksDB's prefix-hashed memtables answer a prefix so).
 
 ``MemTable`` is a C class (ext/lsm/_memtable.pyx): the write path and the
 row read reach its fields without attribute lookups.

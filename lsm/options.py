@@ -103,8 +103,8 @@ class Options:
     #: What a key's prefix is (an ``lsm.PrefixExtractor``, e.g.
     #: ``lsm.fixed_prefix(8)``; RocksDB's ``prefix_extractor``), or None.
     #: With one, the memtable files each key under its prefix too, and a
-    #: short scan within one prefix (``DB.scan_short``: a range whose two
-    #: bounds have the same prefix) finds its memtable keys by one dict
+    #: short scan within a prefix that one key has (``DB.scan_short``: a
+    #: range whose two bounds have the same prefix) finds it by one hash
     #: lookup instead of searching the sorted keys.  Kept in memory only:
     #: any extractor, or none, reads the same data.  ``DB.set_prefix_extractor``
     #: changes it on an open DB.

@@ -42,32 +42,26 @@ def test_short_scans_through_the_index_match_the_sorted_keys(length, writes, rea
             _same(indexed, plain, lo, hi, seq, cap)
 
 
-def test_a_read_within_one_prefix_does_not_sort_the_new_keys():
-    """The index answers without the sorted keys: new keys stay pending
-    (the sorted-list walk merges them first), and a read across prefixes
-    still merges them."""
+def test_a_prefix_of_one_key_is_read_from_its_slot_and_others_by_the_sorted_keys():
+    """The index answers for a prefix of one key without the sorted keys:
+    new keys stay pending (the sorted-list walk merges them first), as they
+    do for a prefix no key has; a prefix of several keys, or a read across
+    prefixes, is read by the sorted keys."""
     indexed, plain = MemTable(64, lsm.fixed_prefix(2)), MemTable(64)
-    for seq, key in enumerate([b"ab2", b"ab", b"ac", b"ab1", b"aa9"], 1):
+    for seq, key in enumerate([b"ab2", b"ba", b"ac", b"ab1", b"aa9", b"ab"], 1):
         indexed.add(seq, 1, key, key)
         plain.add(seq, 1, key, key)
-    _same(indexed, plain, b"ab", b"ab\xff", 10, 64)
+    for lo, hi in ((b"ac", b"ac\xff"), (b"ba", b"ba\x00"), (b"zz", b"zz\x01"),
+                   (b"aa9", b"aa9\x00"), (b"aa", b"aa9")):
+        for seq in (0, 2, 3, 10):
+            _same(indexed, plain, lo, hi, seq, 64)
     assert indexed._pending and not plain._pending
-    got = []
-    visible_range(indexed, b"ab", b"ac", 10, got, 64)      # two prefixes: the sorted list
-    assert [k for k, _, _ in got] == [b"ab", b"ab1", b"ab2"] and not indexed._pending
-
-
-def test_a_prefix_with_more_keys_than_a_run_holds_is_read_through_the_sorted_keys():
-    indexed, plain = MemTable(64, lsm.fixed_prefix(1)), MemTable(64)
-    keys = [b"a%03d" % i for i in range(200)]
-    random.Random(7).shuffle(keys)
-    for seq, key in enumerate(keys, 1):
-        for m in (indexed, plain):
-            m.add(seq, 1, key, key)
-        if seq in (1, 2, 63, 64, 65, 66, 200):
-            _same(indexed, plain, b"a", b"b", seq, 1000)
-            _same(indexed, plain, b"a05", b"a06", seq, 1000)
-    _same(indexed, plain, b"a", b"b", 200, 64)               # more than the cap: -1 both
+    _same(indexed, plain, b"ab", b"ab\xff", 10, 64)          # three keys: the sorted list
+    assert not indexed._pending
+    indexed.add(11, 1, b"ad", b"ad")
+    plain.add(11, 1, b"ad", b"ad")
+    _same(indexed, plain, b"ad", b"ae", 11, 0)               # one key, cap 0: -1 both
+    _same(indexed, plain, b"a", b"b", 11, 64)                # no prefix: the sorted list
 
 
 def test_extractors_say_what_is_wrong():

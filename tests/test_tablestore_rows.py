@@ -89,29 +89,32 @@ def test_update_delete_one_version_and_delete_all(client):
 
 def test_a_tables_memtables_file_its_rows_by_row_key_at_create_and_after_reopen(tmp_path):
     """Every region store of a table indexes its memtable by row key
-    (_rowcodec.ROW_KEY_PREFIX), so a row read, head and deltas, is one
-    lookup there; the reads answer as before, after a reopen too."""
+    (_rowcodec.ROW_KEY_PREFIX): a row that is one head is read from its
+    slot, without sorting the new keys; an updated row (a head and deltas)
+    by the sorted keys; the reads answer as before, after a reopen too."""
     from regions.tablestore import _rowcodec
 
-    def extractors(c):
-        return {r.db._mem.prefix_extractor for r in c._server._tables["t"].layout[1]}
+    def store(c):
+        return c._server._tables["t"].layout[1][0].db
     c = open_client(tmp_path)
     try:
         c.create_table(TableMeta("t", [("PK1", "INTEGER"), ("PK2", "STRING")]))
-        assert extractors(c) == {_rowcodec.ROW_KEY_PREFIX}
+        assert {r.db._mem.prefix_extractor for r in c._server._tables["t"].layout[1]} == \
+            {_rowcodec.ROW_KEY_PREFIX}
         for i in range(30):
             c.put_row("t", Row(pk(i, "a\x00b"), [("a", i), ("b", "x")]))
+        assert attrs(c.get_row("t", pk(4, "a\x00b"))[1]) == [("a", 4), ("b", "x")]
+        assert c.get_row("t", pk(4, "a"))[1] is None
+        assert store(c)._mem._pending                  # no row read sorted them
         for i in range(0, 30, 3):
             c.update_row("t", Row(pk(i, "a\x00b"), {"put": [("c", i)], "delete_all": ["b"]}), None)
         assert attrs(c.get_row("t", pk(3, "a\x00b"))[1]) == [("a", 3), ("c", 3)]
-        assert attrs(c.get_row("t", pk(4, "a\x00b"))[1]) == [("a", 4), ("b", "x")]
-        assert c.get_row("t", pk(4, "a"))[1] is None
-        assert c._server._tables["t"].layout[1][0].db._mem._pending   # no row read sorted them
+        assert not store(c)._mem._pending              # a head and deltas: sorted keys
     finally:
         c.close()
     c = open_client(tmp_path)
     try:
-        assert extractors(c) == {_rowcodec.ROW_KEY_PREFIX}
+        assert store(c)._mem.prefix_extractor is _rowcodec.ROW_KEY_PREFIX
         c.update_row("t", Row(pk(4, "a\x00b"), {"put": [("c", 40)]}), None)
         assert attrs(c.get_row("t", pk(4, "a\x00b"))[1]) == [("a", 4), ("b", "x"), ("c", 40)]
     finally:

@@ -1,5 +1,5 @@
 # The memtable's point read (_memtable.pyx), for lsm._read, and its writes, for lsm._record.
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint32_t, uint64_t
 from cpython.ref cimport PyObject
 
 cimport cython
@@ -19,9 +19,9 @@ ctypedef Py_ssize_t (*prefix_fn)(const unsigned char* key, Py_ssize_t n,
 
 
 ctypedef struct Slot:
-    uint64_t hash              # of the prefix
-    Py_ssize_t plen            # its length
-    PyObject* obj              # NULL: empty; the prefix's one key (bytes), or its KeyRun
+    uint32_t hash              # of the prefix
+    uint32_t plen              # its length, | MULTI: more than one key has it (_memtable.pyx)
+    PyObject* key              # NULL: empty; else the first key filed with it
 
 
 cdef class PrefixExtractor:

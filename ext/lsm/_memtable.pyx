@@ -12,7 +12,9 @@ next young collection, and those brought on the full ones: ~6% of a put),
 and the dict, holding only bytes and Versions, stays untracked, so full
 collections skip the memtable (with lists of versions it was tracked as
 soon as a key had two: a full collection over 100k keys then took ~18 ms).
-Only this module looks inside:
+With a ``PrefixExtractor``, new keys are also filed in a C hash table by
+prefix (``_index_key``; ``visible_range`` reads a prefix of one key from
+it).  Only this module looks inside:
 ``add_version``, ``add_entry``, ``add_entries``, ``get_version`` and
 ``MemTableIterator``; ``add_entry`` and ``add_entries`` also keep the
 memtable's pending keys and charge (``MemTable.add`` and ``add_all`` are
@@ -23,13 +25,13 @@ replacing a dict value and appending to a list are atomic under the GIL.
 """
 cimport cython
 from cpython.ref cimport Py_REFCNT
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint32_t, uint64_t
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_Next
 from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
-from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcmp, memmove
+from libc.stdlib cimport calloc, free
+from libc.string cimport memcmp
 
 from lsm._keys cimport cmp_user, ikey_of, lower_bound as _lower_bound, pack_tag, tag_of, user_of
 
@@ -146,36 +148,18 @@ def fixed_prefix(Py_ssize_t length):
 
 
 cdef enum:
-    BUCKET_CAP = 64     # keys a prefix's bucket lists; more: read by the sorted list
     FIRST_SLOTS = 64    # the prefix table's first size (a power of two)
 
-
-@cython.final
-@cython.no_gc
-cdef class KeyRun:
-    """The keys of one prefix: a C array of bytes (no GC object, as a
-    Version is not), ascending up to ``nsorted``, the rest appended since.
-    ``full``: more than BUCKET_CAP keys came; the run keeps its first keys
-    (the prefix is read through the sorted list)."""
-    cdef PyObject** keys
-    cdef Py_ssize_t n, nsorted, cap
-    cdef bint full
-
-    def __dealloc__(self):
-        cdef Py_ssize_t i
-        if self.keys != NULL:
-            for i in range(self.n):
-                Py_DECREF(<object>self.keys[i])
-            free(self.keys)
+cdef extern from *:
+    """
+    #define LSM_MULTI ((uint32_t)0x80000000u)
+    """
+    # In Slot.plen: more than one key has the slot's prefix and hash.
+    const uint32_t MULTI "LSM_MULTI"
 
 
-cdef inline int _cmp_bytes(bytes a, bytes b) noexcept:
-    return cmp_user(<const unsigned char*>PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a),
-                    <const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
-
-
-cdef inline uint64_t _hash(const unsigned char* p, Py_ssize_t n) noexcept nogil:
-    """FNV-1a of p[:n], its bits mixed (murmur3's finalizer)."""
+cdef inline uint32_t _hash(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """FNV-1a of p[:n], its bits mixed (murmur3's finalizer), folded to 32."""
     cdef uint64_t h = 0xcbf29ce484222325ULL
     cdef Py_ssize_t i
     for i in range(n):
@@ -183,33 +167,32 @@ cdef inline uint64_t _hash(const unsigned char* p, Py_ssize_t n) noexcept nogil:
     h ^= h >> 33
     h *= 0xff51afd7ed558ccdULL
     h ^= h >> 33
-    return h
+    return <uint32_t>h
 
 
-cdef Slot* _find(Slot* slots, Py_ssize_t nslots, uint64_t h, Py_ssize_t plen) noexcept:
+cdef Slot* _find(Slot* slots, Py_ssize_t nslots, uint32_t h, uint32_t plen) noexcept:
     """The slot of the prefixes of hash ``h`` and length ``plen``, or the
     empty slot where it would go (open addressing, linear probing; never
     full: see _grow).  A slot is found by the hash and length alone, without
-    reading a key (a cache miss): prefixes whose 64-bit hashes collide share
-    a slot, and its readers keep only the keys in their range."""
+    reading a key (a cache miss): prefixes whose hashes collide share a
+    slot, which is then MULTI, as a prefix of several keys is."""
     cdef size_t mask = <size_t>nslots - 1, i = <size_t>h & mask
-    while slots[i].obj != NULL and (slots[i].hash != h or slots[i].plen != plen):
+    while slots[i].key != NULL and (slots[i].hash != h or (slots[i].plen & ~MULTI) != plen):
         i = (i + 1) & mask
     return &slots[i]
 
 
 cdef int _grow(MemTable mem) except -1:
-    """Double the prefix table (or make it), keeping it at most half full."""
+    """Double the prefix table (or make it), keeping it at most 3/4 full."""
     cdef Py_ssize_t n = mem._nslots * 2 if mem._nslots else FIRST_SLOTS, i
     cdef Slot* slots = <Slot*>calloc(n, sizeof(Slot))
-    cdef Slot* dst
     cdef size_t mask = <size_t>n - 1, j
     if slots == NULL:
         raise MemoryError()
     for i in range(mem._nslots):
-        if mem._slots[i].obj != NULL:
+        if mem._slots[i].key != NULL:
             j = <size_t>mem._slots[i].hash & mask
-            while slots[j].obj != NULL:
+            while slots[j].key != NULL:
                 j = (j + 1) & mask
             slots[j] = mem._slots[i]
     free(mem._slots)
@@ -218,129 +201,74 @@ cdef int _grow(MemTable mem) except -1:
 
 
 cdef int _index_key(MemTable mem, PrefixExtractor pe, bytes key) except -1:
-    """File the new ``key`` under its prefix in the memtable's prefix table.
-    Runs no Python code and allocates no GC-tracked object (see
-    ``visible_range``)."""
+    """File the new ``key`` in the memtable's prefix table: the first key of
+    a prefix is kept in its slot; a second one marks the slot MULTI (its
+    prefix is read through the sorted keys).  Runs no Python code and
+    allocates no Python object (see ``visible_range``)."""
     cdef const unsigned char* kp = <const unsigned char*>PyBytes_AS_STRING(key)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(key), p
-    cdef uint64_t h
+    cdef uint32_t h
     cdef Slot* slot
-    cdef KeyRun run
-    cdef PyObject** grown
     p = pe.fn(kp, n, pe.arg)
-    if p < 0 or p > n:
+    if p < 0 or p > n or p >= <Py_ssize_t>MULTI:
         return 0
-    if (mem._nused + 1) * 2 > mem._nslots:
+    if (mem._nused + 1) * 4 > mem._nslots * 3:
         _grow(mem)
     h = _hash(kp, p)
-    slot = _find(mem._slots, mem._nslots, h, p)
-    if slot.obj == NULL:
+    slot = _find(mem._slots, mem._nslots, h, <uint32_t>p)
+    if slot.key == NULL:
         Py_INCREF(key)
-        slot.hash, slot.plen, slot.obj = h, p, <PyObject*>key
+        slot.hash, slot.plen, slot.key = h, <uint32_t>p, <PyObject*>key
         mem._nused += 1
-        return 0
-    if type(<object>slot.obj) is bytes:
-        run = KeyRun.__new__(KeyRun)
-        run.keys = <PyObject**>malloc(4 * sizeof(PyObject*))
-        if run.keys == NULL:
-            raise MemoryError()
-        run.cap = 4
-        run.keys[0], run.keys[1] = slot.obj, <PyObject*>key
-        run.n, run.nsorted = 2, 1
-        Py_INCREF(key)                  # the slot's reference to its key moves to the run
-        Py_INCREF(run)
-        slot.obj = <PyObject*>run
-        return 0
-    run = <KeyRun>slot.obj
-    if run.full:
-        return 0
-    if run.n == BUCKET_CAP:
-        run.full = True
-        return 0
-    if run.n == run.cap:
-        grown = <PyObject**>realloc(run.keys, 2 * run.cap * sizeof(PyObject*))
-        if grown == NULL:
-            raise MemoryError()
-        run.keys, run.cap = grown, 2 * run.cap
-    # Appended: the next reader of the prefix sorts the run (_sorted_run), so a
-    # write compares no keys (each compare is a cache miss on another key).
-    Py_INCREF(key)
-    run.keys[run.n] = <PyObject*>key
-    run.n += 1
+    else:
+        slot.plen |= MULTI
     return 0
-
-
-cdef void _sorted_run(KeyRun run) noexcept:
-    """Sort the keys appended since the run was last sorted into place
-    (insertion: a reader sorts the few a write or two added)."""
-    cdef Py_ssize_t i, j
-    cdef PyObject* k
-    for i in range(run.nsorted, run.n):
-        k = run.keys[i]
-        j = i
-        while j > 0 and _cmp_bytes(<bytes>run.keys[j - 1], <bytes>k) > 0:
-            run.keys[j] = run.keys[j - 1]
-            j -= 1
-        run.keys[j] = k
-    run.nsorted = run.n
 
 
 cdef void _free_slots(Slot* slots, Py_ssize_t nslots) noexcept:
     cdef Py_ssize_t i
     for i in range(nslots):
-        if slots[i].obj != NULL:
-            Py_DECREF(<object>slots[i].obj)
+        if slots[i].key != NULL:
+            Py_DECREF(<object>slots[i].key)
     free(slots)
 
 
-cdef int _bucket_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits,
+cdef int _prefix_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits,
                       Py_ssize_t cap) except -3:
     """``_visible_walk`` through the prefix table: -2 when it cannot answer
-    (no table, ``[lo, hi)`` not within one prefix, or its run is full),
-    else as ``_visible_walk``."""
+    (no table, ``[lo, hi)`` not within one prefix, or the prefix has more
+    than one key), else as ``_visible_walk``."""
     cdef PrefixExtractor pe = mem.prefix_extractor
     cdef const unsigned char* lp = <const unsigned char*>PyBytes_AS_STRING(lo)
     cdef const unsigned char* hp = <const unsigned char*>PyBytes_AS_STRING(hi)
-    cdef Py_ssize_t ln = PyBytes_GET_SIZE(lo), hn = PyBytes_GET_SIZE(hi), p, i, n, found = 0
+    cdef Py_ssize_t ln = PyBytes_GET_SIZE(lo), hn = PyBytes_GET_SIZE(hi), p
     cdef Slot* slot
-    cdef PyObject** keys
-    cdef PyObject* one
     cdef Version v
     if pe is None:
         return -2
     p = pe.fn(lp, ln, pe.arg)
     # Every key of [lo, hi) has the prefix lo[:p] when lo and hi both have it
     # (PrefixExtractor's contract).
-    if p < 0 or p > ln or p > hn or pe.fn(hp, hn, pe.arg) != p or memcmp(lp, hp, p) != 0:
+    if (p < 0 or p > ln or p > hn or p >= <Py_ssize_t>MULTI or pe.fn(hp, hn, pe.arg) != p
+            or memcmp(lp, hp, p) != 0):
         return -2
     if mem._nslots == 0:
         return 0
-    slot = _find(mem._slots, mem._nslots, _hash(lp, p), p)
-    if slot.obj == NULL:
-        return 0
-    if type(<object>slot.obj) is bytes:
-        one = slot.obj
-        keys = &one
-        n = 1
-    elif (<KeyRun>slot.obj).full:
+    slot = _find(mem._slots, mem._nslots, _hash(lp, p), <uint32_t>p)
+    if slot.key == NULL:
+        return 0                        # no key has the prefix
+    if slot.plen & MULTI:
         return -2
-    else:
-        if (<KeyRun>slot.obj).nsorted < (<KeyRun>slot.obj).n:
-            _sorted_run(<KeyRun>slot.obj)
-        keys, n = (<KeyRun>slot.obj).keys, (<KeyRun>slot.obj).n
-    for i in range(n):
-        k = <bytes>keys[i]
-        if cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), lp, ln) < 0:
-            continue
-        if cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), hp, hn) >= 0:
-            break
-        if found == cap:
-            return -1
-        found += 1
-        v = get_version(mem.versions, k, seq)
-        if v is not None:
-            hits.append(k)
-            hits.append(v)
+    k = <bytes>slot.key                 # the prefix's one key (its hash's, at least)
+    if (cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), lp, ln) < 0
+            or cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), hp, hn) >= 0):
+        return 0
+    if cap == 0:
+        return -1
+    v = get_version(mem.versions, k, seq)
+    if v is not None:
+        hits.append(k)
+        hits.append(v)
     return 0
 
 
@@ -416,7 +344,7 @@ cpdef int visible_range(MemTable mem, bytes lo, bytes hi, uint64_t seq, list out
     # runs no Python code and allocates no GC-tracked object (so no
     # collection, no finalizer): under the GIL no other thread runs (no
     # write, and no merge can start) before it ends.
-    rc = _bucket_walk(mem, lo, hi, seq, hits, cap)
+    rc = _prefix_walk(mem, lo, hi, seq, hits, cap)
     if rc == -2:
         if mem._pending or mem._merging:
             with mem.lock:
