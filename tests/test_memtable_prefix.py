@@ -64,6 +64,16 @@ def test_a_prefix_of_one_key_is_read_from_its_slot_and_others_by_the_sorted_keys
     _same(indexed, plain, b"a", b"b", 11, 64)                # no prefix: the sorted list
 
 
+def test_the_prefix_table_is_charged_to_the_memtable():
+    """Its slots count towards the memtable's size (and so its flush), 16
+    bytes each, the table doubling from 64 slots at 3/4 full."""
+    indexed, plain = MemTable(64, lsm.fixed_prefix(4)), MemTable(64)
+    for seq in range(1, 1001):
+        for m in (indexed, plain):
+            m.add(seq, 1, b"%04d" % seq, b"v")
+    assert indexed.approximate_bytes - plain.approximate_bytes == 2048 * 16
+
+
 def test_extractors_say_what_is_wrong():
     with pytest.raises(ValueError, match="length must be >= 1"):
         lsm.fixed_prefix(0)

@@ -183,7 +183,8 @@ cdef Slot* _find(Slot* slots, Py_ssize_t nslots, uint32_t h, uint32_t plen) noex
 
 
 cdef int _grow(MemTable mem) except -1:
-    """Double the prefix table (or make it), keeping it at most 3/4 full."""
+    """Double the prefix table (or make it), keeping it at most 3/4 full; its
+    bytes are charged to the memtable (``approximate_bytes``)."""
     cdef Py_ssize_t n = mem._nslots * 2 if mem._nslots else FIRST_SLOTS, i
     cdef Slot* slots = <Slot*>calloc(n, sizeof(Slot))
     cdef size_t mask = <size_t>n - 1, j
@@ -196,6 +197,7 @@ cdef int _grow(MemTable mem) except -1:
                 j = (j + 1) & mask
             slots[j] = mem._slots[i]
     free(mem._slots)
+    mem.approximate_bytes += (n - mem._nslots) * <Py_ssize_t>sizeof(Slot)   # charged as entries are
     mem._slots, mem._nslots = slots, n
     return 0
 
