@@ -735,3 +735,14 @@ def test_plain_writer_batch_leaves_what_is_not_plain_and_reports_a_failed_write(
     assert (first.index, second.index) == (0, 1)
     assert first.is_ok and first.consumed.write == 1
     assert not second.is_ok and second.error_code == "OTSInternalServerError"
+
+
+def test_the_c_clock_of_cell_versions_reads_what_cells_now_ms_reads():
+    """_rowcodec.now_ms (what the C writers stamp cells with) against
+    cells.now_ms, read around it: the same wall clock in whole milliseconds
+    (1 ms either way for time.time's float rounding)."""
+    for _ in range(2000):
+        before = cells.now_ms()
+        got = _rowcodec.now_ms()
+        after = cells.now_ms()
+        assert type(got) is int and before - 1 <= got <= after + 1

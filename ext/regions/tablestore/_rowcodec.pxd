@@ -92,6 +92,7 @@ cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize
 cdef bint _plain_key(list names, list types, primary_key, Buf* b, Py_ssize_t* size,
                      list values) except -1
 cdef bytes _delta_key(bytes row_key, bytes name, uint64_t gen)
+cdef int64_t _now_ms() noexcept nogil
 cdef bytes _put_delta(int64_t ts, value)
 cdef object _make_row(primary_key, attribute_columns)
 cdef object _make_cu(Py_ssize_t read, Py_ssize_t write)

@@ -12,6 +12,7 @@ random inputs, tests/test_tablestore_rows_c.py):
     pk_size, cells_size         capacity.pk_size over zip(names, values), capacity.cells_size
     head_cells, row_cells       head_cells, row_cells of tests/rows_reference.py
     ROW_KEY_PREFIX              pkcodec.row_key_len, as an lsm.PrefixExtractor
+    now_ms                      cells.now_ms (the clock of cell versions)
 
 The formats are documented where they are owned (pkcodec.py: row keys,
 cells.py: head values and deltas); nothing here defines a format.  Keys and
@@ -644,3 +645,26 @@ cdef PrefixExtractor _row_prefix():
 #: The row key of a stored entry's key, as an lsm.PrefixExtractor: a row's
 #: entries share one memtable bucket, and a row read is a dict lookup there.
 ROW_KEY_PREFIX = _row_prefix()
+
+
+# -- the clock of cell versions -------------------------------------------------
+cdef extern from "<time.h>" nogil:
+    ctypedef long time_t
+    cdef struct timespec:
+        time_t tv_sec
+        long tv_nsec
+    int clock_gettime(int clk_id, timespec* tp)
+    int CLOCK_REALTIME
+
+
+cdef int64_t _now_ms() noexcept nogil:
+    """cells.now_ms in C: the wall clock in whole milliseconds since the
+    epoch (the clock ``time.time`` reads), without a Python call."""
+    cdef timespec ts
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+
+
+def now_ms():
+    """``_now_ms`` for the tests that hold it to its twin, cells.now_ms."""
+    return _now_ms()

@@ -13,8 +13,8 @@ from cpython.unicode cimport PyUnicode_AsUTF8String
 from regions._buf cimport Buf
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free
-from regions.tablestore._rowcodec cimport (_delta_key, _make_cu, _make_row, _plain_key, _put_delta,
-                                           _untracked, _utf8_len)
+from regions.tablestore._rowcodec cimport (_delta_key, _make_cu, _make_row, _now_ms, _plain_key,
+                                           _put_delta, _untracked, _utf8_len)
 from lsm._keys cimport KIND_VALUE
 
 import logging
@@ -155,7 +155,8 @@ cdef class PlainWriter:
     condition, ``return_type`` None or RT_NONE.  Under the row's stripe of
     ``locks`` it does what ``RowWriter.run`` does for such a row (its twin):
     the partition checked against the transactions' locks, the head encoded
-    with the next generation and ``cells.now_ms()``, one ``server.put``; it
+    with the next generation and the clock (``_rowcodec._now_ms``, the twin of
+    ``cells.now_ms``), one ``server.put``; it
     returns ``(consumed, None)``.  Anything else returns None before doing
     anything, and the Python path decides.  Thread-safe.
     """
@@ -261,7 +262,7 @@ cdef class PlainWriter:
         cdef list written = []
         cdef list ops = []
         cdef tuple r
-        now = _cells_module.now_ms()
+        now = _now_ms()
         for i in range(len(rows)):
             r = <tuple>rows[i]
             if self._transactions._locked:
@@ -316,11 +317,11 @@ cdef class PlainWriter:
             if self._transactions._locked:
                 self._transactions.check_write(table_name, row_key, None, size)
             if not update:
-                head = put_head(self._gens.next(), got[2], _cells_module.now_ms())
+                head = put_head(self._gens.next(), got[2], _now_ms())
                 self._server.put(table_name, row_key + _HEAD, head)
             else:
                 # writes.RowWriter._update_ops of puts: EXISTS first, then the columns
-                now = _cells_module.now_ms()
+                now = _now_ms()
                 ops = [(KIND_VALUE, _delta_key(row_key, b"", self._gens.next()), _EXISTS_VALUE)]
                 for i in range(len(<list>got[2])):
                     cell = <tuple>(<list>got[2])[i]
