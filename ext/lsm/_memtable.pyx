@@ -24,12 +24,10 @@ Thread-safety: one writer (the DB's write lock) and any number of readers;
 replacing a dict value and appending to a list are atomic under the GIL.
 """
 cimport cython
-from cpython.ref cimport Py_REFCNT
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_Next
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_REFCNT, PyObject
 from libc.stdint cimport uint32_t, uint64_t
-
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_GetItem, PyDict_Next
-from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
 from libc.stdlib cimport calloc, free
 from libc.string cimport memcmp
 
