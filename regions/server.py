@@ -37,7 +37,7 @@ from .check import check_server
 from .errors import (HotPartitionError, PartialWriteError, ServerClosedError, SplitError,
                      TableExistsError, UnknownRegionError, UnknownTableError)
 from .maintenance import Maintenance
-from .meta import Meta, RegionRecord, region_dir_name
+from .meta import META_FILE, Meta, RegionRecord, region_dir_name
 from .metrics import RateTracker, SplitHistory
 from .options import ServerOptions
 from .policy import jitter_rate
@@ -169,6 +169,13 @@ class RegionServer(Router, ServerReports):
     """Hosts tables of regions in one directory.  Use ``RegionServer.open``."""
 
     # -- lifecycle --------------------------------------------------------
+    @staticmethod
+    def exists(path) -> bool:
+        """Whether ``path`` holds a server's store (its meta file), which
+        ``open`` opens rather than creates: tools that only read check it
+        first, so that a mistyped path does not become an empty store."""
+        return os.path.isfile(os.path.join(os.fspath(path), META_FILE))
+
     @classmethod
     def open(cls, path, options: ServerOptions = None) -> "RegionServer":
         """Open (creating if missing) the server at ``path``; recovers any
