@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from regions import presplit as ps
+from regions.keys import strip_hash_prefix
 from regions.presplit import PresplitError
 from regions.presplit.formats import (from_string_binary, points_from_json, points_json,
                                       read_sample_file, read_splits_file, splits_text,
@@ -203,6 +204,27 @@ def test_evaluate_counts_keys_and_bytes_per_region():
     assert [r.bytes for r in report.regions] == [22, 23]
     assert report.regions[0].start is None and report.regions[1].start == "m"
     assert report.total_bytes == 45 and report.distinct_keys == 4
+
+
+def test_summary_line_names_what_it_counts():
+    keys = ["a", "zz", "m", "b", "a", "a"]
+    line = ps.render_table(ps.evaluate(["m"], keys)).splitlines()[-4]
+    assert line == ("keys: 6  distinct partition-key values: 4  key bytes: "
+                    f"{sum(len(k) for k in keys)}")
+    with_values = ps.render_table(ps.evaluate(["m"], keys, value_size=10)).splitlines()[-4]
+    assert with_values.endswith(f"row bytes: {sum(len(k) + 10 for k in keys)}")
+    sized = ps.evaluate(["m"], keys, sizes=[100] * len(keys))
+    assert sized.bytes_of == "row" and ps.render_table(sized).count("row bytes: 600") == 1
+
+
+@pytest.mark.parametrize("algo, width", [("md5", 4), ("mmh3", 3)])
+@pytest.mark.parametrize("kind", ["uniform", "zipf"])
+def test_hash_prefix_workloads_draw_whole_keys(algo, width, kind):
+    keys = ps.workload(ps.HashPrefixSplit(width, algo, sep="-"), kind, 2_000, seed=4)
+    for key in keys:  # prefix, separator, id: strip_hash_prefix checks the prefix
+        assert strip_hash_prefix(key, width, algo, "-").isdigit()
+    if kind == "uniform":  # random 64-bit ids: no two alike, unlike bare 3-4 digit prefixes
+        assert len(set(keys)) == len(keys)
 
 
 def test_evaluate_rejects_keys_of_another_type():

@@ -269,6 +269,10 @@ class HashPrefixSplit(HexSplit):
     def key_for(self, i: int) -> str:
         return keydesign.hash_prefix(i, self.length, self.algo, self.sep)
 
+    def random_key(self, rng) -> str:
+        # A whole key (prefix + id) of a random id, not a bare prefix.
+        return self.key_for(rng.getrandbits(64))
+
     def describe(self) -> str:
         return f"hash prefix ({self.algo}, {self.length} hex digits)"
 

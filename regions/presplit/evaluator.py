@@ -24,7 +24,7 @@ from .algorithms import SplitAlgorithm, _key_type, check_points, encode_point
 from .errors import PresplitError
 
 __all__ = ["WORKLOADS", "RegionStat", "Report", "workload", "evaluate", "show",
-           "render_table", "bar_chart", "plot"]
+           "summary_line", "render_table", "bar_chart", "plot"]
 
 WORKLOADS = ("uniform", "sequential", "timestamp", "zipf")
 TAIL = 0.10  # the share of the most recent writes the hot-spot figure looks at
@@ -45,7 +45,14 @@ class RegionStat:
 
 @dataclass(frozen=True)
 class Report:
-    """The evaluation of one plan against one key stream."""
+    """The evaluation of one plan against one key stream.
+
+    The keys are partition-key values, one per write: ``total_keys`` counts
+    the writes, ``distinct_keys`` the different values among them (a value
+    is never split over two regions), ``total_bytes`` the key bytes, or the
+    row bytes when ``evaluate`` was given sizes or a value size
+    (``bytes_of``).
+    """
     regions: list = field(repr=False)
     total_keys: int
     total_bytes: int
@@ -58,6 +65,7 @@ class Report:
     increasing_share: float  # share of consecutive arrivals that increased
     top_key: object
     top_key_share: float
+    bytes_of: str = "key"  # "key": bytes of the keys; "row": of the rows (given sizes, values)
 
     def as_dict(self) -> dict:
         """JSON-ready summary (points rendered by the caller's ``show``)."""
@@ -117,6 +125,7 @@ def evaluate(points, keys, sizes=None, value_size: int = 0) -> Report:
     points = check_points(points)
     keys = list(keys)
     _check_types(points, keys)
+    given_sizes = sizes
     if sizes is None:
         sizes = [len(encode_point(k)) for k in keys]
     elif len(sizes) != len(keys):
@@ -147,7 +156,8 @@ def evaluate(points, keys, sizes=None, value_size: int = 0) -> Report:
         empty_regions=[i for i, c in enumerate(counts) if c == 0],
         tail_hot_region=hot_region, tail_hot_share=hot_writes / (total - tail_from),
         increasing_share=increasing / (total - 1) if total > 1 else 0.0,
-        top_key=top_key, top_key_share=top_count / total)
+        top_key=top_key, top_key_share=top_count / total,
+        bytes_of="key" if given_sizes is None and not value_size else "row")
 
 
 def show(point) -> str:
@@ -165,6 +175,12 @@ def _cell(point) -> str:
     return text if len(text) <= CELL else text[:CELL - 3] + "..."
 
 
+def summary_line(report: Report) -> str:
+    """What was counted: writes, distinct partition-key values, key (or row) bytes."""
+    return (f"keys: {report.total_keys}  distinct partition-key values: {report.distinct_keys}  "
+            f"{report.bytes_of} bytes: {report.total_bytes}")
+
+
 def render_table(report: Report) -> str:
     """The per-region table and the summary lines, plain text (long points
     are cut to ``CELL`` characters; the JSON output has them whole)."""
@@ -177,7 +193,7 @@ def render_table(report: Report) -> str:
                      f"{100 * r.key_share:>5.1f}%  {100 * r.byte_share:>5.1f}%  "
                      f"{100 * (r.tail_writes / tail_total):>5.1f}%")
     lines += [
-        f"keys: {report.total_keys}  distinct: {report.distinct_keys}  bytes: {report.total_bytes}",
+        summary_line(report),
         f"skew (busiest / mean): keys {report.key_skew:.2f}x, bytes {report.byte_skew:.2f}x",
         f"empty regions: {len(report.empty_regions)} of {len(report.regions)}",
         f"last {int(TAIL * 100)}% of writes: {100 * report.tail_hot_share:.1f}% hit region "
