@@ -409,7 +409,10 @@ def test_plain_put_leaves_everything_not_plain_to_the_python_checks():
     _python_put(schema, pk, [("a", 1)])
     assert _writes.plain_put(schema, pk, [("a", 1)]) == ([1], pkcodec.encode_pk(["INTEGER"], [1]),
                                                        [("a", 1, None)], 9, 9)
+    from regions.tablestore.validate import check_name
+    check_name("seen_as_a_table_only", "table")
     for columns in ([("never_checked_name", 1)],            # a name not seen valid yet
+                    [("seen_as_a_table_only", 1)],          # not seen valid as an attribute
                     [("k", 1)],                             # a key column's name
                     [("a", True)], [("a", b"x")], [("a", bytearray(b"x"))],
                     [("a", float("nan"))], [("a", float("inf"))], [("a", 1 << 63)],

@@ -38,10 +38,17 @@ MAX_DEFINED_COLUMNS = 32
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}\Z")
-# Names (str) already known to match _NAME: a memo for the hot write path, so a
-# row's column names are matched once, not per write.  Bounded; set operations
-# are atomic under the GIL, so sharing it between threads is safe.
-_GOOD_NAMES = set()
+# The kinds of names check_name knows -> the error of a bad one.  Each kind
+# has its own rule (check_name); an attribute column's is the widest.
+_NAME_ERRORS = {"table": ("invalid_table_name", "table"),
+                "column": ("invalid_column_name", "column"),        # primary-key, predefined
+                "attribute": ("invalid_column_name", "column")}
+# Names (str) already checked, one memo per kind: a name valid for one kind
+# (an attribute 'a-b') is never taken for valid as another (a table 'a-b').
+# For the hot write path, so a row's column names are matched once, not per
+# write; _writes (C) reads the attribute memo.  Bounded; set operations are
+# atomic under the GIL, so sharing them between threads is safe.
+_GOOD_NAMES = {kind: set() for kind in _NAME_ERRORS}
 _GOOD_NAMES_MAX = 4096
 # A str of at most this many characters has at most 4x as many UTF-8 bytes,
 # so it is within MAX_PK_BYTES / MAX_VALUE_BYTES without encoding it.
@@ -77,21 +84,23 @@ def decode_name(name, kind="column"):
 
 
 def check_name(name, kind="column"):
-    """A table or column name: 1-255 bytes of [A-Za-z0-9_], not starting with a
-    digit; an attribute column name (``kind="attribute"``) may also be any
-    other 1-255 bytes of UTF-8 without control characters (_attribute_name_ok)."""
+    """A name of ``kind`` (a key of _NAME_ERRORS): a table, primary-key or
+    predefined column name is 1-255 bytes of [A-Za-z0-9_], not starting with
+    a digit; an attribute column name (``kind="attribute"``) may also be any
+    other 1-255 bytes of UTF-8 without control characters (_attribute_name_ok).
+    Whatever names of other kinds were checked before."""
     name = decode_name(name, kind)
     if not isinstance(name, str):
         raise not_a_string(name)
-    if name in _GOOD_NAMES:
+    good = _GOOD_NAMES[kind]
+    if name in good:
         return name
     if not _NAME.match(name) and not (kind == "attribute" and _attribute_name_ok(name)):
-        if kind == "table":
-            raise service_error("invalid_table_name", table=name)
-        raise service_error("invalid_column_name", column=name)
-    if len(_GOOD_NAMES) >= _GOOD_NAMES_MAX:
-        _GOOD_NAMES.clear()
-    _GOOD_NAMES.add(name)
+        error, field = _NAME_ERRORS[kind]
+        raise service_error(error, **{field: name})
+    if len(good) >= _GOOD_NAMES_MAX:
+        good.clear()
+    good.add(name)
     return name
 
 

@@ -39,7 +39,7 @@ cdef object _Row = Row
 cdef Py_ssize_t _UNIT = UNIT
 cdef Py_ssize_t _MAX_PLAIN_STR = MAX_VALUE_BYTES // 4     # validate._plain_value
 cdef Py_ssize_t _MAX_ROW_WRITE_BYTES = MAX_ROW_WRITE_BYTES
-cdef set _GOOD_NAMES_SET = _GOOD_NAMES
+cdef set _GOOD_NAMES_SET = _GOOD_NAMES["attribute"]   # attribute names checked valid
 cdef object _Condition = Condition
 cdef object _IGNORE = RowExistenceExpectation.IGNORE
 cdef object _RT_NONE = ReturnType.RT_NONE
@@ -52,9 +52,9 @@ cdef bytes _EXISTS_VALUE = _cells_module.EXISTS_VALUE
 
 cdef list _plain_cells(list pk_names, columns, bint update, Py_ssize_t* attr):
     """The cells of plain columns, or None: (name, value) pairs whose names
-    passed ``check_name`` before (``validate._GOOD_NAMES``) and are not key
-    columns, with plain values (``validate._plain_value``); for an update,
-    each name once.  Put cells are (name, value, None), update cells
+    passed ``check_name`` as attribute names before (``validate._GOOD_NAMES``)
+    and are not key columns, with plain values (``validate._plain_value``);
+    for an update, each name once.  Put cells are (name, value, None), update cells
     ("PUT", name, value, None); their CU size is added to ``attr``."""
     cdef list out = []
     cdef set names = set() if update else None
