@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from regions.tablestore import INF_MAX, INF_MIN, _reads, _rowcodec, _writes, cells, pkcodec, reads
 from regions.tablestore.capacity import cells_size, pk_size
+from regions.tablestore.errors import OTSServiceError
 from regions.tablestore.schema import Schema
 
 import rows_reference as reference
@@ -422,6 +423,10 @@ def test_plain_put_leaves_everything_not_plain_to_the_python_checks():
         assert _writes.plain_put(schema, pk, columns) is None, columns
     for key in ([("k", True)], [("k", 1 << 63)], [("k", 1), ("j", 2)], [], "k"):
         assert _writes.plain_put(schema, key, [("a", 1)]) is None, key
+    wide = [("w%d" % i, i) for i in range(1025)]
+    _python_put(schema, pk, wide[:1024])                   # 1,024 columns: plain
+    assert _writes.plain_put(schema, pk, wide[:1024]) == _python_put(schema, pk, wide[:1024])
+    assert _writes.plain_put(schema, pk, wide) is None       # 1,025: the service's error
     big = [("a", "x" * (512 << 10)), ("b", "y" * (512 << 10))] * 4    # 4 MiB of attributes
     _python_put(schema, pk, [("a", 1), ("b", 1)])
     assert _writes.plain_put(schema, pk, big) is None        # over the row limit: the service's error
@@ -457,6 +462,12 @@ def test_plain_update_leaves_everything_but_plain_puts_to_the_python_checks():
                    {"put": [["a", 1]]}, {"put": [("a", 1, 1000)]}, {"put": [("a", None)]},
                    {"put": [("a", True)]}, {"put": [("k", 1)]}, [("a", 1)], {}):
         assert _writes.plain_update(schema, pk, update) is None, update
+    wide = {"put": [("w%d" % i, i) for i in range(1025)]}
+    with pytest.raises(OTSServiceError, match="column count: 1025"):
+        _python_update(schema, pk, wide)                    # the service's error ...
+    assert _writes.plain_update(schema, pk, wide) is None   # ... so not plain
+    wide["put"].pop()
+    assert _writes.plain_update(schema, pk, wide) == _python_update(schema, pk, wide)
 
 
 def test_an_update_expecting_no_row_is_refused_as_before_the_plain_path():

@@ -388,3 +388,33 @@ def test_each_kind_of_name_keeps_its_own_rule_whatever_was_checked_before(env, n
     e.client.create_table(L.TableMeta("good_name", [("k", "INTEGER")]), opts, rt)
     e.client.put_row("t", L.Row(PK, [("good_name", 2)]))
     assert latest(e, "good_name") == 2
+
+
+def test_a_write_of_more_than_1024_attribute_columns_is_refused(env):
+    """The service's limit of 1,024 columns a write, counted as the cells the
+    request gives (the .NET SDK's tests: 1,025 columns, and 1,000 puts with
+    1,000 deletes, "column count: 2000")."""
+    e, L = env, env.lib
+    many = [("c%d" % i, i) for i in range(1025)]
+
+    def too_many(count):
+        return ("The number of attribute columns exceeds the limit, limit count: 1024, "
+                "column count: %d." % count)
+    refused(e, lambda: e.client.put_row("t", L.Row(PK, many)), *P, too_many(1025))
+    refused(e, lambda: e.client.update_row("t", L.Row(PK, {"PUT": many}), None), *P,
+            too_many(1025))
+    refused(e, lambda: e.client.update_row("t", L.Row(PK, {"PUT": many[:1000], "DELETE_ALL": [
+        "d%d" % i for i in range(1000)]}), None), *P, too_many(2000))
+    # 1,024 is within the limit
+    e.client.put_row("t", L.Row(PK, many[:1024]))
+    assert len(columns(e)) == 1024
+    e.client.update_row("t", L.Row(PK, {"PUT": [(n, v + 1) for n, v in many[:1024]]}), None)
+    assert latest(e, "c1023") == 1024
+    # in a batch, the row alone fails; the others are written
+    other = [("PK1", 2), ("PK2", "b")]
+    before = columns(e)
+    assert batch(e, L.PutRowItem(L.Row(PK, many), None),
+                 L.UpdateRowItem(L.Row(PK, {"PUT": many}), None),
+                 L.PutRowItem(L.Row(other, [("a", 1)]), None)) == [
+        (False, "OTSParameterInvalid", too_many(1025))] * 2 + [OK]
+    assert columns(e) == before and latest(e, "a", other) == 1

@@ -109,6 +109,8 @@ ERRORS = {
     "delete_all_no_ts": _P + ("Timestamp cannot be given when type is DELETE_ALL_VERSION.",),
     "invalid_timestamp": _P + ("Invalid timestamp. Cell:{column}.",),
     "update_missing_cells": _P + ("Invalid update row request: missing cells in request.",),
+    "write_columns_limit": _P + ("The number of attribute columns exceeds the limit, limit count: "
+                                 "{limit}, column count: {count}.",),  # (SDK tests: .NET)
     "increment_not_integer": _P + ("Increment value must be INTEGER. Cell:{column}.",),  # (ours)
     "increment_on_non_integer": _P + ("The type of the column to increment must be INTEGER. "
                                       "Cell:{column}.",),  # (ours)

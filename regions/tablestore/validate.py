@@ -19,7 +19,7 @@ __all__ = ["MAX_PK_COLUMNS", "MAX_PK_BYTES", "MAX_VALUE_BYTES", "MAX_COLUMNS_TO_
            "check_table_options", "check_pk", "check_put_columns", "check_update_columns",
            "check_read_params", "check_int64", "check_reserved_cu", "check_row_size",
            "check_batch_rows",
-           "MAX_ROW_WRITE_BYTES", "MAX_RESERVED_CU"]
+           "MAX_ROW_WRITE_BYTES", "MAX_WRITE_COLUMNS", "MAX_RESERVED_CU"]
 
 MAX_PK_COLUMNS = 4
 MAX_PK_BYTES = 1024
@@ -28,6 +28,10 @@ MAX_COLUMNS_TO_GET = 128
 BATCH_WRITE_ROWS = 200
 BATCH_WRITE_BYTES = 4 << 20
 MAX_ROW_WRITE_BYTES = 4 << 20  # the data of one PutRow / UpdateRow (reference section 5)
+# Attribute cells one PutRow / UpdateRow (alone or in a batch) may give: the
+# BatchWriteRow reference ("more than 1024 columns"); the .NET SDK's tests
+# capture the service refusing 1,025 in each write.
+MAX_WRITE_COLUMNS = 1024
 MAX_RESERVED_CU = 100000
 BATCH_GET_ROWS = 100
 RANGE_ROWS = 5000
@@ -387,6 +391,7 @@ def check_put_columns(schema, columns, now_ms):
         ts = _check_ts(schema, name, col[2], now_ms) if len(col) == 3 and col[2] is not None \
             else None
         cells.append((name, value, ts))
+    _check_column_count(cells)
     return cells  # none: a row that holds only its primary key
 
 
@@ -451,7 +456,14 @@ def check_update_columns(schema, update, now_ms):
             ops.append((op, name, value, ts))
     if not ops:
         raise service_error("update_missing_cells")
+    _check_column_count(ops)
     return ops
+
+
+def _check_column_count(cells):
+    """One write's attribute cells (each version and delete counts) within MAX_WRITE_COLUMNS."""
+    if len(cells) > MAX_WRITE_COLUMNS:
+        raise service_error("write_columns_limit", limit=MAX_WRITE_COLUMNS, count=len(cells))
 
 
 def _check_repeated_cell(seen, op, name, ts):

@@ -26,7 +26,8 @@ from regions.tablestore.capacity import UNIT
 from regions.tablestore.metadata import (BatchWriteRowResponseItem, BatchWriteRowType,
                                          Condition, PutRowItem, ReturnType, Row,
                                          RowExistenceExpectation)
-from regions.tablestore.validate import MAX_ROW_WRITE_BYTES, MAX_VALUE_BYTES, _GOOD_NAMES
+from regions.tablestore.validate import (MAX_ROW_WRITE_BYTES, MAX_VALUE_BYTES, MAX_WRITE_COLUMNS,
+                                         _GOOD_NAMES)
 
 _log = logging.getLogger("regions.tablestore")
 
@@ -39,6 +40,7 @@ cdef object _Row = Row
 cdef Py_ssize_t _UNIT = UNIT
 cdef Py_ssize_t _MAX_PLAIN_STR = MAX_VALUE_BYTES // 4     # validate._plain_value
 cdef Py_ssize_t _MAX_ROW_WRITE_BYTES = MAX_ROW_WRITE_BYTES
+cdef Py_ssize_t _MAX_WRITE_COLUMNS = MAX_WRITE_COLUMNS
 cdef set _GOOD_NAMES_SET = _GOOD_NAMES["attribute"]   # attribute names checked valid
 cdef object _Condition = Condition
 cdef object _IGNORE = RowExistenceExpectation.IGNORE
@@ -54,13 +56,16 @@ cdef list _plain_cells(list pk_names, columns, bint update, Py_ssize_t* attr):
     """The cells of plain columns, or None: (name, value) pairs whose names
     passed ``check_name`` as attribute names before (``validate._GOOD_NAMES``)
     and are not key columns, with plain values (``validate._plain_value``);
-    for an update, each name once.  Put cells are (name, value, None), update cells
-    ("PUT", name, value, None); their CU size is added to ``attr``."""
+    for an update, each name once; at most MAX_WRITE_COLUMNS of them.  Put
+    cells are (name, value, None), update cells ("PUT", name, value, None);
+    their CU size is added to ``attr``."""
     cdef list out = []
     cdef set names = set() if update else None
     cdef double d
     cdef int64_t iv
     if type(columns) is not list and type(columns) is not tuple:
+        return None
+    if len(columns) > _MAX_WRITE_COLUMNS:
         return None
     for col in columns:
         if (type(col) is not tuple and (update or type(col) is not list)) or len(col) != 2:
