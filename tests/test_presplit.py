@@ -282,6 +282,28 @@ def test_empty_regions_get_the_alphabet_of_the_keys_as_the_fix():
     assert "hex algorithm" in advice["empty-regions"].fix
 
 
+def test_empty_regions_advice_fits_the_algorithm_in_use():
+    rng = random.Random(6)
+    values = [rng.randrange(1000, 2000) for _ in range(5_000)]  # a narrow range, no front
+    keys = [f"{v:08d}" for v in values]
+    report = ps.evaluate(ps.DecimalSplit(8).split(4), keys)
+    [blind] = ps.advise(report, keys)  # not told the algorithm: names the keys' alphabet
+    assert blind.code == "empty-regions" and "use the decimal algorithm" in blind.fix
+    [told] = ps.advise(report, keys, ps.DecimalSplit(8))
+    assert "decimal algorithm" not in told.fix and "--length" not in told.fix
+    assert told.fix.startswith("the keys run only from 00001000 to 00001999")
+    assert "algorithm sample" in told.fix
+    shorter = ps.DecimalSplit(6)  # the keys are longer than the plan thinks
+    [fix] = ps.advise(ps.evaluate(shorter.split(4), keys), keys, shorter)
+    assert "set --length 8 to match them" in fix.fix
+    integer = ps.IntegerSplit(0, 9999)
+    [fix] = ps.advise(ps.evaluate(integer.split(4), values), values, "integer")
+    assert "set --low 1000 --high 1999" in fix.fix and "algorithm integer" not in fix.fix
+    sample = ps.SampleSplit([f"{v:08d}" for v in range(5000, 9000)])
+    [fix] = ps.advise(ps.evaluate(sample.split(4), keys), keys, sample)
+    assert fix.fix.startswith("the sample does not cover these keys") and "--sample" not in fix.fix
+
+
 def test_workload_rejects_unknown_kind_and_keyspace_less_algorithms():
     with pytest.raises(PresplitError, match="unknown workload"):
         ps.workload(ps.HexSplit(4), "bursty", 10)
