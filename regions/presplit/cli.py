@@ -5,13 +5,20 @@ The command line is a thin layer over the library: it builds one
 evaluates them against a workload and asks the advisor, writes the plan, and
 optionally creates the table. Every expected failure is a ``PresplitError``
 or ``KeyDesignError``; ``main`` prints it as one line on stderr and returns
-2, never a traceback.
+2, never a traceback (argparse's own errors are one line too).
+
+After a good plan (no warning, no finding of the advisor, no table created)
+it says on stderr what to do next: the user's own command line completed
+with ``--format splits -o splits.txt``, then the ``regions-import --create
+--split-points`` command that creates the table pre-split on that file.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+import textwrap
 import warnings
 
 from ..keys import KeyDesignError
@@ -45,27 +52,57 @@ Choose the algorithm that matches the keys that will really arrive:
 Then look before you create: --evaluate draws a workload from the
 algorithm's keyspace (uniform, sequential ids, timestamps, zipf) or reads
 keys from --key-file, prints the share of keys and bytes per region, a bar
-chart, the hot spot of the last 10%% of writes, and the advisor's findings
-(monotonic keys, few partition-key values, empty regions, skew).
+chart, the hot spot of the last 10% of writes, and the advisor's findings
+(monotonic keys, few partition-key values, hot keys, empty regions, skew)
+with a fix.
+
+Then create the table: write the points as a SPLITS file (--format splits
+-o splits.txt) and give it to regions-import --create --split-points
+splits.txt, or create the table here with --create-table. After a good
+plan the planner prints both commands, completed with your arguments.
 """
 
 EPILOG = """\
 examples:
   %(prog)s hex --regions 16 --length 16
   %(prog)s --sample keys.txt --regions 8 --format splits -o splits.txt
+  regions-import --data ./data --table orders --create --split-points splits.txt \\
+      --primary-key key:STRING orders.csv      # the table, pre-split on splits.txt
   %(prog)s integer --regions 4 --low 0 --high 999 --format json
   %(prog)s decimal --regions 8 --evaluate sequential      # the monotonic trap
   %(prog)s hash-prefix --width 4 --regions 8 --evaluate sequential
   %(prog)s hex --regions 16 --evaluate --plot spread.png
   %(prog)s hex --regions 16 --create-table ./data orders
-  %(prog)s hash-prefix --regions 16 --create-table ./data orders \
+  %(prog)s hash-prefix --regions 16 --create-table ./data orders \\
       --primary-key hash_order:STRING,order:INTEGER        # a Tablestore table
 """
 
 
+MAX_REGIONS = 1000       # the region server's max_regions (HBase's regionSplitLimit)
+MAX_KEYS = 10_000_000    # largest workload --evaluate draws
+MAX_KEY_LENGTH = 1024    # Tablestore's limit on a primary-key column (regions.tablestore)
+SPLITS_FILE = "splits.txt"
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, no usage dump
+        message = "; ".join(line.strip() for line in message.splitlines() if line.strip())
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _int_in(low: int, high: int | None = None):
+    """An argparse ``type=``: an int in ``[low, high]``, or a one-line error."""
+    allowed = f"{low}-{high}" if high is not None else f"{low} or more"
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer in {allowed}")
+        return value
+    return convert
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,16 +110,19 @@ def build_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("algorithm", nargs="?", choices=ALGORITHMS, metavar="ALGORITHM",
                    help="one of: " + ", ".join(ALGORITHMS) + " (default: sample with --sample)")
-    p.add_argument("-n", "--regions", type=int, metavar="N", help="number of regions (N-1 points)")
+    p.add_argument("-n", "--regions", type=int, metavar="N",
+                   help=f"number of regions, 2-{MAX_REGIONS} (N-1 points)")
     g = p.add_argument_group("keyspace")
-    g.add_argument("--length", type=int, default=8, help="key length in characters or bytes (8)")
+    g.add_argument("--length", type=_int_in(1, MAX_KEY_LENGTH), default=8,
+                   help=f"key length in characters or bytes, 1-{MAX_KEY_LENGTH} (8)")
     g.add_argument("--upper", action="store_true", help="hex with A-F instead of a-f")
     g.add_argument("--alphabet", help="characters keys can hold (alphabet algorithm)")
     g.add_argument("--low", type=int, default=0, help="integer: lowest key (0)")
     g.add_argument("--high", type=int, default=alg.INT64_MAX, help="integer: highest key")
-    g.add_argument("--width", type=int, default=4, help="hash-prefix: hex digits (4)")
+    g.add_argument("--width", type=_int_in(1, 32), default=4,
+                   help="hash-prefix: hex digits, 1-32 (4)")
     g.add_argument("--hash", default="md5", choices=("md5", "mmh3"), help="hash-prefix: hash")
-    g.add_argument("--buckets", type=int, default=16, help="salt: salt values (16)")
+    g.add_argument("--buckets", type=_int_in(1), default=16, help="salt: salt values (16)")
     g.add_argument("--sep", default="", help="hash-prefix/salt: separator after the prefix")
     g.add_argument("--sample", metavar="FILE", help="key sample, one key per line "
                    "(optionally key<TAB>bytes), in arrival order")
@@ -103,11 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
                    choices=WORKLOADS + ("file", "auto"),
                    help="spread of a workload: uniform (default; the sample itself for "
                         "sample), sequential, timestamp, zipf, or file (--key-file)")
-    e.add_argument("--keys", type=int, default=100_000, help="workload size (100000)")
-    e.add_argument("--key-file", metavar="FILE", help="keys for --evaluate file")
+    e.add_argument("--keys", type=_int_in(1, MAX_KEYS), default=100_000,
+                   help=f"workload size, 1-{MAX_KEYS} (100000)")
+    e.add_argument("--key-file", metavar="FILE",
+                   help="keys for --evaluate file (given alone, it implies --evaluate file)")
     e.add_argument("--seed", type=int, default=0, help="workload seed (0)")
     e.add_argument("--zipf-s", type=float, default=1.1, help="zipf exponent (1.1)")
-    e.add_argument("--value-size", type=int, default=0, help="bytes of value per row (0)")
+    e.add_argument("--value-size", type=_int_in(0), default=0, help="bytes of value per row (0)")
     e.add_argument("--plot", metavar="PNG", help="draw the spread (needs matplotlib)")
     p.add_argument("--create-table", nargs=2, metavar=("PATH", "TABLE"),
                    help="create TABLE pre-split in the embedded region server at PATH")
@@ -195,6 +237,7 @@ def create_table(path: str, table: str, points) -> int:
 
 
 PK_TYPES = {"STRING": "str", "INTEGER": "int", "BINARY": "bytes"}
+PK_NAMES = {kind: name for name, kind in PK_TYPES.items()}
 
 
 def parse_primary_key(spec: str, key_type: str) -> list[tuple[str, str]]:
@@ -253,7 +296,73 @@ def _evaluation_json(report, findings) -> dict:
     return doc
 
 
-def run(args) -> int:
+def _check_regions(n: int) -> None:
+    """The CLI's bounds on N (the library takes any N >= 1)."""
+    if n == 1:
+        raise PresplitError("1 region needs no split points (a table starts as one region): "
+                            "give --regions 2 or more")
+    if n > MAX_REGIONS:
+        raise PresplitError(f"{n} regions is more than {MAX_REGIONS}, the region server's "
+                            "limit (max_regions; HBase's regionSplitLimit)")
+
+
+def _evaluate_kind(args):
+    """``--evaluate``'s workload, ``file`` when only --key-file is given."""
+    if args.key_file and args.evaluate not in (None, "auto", "file"):
+        raise PresplitError(f"--key-file is for --evaluate file, not --evaluate {args.evaluate}")
+    if args.key_file:
+        return "file"
+    return args.evaluate or ("auto" if args.plot else None)
+
+
+def splits_argv(argv, path: str = SPLITS_FILE) -> list[str]:
+    """``argv`` writing the plan as a SPLITS file to ``path``: its own --format
+    and -o/--output (in every spelling argparse takes) replaced."""
+    out, tail, skip = [], [], False
+    for i, tok in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if tok == "--":
+            tail = list(argv[i:])
+            break
+        name = tok.split("=", 1)[0]
+        if len(name) > 2 and any(o.startswith(name) for o in ("--format", "--output")):
+            skip = "=" not in tok
+        elif tok.startswith("-o") and not tok.startswith("--"):
+            skip = tok == "-o"
+        else:
+            out.append(tok)
+    return out + ["--format", "splits", "-o", path] + tail
+
+
+def next_steps(argv, key_type: str, evaluated: bool, written: str | None = None) -> str:
+    """What to do after a good plan: the command that writes it as a SPLITS
+    file (unless ``written`` already is that file), and the one that creates
+    the table pre-split on it."""
+    pk = f"KEY:{PK_NAMES[key_type]}"
+    if written is not None:
+        lines, path = [f"next: create the table pre-split on the points in {written}:"], written
+    else:
+        check = ("" if evaluated else "check the plan against your keys (--evaluate file "
+                 "--key-file KEYS) or a workload (--evaluate sequential, timestamp, zipf); ")
+        lines = textwrap.wrap(f"next: {check}write the split points to a file, then create the "
+                              "table pre-split on them:", 88, break_on_hyphens=False)
+        lines.append("  " + shlex.join([PROG, *splits_argv(argv)]))
+        path = SPLITS_FILE
+    return "\n".join(lines + [
+        "  " + shlex.join(["regions-import", "--data", "DIR", "--table", "TABLE", "--create",
+                           "--split-points", path, "--primary-key", pk, "ROWS.csv"]),
+        "(DIR, TABLE, ROWS.csv and the partition key KEY are yours; more primary-key columns "
+        "follow KEY)",
+        f"or let the planner create it: add --create-table DIR TABLE --primary-key {pk}",
+        "or in Python: OTSClient.create_table(meta, split_points=points)",
+    ])
+
+
+def run(args, argv=()) -> str | None:
+    """Plan, evaluate, write, create; returns the next step to suggest (None
+    when the plan is not a good one to create, or when it was created)."""
     algorithm = make_algorithm(args)
     schema = None
     if args.primary_key:
@@ -262,13 +371,16 @@ def run(args) -> int:
         schema = parse_primary_key(args.primary_key, algorithm.key_type)
     if args.regions is None and not isinstance(algorithm, alg.ExplicitSplit):
         raise PresplitError(f"the {algorithm.name} algorithm needs --regions N")
+    if args.regions is not None and args.regions >= 1:
+        _check_regions(args.regions)
     points = algorithm.split(args.regions)
+    _check_regions(len(points) + 1)
     evaluation = None
-    if args.evaluate or args.plot:
-        args.evaluate = args.evaluate or "auto"
+    args.evaluate = _evaluate_kind(args)
+    if args.evaluate:
         keys, sizes, source = _workload_keys(args, algorithm)
         report = evaluate(points, keys, sizes, args.value_size)
-        evaluation = (report, advise(report, keys), source)
+        evaluation = (report, advise(report, keys, algorithm), source)
     if args.format == "json":
         extra = None
         if evaluation:
@@ -299,19 +411,28 @@ def run(args) -> int:
         else:
             count = create_table(path, table, points)
         print(f"created table {table!r} in {path} with {count} regions", file=sys.stderr)
-    return 0
+        return None
+    if (evaluation and evaluation[1]) or args.format == "json" or \
+            (args.format == "splits" and args.output is None):
+        return None
+    written = args.output if args.format == "splits" else None
+    return next_steps(argv, algorithm.key_type, evaluation is not None, written)
 
 
 def main(argv=None) -> int:
     """Console-script entry point; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", alg.SmallAlphabetWarning)
-            status = run(args)
+            hint = run(args, argv)
         for w in caught:
             print(f"{PROG}: warning: {w.message}", file=sys.stderr)
-        return status
+        if hint and not caught:  # a plan that drew a warning is not a good one
+            sys.stdout.flush()
+            print(hint, file=sys.stderr)
+        return 0
     except (PresplitError, KeyDesignError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

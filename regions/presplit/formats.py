@@ -92,13 +92,21 @@ def read_lines(path: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def _parse_line(text: str, key_type: str, path: str, no: int):
+    """``parse_point`` naming the file and line of a bad key."""
+    try:
+        return parse_point(text, key_type)
+    except PresplitError as e:
+        raise PresplitError(f"{path}:{no}: {e}") from None
+
+
 def read_splits_file(path: str, key_type: str = "str") -> list:
     """Points of an HBase SPLITS file, validated (sorted, unique, non-empty)."""
     points = []
     for no, line in enumerate(read_lines(path), 1):
         if not line:
             raise PresplitError(f"{path}:{no}: empty line (split points cannot be empty)")
-        points.append(parse_point(line, key_type))
+        points.append(_parse_line(line, key_type, path, no))
     try:
         return check_points(points)
     except PresplitError as e:
@@ -113,7 +121,7 @@ def read_sample_file(path: str, key_type: str = "str"):
         if not line:
             continue
         key, tab, size = line.partition("\t")
-        keys.append(parse_point(key, key_type))
+        keys.append(_parse_line(key, key_type, path, no))
         if tab:
             sized = True
             try:
