@@ -13,9 +13,15 @@ Modules, bottom up:
 - ``console``: the web console (HTML pages and their JSON twins, basic auth
   off loopback); ``metrics``: ``GET /metrics`` through ``prometheus_client``;
 - ``browser``: installs headless Chromium for the console's browser test;
+- ``sdk``: the official SDK, imported without its native-codec warnings;
 - ``cli``: the ``regions-server`` console script.
 
-``convert``, ``protocol`` and ``cli`` import the SDK's generated protobuf modules
-(``pip install lsm-regions[server]``); ``plainbuffer``, ``auth``, ``httphead`` and ``http`` do not.
-``metrics`` imports ``prometheus_client`` (also in the ``server`` extra) when scraped.
+``convert`` and ``protocol`` (so ``cli``'s server) import the SDK's generated
+protobuf modules (``pip install -e '.[server]'``); ``plainbuffer``, ``auth``,
+``httphead`` and ``http`` do not.  ``metrics`` imports ``prometheus_client``
+(also in the ``server`` extra) when scraped.
 """
+from regions.otsserver import sdk as _sdk
+
+# Before any module of this package imports the SDK (see sdk.py).
+_sdk.quiet()

@@ -19,6 +19,8 @@ import sys
 import threading
 from urllib.parse import urlparse
 
+from regions.extras import guard
+
 DEFAULT_INSTANCE = "local"
 DEFAULT_KEY_ID = "local_access_key_id"
 DEFAULT_KEY_SECRET = "local_access_key_secret"
@@ -71,9 +73,6 @@ def make_server(data: str | None, host: str, port: int, instance: str, key_id: s
                 console: bool = True):
     """Open the store in ``data`` (None: in memory) and wrap it in a (not yet
     started) OTSServer; ``server_options``: a regions.ServerOptions (tests make regions split early)."""
-    # The SDK's modules warn on import when its native codec is absent; the
-    # server does not use that codec, so keep the console clean.
-    logging.getLogger("tablestore").addHandler(logging.NullHandler())
     from regions.otsserver.auth import Authenticator
     from regions.otsserver.console import Console, is_loopback
     from regions.otsserver.http import DEFAULT_TIMEOUT_S, MAX_BODY_BYTES, OTSServer
@@ -98,6 +97,7 @@ def make_server(data: str | None, host: str, port: int, instance: str, key_id: s
         raise
 
 
+@guard("regions-server", "the local endpoint")
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
