@@ -27,33 +27,48 @@ DEFAULT_KEY_SECRET = "local_access_key_secret"
 DEFAULT_PORT = 8800
 
 
-def _default_port() -> int:
+#: The longest --timeout: a day (a socket's timeout overflows far beyond).
+MAX_TIMEOUT_S = 86400.0
+
+
+def _default_port(parser) -> int:
     endpoint = os.environ.get("OTS_TEST_ENDPOINT")
     if endpoint:
-        port = urlparse(endpoint).port
+        try:
+            port = urlparse(endpoint).port
+        except ValueError as e:
+            parser.error(f"OTS_TEST_ENDPOINT={endpoint}: {e}; fix it or give --port")
         if port:
             return port
     return DEFAULT_PORT
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="regions-server", description=__doc__.split("\n")[0])
+    from regions import cliutil
+    p = cliutil.Parser(prog="regions-server", description=__doc__.split("\n")[0])
     where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--data", help="directory of the store (created if missing)")
+    where.add_argument("--data", type=cliutil.store_dir,
+                       help="directory of the store (created if missing)")
     where.add_argument("--in-memory", action="store_true",
                        help="keep the store in memory: nothing on disk, no durability, "
                             "every table gone when the server stops (for tests)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=_default_port(), help="port (0 picks a free one)")
-    p.add_argument("--instance", default=os.environ.get("OTS_TEST_INSTANCE", DEFAULT_INSTANCE))
-    p.add_argument("--access-key-id", default=os.environ.get("OTS_TEST_ACCESS_KEY_ID", DEFAULT_KEY_ID))
-    p.add_argument("--access-key-secret",
+    p.add_argument("--host", default="127.0.0.1", type=cliutil.word("a host"),
+                   help="address to listen on (default 127.0.0.1; 0.0.0.0: every address)")
+    p.add_argument("--port", type=cliutil.port, default=None,
+                   help="port, 0-65535; 0 picks a free one (default: OTS_TEST_ENDPOINT's, "
+                        f"else {DEFAULT_PORT})")
+    p.add_argument("--instance", type=cliutil.word("an instance name"),
+                   default=os.environ.get("OTS_TEST_INSTANCE", DEFAULT_INSTANCE))
+    p.add_argument("--access-key-id", type=cliutil.word("an access key id"),
+                   default=os.environ.get("OTS_TEST_ACCESS_KEY_ID", DEFAULT_KEY_ID))
+    p.add_argument("--access-key-secret", type=cliutil.word("an access key secret"),
                    default=os.environ.get("OTS_TEST_ACCESS_KEY_SECRET", DEFAULT_KEY_SECRET))
     p.add_argument("--any-instance", action="store_true",
                    help="accept any instance name instead of rejecting others with OTSAuthFailed")
-    p.add_argument("--max-body", type=int, default=None, help="largest request body in bytes")
-    p.add_argument("--timeout", type=float, default=None,
-                   help="seconds an idle or stalled connection is kept")
+    p.add_argument("--max-body", type=cliutil.byte_size, default=None,
+                   help="largest request body: bytes, or with KiB/MiB/GiB (default 5MiB)")
+    p.add_argument("--timeout", type=cliutil.float_in(0, MAX_TIMEOUT_S, "a number of seconds"),
+                   default=None, help="seconds an idle or stalled connection is kept (default 30)")
     p.add_argument("--pk-projection", choices=("full", "requested"), default="full",
                    help="primary key of returned rows: full (the service's) or only the key "
                         "columns columns_to_get names (the 2017 guide's examples)")
@@ -65,6 +80,29 @@ def build_parser() -> argparse.ArgumentParser:
                         "-D max_region_bytes=1GiB -D sync=true (repeatable)")
     p.add_argument("--verbose", "-v", action="store_true", help="log every request")
     return p
+
+
+def check_address(host: str, port: int) -> str | None:
+    """Why the server could not listen on (host, port), or None: tried with
+    a socket like the server's before anything is opened, so that a port in
+    use leaves no store behind."""
+    import errno
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server
+        try:
+            s.bind((host, port))
+        except socket.gaierror as e:
+            return f"--host {host}: {e.strerror}"
+        except OSError as e:
+            if e.errno == errno.EADDRNOTAVAIL:
+                return f"--host {host}: not an address of this machine"
+            hint = {errno.EADDRINUSE: "", errno.EACCES: " (ports below 1024 need privileges)"}
+            if e.errno in hint:  # soak/wire.py waits out "Address already in use"
+                return (f"port {port} on {host}: {e.strerror}{hint[e.errno]}; "
+                        "--port 0 picks a free one")
+            return f"--host {host} --port {port}: {e.strerror}"
+    return None
 
 
 def make_server(data: str | None, host: str, port: int, instance: str, key_id: str, secret: str,
@@ -99,23 +137,32 @@ def make_server(data: str | None, host: str, port: int, instance: str, key_id: s
 
 @guard("regions-server", "the local endpoint")
 def main(argv=None) -> int:
+    from regions import cliutil
+    from regions.errors import RegionError
+    from regions.options import ServerOptions
     parser = build_parser()
     args = parser.parse_args(argv)
-    from regions.options import ServerOptions
     try:
         options = ServerOptions.from_settings(args.server_options)
     except (TypeError, ValueError) as e:
-        parser.error(str(e))
+        parser.error(f"argument -D/--server-option: {e}")
+    if args.port is None:
+        args.port = _default_port(parser)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    problem = check_address(args.host, args.port)
+    if problem:
+        return cliutil.fail("regions-server", problem, status=1)
+    import lsm
     try:
         server = make_server(args.data, args.host, args.port, args.instance, args.access_key_id,
                              args.access_key_secret, args.any_instance, args.max_body, args.timeout,
                              args.pk_projection, server_options=options,
                              console=not args.no_console)
-    except OSError as e:
-        print("regions-server: cannot start: %s" % e, file=sys.stderr)
-        return 1
+    except (OSError, RegionError, lsm.LSMError) as e:
+        what = cliutil.os_error(e) if isinstance(e, OSError) else e
+        where = f"cannot open the store in {args.data}" if args.data else "cannot start"
+        return cliutil.fail("regions-server", f"{where}: {what}", status=1)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
