@@ -1,7 +1,8 @@
 """Where rows go to and come from: an embedded instance or any endpoint.
 
 ``EmbeddedTarget(path)`` opens ``regions.tablestore.OTSClient(path)`` (or
-wraps a client given to it); ``EndpointTarget(endpoint, instance, key_id,
+wraps a client given to it; a missing store is made by its first
+create_table, or refused); ``EndpointTarget(endpoint, instance, key_id,
 secret)`` drives the official ``tablestore`` SDK, so the same tools load the
 local ``regions-server`` or the cloud service.  Both speak the SDK's API
 (the embedded one mirrors it), so one class does the work and the two
@@ -124,17 +125,46 @@ class Target:
 
 class EmbeddedTarget(Target):
     """An embedded instance in ``path`` (``client``: an open OTSClient to use
-    instead, which the target then does not close)."""
+    instead, which the target then does not close).
 
-    def __init__(self, path: str | None = None, client=None, server_options=None):
+    A store that is not there is made only with ``create``, and only by the
+    first ``create_table``: until then the target has no tables, so a run
+    that stops at its checks leaves nothing behind.  Without ``create`` a
+    missing store is a TransferError ("no store at PATH")."""
+
+    def __init__(self, path: str | None = None, client=None, server_options=None,
+                 create: bool = True):
+        import regions
         import regions.tablestore as lib
-        self._owns = client is None
-        if client is None:
-            try:
-                client = lib.OTSClient(path, server_options=server_options)
-            except Exception as e:  # noqa: BLE001
-                raise TransferError(f"cannot open the embedded store in {path}: {e}") from None
+        from regions.tablestore.client import MEMORY
         super().__init__(client, lib, path or "the embedded store")
+        self._owns = client is None
+        self._path, self._server_options = path, server_options
+        if client is not None:
+            return
+        if path in (None, MEMORY) or regions.RegionServer.exists(path):
+            self.client = self._open()
+        elif not create:
+            raise TransferError(f"no store at {path}")
+
+    def _open(self):
+        try:
+            return self.lib.OTSClient(self._path, server_options=self._server_options)
+        except Exception as e:  # noqa: BLE001
+            raise TransferError(f"cannot open the embedded store in {self._path}: {e}") from None
+
+    def exists(self, table: str) -> bool:
+        return self.client is not None and super().exists(table)
+
+    def schema(self, table: str) -> list[tuple[str, str]]:
+        if self.client is None:
+            raise TransferError(f"cannot describe table {table!r}: no store at {self.where}")
+        return super().schema(table)
+
+    def create_table(self, table: str, schema, split_points=()) -> None:
+        if self.client is None:
+            self.client = self._open()
+        super().create_table(table, schema, split_points)
 
 
 class EndpointTarget(Target):
