@@ -40,6 +40,10 @@ import tarfile
 import tempfile
 import io
 
+from regions import cliutil
+
+PROG = "python -m regions.otsserver.vendor_suite"
+
 MODULES = ("row_op_test", "filter_and_condition_update_unitttest", "sdk_param_unittest",
            "transaction_test", "table_operation_test")
 EXAMPLES = ("put_row", "get_row", "update_row", "delete_row", "batch_get_row", "batch_write_row",
@@ -112,6 +116,25 @@ json.dump({"sdk": tablestore.__file__, "outcomes": outcomes}, open(out, "w"))
 '''.replace("@CAP@", repr(SLEEP_CAP)).replace("@EXCLUDED@", repr(EXCLUDED.pattern))
 
 
+def sdk_source(text: str) -> str:
+    """A ``type=``: the SDK's source, a checkout or a bare git directory
+    with ``tests/`` and ``examples/``."""
+    cliutil.existing_dir(text)
+    if all(os.path.isdir(os.path.join(text, part)) for part in ("tests", "examples")):
+        return text
+    try:
+        bare = all(subprocess.run(["git", "--git-dir", text, "cat-file", "-e", f"HEAD:{part}"],
+                                  capture_output=True).returncode == 0
+                   for part in ("tests", "examples"))
+    except OSError:
+        bare = False
+    if not bare:
+        raise argparse.ArgumentTypeError(
+            f"{text} is not the SDK's source: it needs tests/ and examples/ (give a checkout or "
+            "a bare git directory of aliyun/aliyun-tablestore-python-sdk)")
+    return text
+
+
 def extract(source: str, dest: str) -> None:
     """Copy ``tests/`` and ``examples/`` of the SDK's source into ``dest``."""
     parts = ("tests", "examples")
@@ -139,7 +162,11 @@ class Server:
         m = re.search(r"serving (http://\S+)", line)
         if not m:
             self.stop()
-            raise RuntimeError("regions-server did not start: %r" % line)
+            with open(self.log.name) as log:
+                said = log.read().split("\n") + [line]
+            said = [ln.strip() for ln in said if ln.strip()]
+            raise RuntimeError("regions-server did not start: %s"
+                               % (said[-1] if said else "no output"))
         self.endpoint = m.group(1)
 
     def prepare(self, name: str) -> None:
@@ -207,40 +234,34 @@ def run_example(root: str, name: str, server_args) -> tuple:
         server.stop()
 
 
+def check_server_args(parser, extra) -> None:
+    """Refuse, as ``parser``'s error, --server-arg flags regions-server
+    would refuse (before anything is copied or started)."""
+    from regions.otsserver.cli import build_parser
+    server = build_parser()
+    server.error = lambda message: parser.error(f"--server-arg: {message}")
+    server.parse_args(["--in-memory", "--port", "0", *extra])
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m regions.otsserver.vendor_suite",
-                                description=__doc__.split("\n")[0])
-    p.add_argument("source", help="the SDK's source: a checkout or a bare git directory")
+    p = cliutil.Parser(prog=PROG, description=__doc__.split("\n")[0])
+    p.add_argument("source", type=sdk_source,
+                   help="the SDK's source: a checkout or a bare git directory")
     p.add_argument("-k", dest="pattern", help="run only tests whose id contains this")
     p.add_argument("--module", action="append", choices=MODULES, help="modules to run (all)")
     p.add_argument("--no-examples", action="store_true")
     p.add_argument("--example", action="append", choices=EXAMPLES, help="examples to run (all)")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    p.add_argument("--server-arg", action="append", default=[], help="an extra server flag")
+    p.add_argument("--server-arg", action="append", default=[],
+                   help="an extra regions-server flag (repeatable; --server-arg=-v)")
     p.add_argument("-v", "--verbose", action="store_true", help="print whole tracebacks")
     args = p.parse_args(argv)
+    check_server_args(p, args.server_arg)
     root = tempfile.mkdtemp(prefix="vendor-suite-")
-    failed = 0
     try:
-        extract(args.source, root)
-        for module in args.module or MODULES:
-            outcomes = run_module(root, module, args.pattern, args.server_arg)
-            counts = {}
-            for _, status, _ in outcomes:
-                counts[status] = counts.get(status, 0) + 1
-            print("%-40s %s" % (module, ", ".join("%d %s" % (n, s) for s, n in sorted(counts.items()))))
-            for test_id, status, text in outcomes:
-                if status in ("failed", "error"):
-                    failed += 1
-                    print("  %s %s: %s" % (status.upper(), test_id.split(".", 2)[-1],
-                                           text if args.verbose else first_line(text)))
-        if not args.no_examples and not args.pattern:
-            for name in args.example or EXAMPLES:
-                name, status, text = run_example(root, name, args.server_arg)
-                print("%-40s %s" % ("examples/%s.py" % name, status))
-                if status != "passed":
-                    failed += 1
-                    print("  " + (text if args.verbose else first_line(text)))
+        failed = _run(root, args)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        return cliutil.fail(PROG, e, status=1)
     finally:
         if args.keep:
             print("kept: %s" % root)
@@ -248,6 +269,31 @@ def main(argv=None) -> int:
             shutil.rmtree(root, ignore_errors=True)
     print("vendor suite: %s" % ("all passed" if not failed else "%d failed" % failed))
     return 0 if not failed else 1
+
+
+def _run(root: str, args) -> int:
+    """Copy the SDK's tests into ``root`` and run them; the number failed."""
+    failed = 0
+    extract(args.source, root)
+    for module in args.module or MODULES:
+        outcomes = run_module(root, module, args.pattern, args.server_arg)
+        counts = {}
+        for _, status, _ in outcomes:
+            counts[status] = counts.get(status, 0) + 1
+        print("%-40s %s" % (module, ", ".join("%d %s" % (n, s) for s, n in sorted(counts.items()))))
+        for test_id, status, text in outcomes:
+            if status in ("failed", "error"):
+                failed += 1
+                print("  %s %s: %s" % (status.upper(), test_id.split(".", 2)[-1],
+                                       text if args.verbose else first_line(text)))
+    if not args.no_examples and not args.pattern:
+        for name in args.example or EXAMPLES:
+            name, status, text = run_example(root, name, args.server_arg)
+            print("%-40s %s" % ("examples/%s.py" % name, status))
+            if status != "passed":
+                failed += 1
+                print("  " + (text if args.verbose else first_line(text)))
+    return failed
 
 
 if __name__ == "__main__":
