@@ -6,9 +6,10 @@ replaced whole by ``fs.write_atomic`` (temp file, fsync, rename, directory
 fsync), so a reader sees the old or the new document, never a mix::
 
     {
-      "format": 2,                      # never renumber; 1 (no checksum) is still read
+      "format": 3,                      # never renumber; 1 (no checksum) and 2 (no
+                                        # split history) are still read
       "checksum": 1234567,              # zlib.crc32 of this document without the field,
-                                        # written as here (format 2 only)
+                                        # written as here (formats 2 and 3)
       "epoch": 17,                      # +1 on every write
       "next_region_id": 9,              # region ids are never reused
       "tables": {
@@ -16,7 +17,11 @@ fsync), so a reader sees the old or the new document, never a mix::
           "attributes": {...},          # the caller's JSON object (Tablestore schema)
           "regions": [                  # sorted by start key, contiguous
             {"id": 3, "start": "<hex>", "end": "<hex>", "state": "OPEN"}
-          ]                             # "" = unbounded; state OPEN or SPLITTING
+          ],                            # "" = unbounded; state OPEN or SPLITTING
+          "splits": [                   # the table's last SPLIT_HISTORY splits, oldest
+            {"parent": 2, "daughters": [3, 4], "split_key": "<hex>",   # first (format 3;
+             "time": 1717236219.123, "duration_seconds": 0.052}      # absent: none)
+          ]
         }
       },
       "parents": [                      # split parents kept until no daughter
@@ -30,6 +35,12 @@ fsync), so a reader sees the old or the new document, never a mix::
 
 A region's store lives in ``regions/r<id>`` under the server directory.
 
+A split's history entry is written by the split's point-of-no-return write
+(``MetaDoc.record_split``, called by regions/procedure.py), so it costs no
+write of its own and a split that meta records always has its entry:
+``time`` is the wall-clock time of that write (seconds since the epoch),
+``duration_seconds`` the time from the split's start to it.
+
 Thread-safety: ``Meta`` is not locked; the server serialises ``update`` calls
 under its own lock.  ``update`` is copy-on-write: the change is applied to a
 copy, written, and only then becomes ``doc``; a failed write leaves both the
@@ -42,10 +53,13 @@ import zlib
 
 from .errors import MetaCorruptionError
 
-__all__ = ["Meta", "RegionRecord", "FORMAT", "check_layout", "region_dir_name"]
+__all__ = ["Meta", "RegionRecord", "FORMAT", "SPLIT_HISTORY", "check_layout", "region_dir_name"]
 
-FORMAT = 2
+FORMAT = 3
+_READ_FORMATS = (1, 2, 3)               # 1: no checksum; 2: no split history
 _UNCHECKED_FORMAT = 1                   # written before META had a checksum
+#: Splits kept per table in meta (older ones are dropped as new ones come).
+SPLIT_HISTORY = 50
 META_FILE = "META"
 OPEN, SPLITTING = "OPEN", "SPLITTING"     # a region record's persisted state
 STATES = (OPEN, SPLITTING)
@@ -100,7 +114,8 @@ class MetaDoc:
     def __init__(self):
         self.epoch = 0
         self.next_region_id = 1
-        self.tables = {}        # name -> {"attributes": dict, "regions": [RegionRecord]}
+        self.tables = {}        # name -> {"attributes": dict, "regions": [RegionRecord],
+                                #          "splits": [split, ...] (may be absent: none)}
         self.parents = []       # [{"table", "id", "daughters"}]
         self.procedures = []    # [{"kind", "table", "parent", "split_key": bytes, "daughters", "step"}]
 
@@ -118,13 +133,27 @@ class MetaDoc:
             ids.update(proc["daughters"])
         return ids
 
+    def record_split(self, table: str, parent: int, daughters, split_key: bytes, time: float,
+                     duration_seconds: float) -> None:
+        """Append a split to the table's history, keeping the last ``SPLIT_HISTORY``."""
+        history = self.tables[table].setdefault("splits", [])
+        history.append({"parent": parent, "daughters": list(daughters), "split_key": split_key,
+                        "time": round(time, 3), "duration_seconds": round(duration_seconds, 6)})
+        del history[:-SPLIT_HISTORY]
+
+    def split_history(self, table: str) -> list:
+        """The table's recorded splits, oldest first (``split_key`` as bytes)."""
+        return self.tables[table].get("splits", [])
+
     def to_bytes(self) -> bytes:
         doc = {
             "format": FORMAT,
             "epoch": self.epoch,
             "next_region_id": self.next_region_id,
             "tables": {name: {"attributes": t["attributes"],
-                              "regions": [r.to_json() for r in t["regions"]]}
+                              "regions": [r.to_json() for r in t["regions"]],
+                              "splits": [dict(s, split_key=s["split_key"].hex())
+                                         for s in t.get("splits", ())]}
                        for name, t in self.tables.items()},
             "parents": self.parents,
             "procedures": [dict(p, split_key=p["split_key"].hex()) for p in self.procedures],
@@ -136,9 +165,9 @@ class MetaDoc:
     def from_bytes(cls, data: bytes, where: str = "META") -> "MetaDoc":
         try:
             d = json.loads(data.decode())
-            if d.get("format") not in (FORMAT, _UNCHECKED_FORMAT):
+            if d.get("format") not in _READ_FORMATS:
                 raise MetaCorruptionError(f"{where}: unknown format {d.get('format')!r}")
-            if d["format"] == FORMAT and d.pop("checksum", None) != _checksum(d):
+            if d["format"] != _UNCHECKED_FORMAT and d.pop("checksum", None) != _checksum(d):
                 raise MetaCorruptionError(f"{where}: checksum mismatch")
             m = cls()
             m.epoch = int(d["epoch"])
@@ -150,7 +179,8 @@ class MetaDoc:
                     raise ValueError(f"table {name!r}: attributes are not an object")
                 if any(r.state not in STATES for r in regions):
                     raise ValueError(f"table {name!r}: unknown region state")
-                m.tables[name] = {"attributes": t["attributes"], "regions": regions}
+                m.tables[name] = {"attributes": t["attributes"], "regions": regions,
+                                  "splits": [_split_from_json(x) for x in t.get("splits", ())]}
             m.parents = [{"table": p["table"], "id": int(p["id"]),
                           "daughters": [int(x) for x in p["daughters"]]} for p in d["parents"]]
             for p in d["procedures"]:
@@ -167,6 +197,15 @@ class MetaDoc:
 
     def clone(self) -> "MetaDoc":
         return copy.deepcopy(self)
+
+
+def _split_from_json(x) -> dict:
+    daughters = [int(i) for i in x["daughters"]]
+    if len(daughters) != 2:
+        raise ValueError(f"a split history entry without two daughters: {x!r}")
+    return {"parent": int(x["parent"]), "daughters": daughters,
+            "split_key": bytes.fromhex(x["split_key"]), "time": float(x["time"]),
+            "duration_seconds": float(x["duration_seconds"])}
 
 
 def _dump(doc: dict) -> bytes:

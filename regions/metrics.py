@@ -15,9 +15,11 @@ Nothing here knows about HTTP or Prometheus; the exposition is in
 - ``RateTracker``: per-second rates of cumulative counters (a region's
   reads and writes), from samples taken at most once a second whenever the
   counters are read; a rate is None until two samples a second apart exist.
-- ``SplitHistory``: splits started / finished / rolled back, their durations
-  (a histogram), and the last ``HISTORY`` splits (parent, daughters, split
-  key, time, duration).
+- ``SplitHistory``: splits started / finished / rolled back since the server
+  started and their durations (a histogram).  The splits themselves (parent,
+  daughters, split key, time, duration) are kept in meta, the last
+  ``regions.meta.SPLIT_HISTORY`` of each table, so they survive a restart
+  (``MetaDoc.split_history``; ``RegionServer.metrics()`` reports them).
 
 Thread-safety: every class may be used from any thread (``ApiMetrics`` by
 the GIL, the others with one lock each, held for a few dictionary updates).
@@ -88,43 +90,37 @@ class RateTracker:
 
 
 class SplitHistory:
-    """Split counters and the last ``size`` splits (module docstring)."""
+    """Split counters and the split duration histogram since the server
+    started (module docstring).  The splits themselves are kept in meta
+    (``MetaDoc.split_history``): they survive a restart."""
 
-    HISTORY = 50
-
-    def __init__(self, size: int = HISTORY):
+    def __init__(self):
         self._lock = threading.Lock()
-        self._recent = collections.deque(maxlen=size)
         self.started = 0
         self.finished = 0
         self.rolled_back = 0
         self._durations = _histogram(SPLIT_BUCKETS)
 
-    def start(self) -> float:
-        """A split began; returns its start time (pass it to ``finish``/``rollback``)."""
+    def start(self) -> None:
+        """A split began."""
         with self._lock:
             self.started += 1
-        return time.monotonic()
 
-    def finish(self, table: str, parent: int, daughters, split_key: bytes, t0: float) -> None:
-        took = time.monotonic() - t0
+    def finish(self, took: float) -> None:
+        """A split finished after ``took`` seconds."""
         with self._lock:
             self.finished += 1
             _observe(self._durations, took)
-            self._recent.append({"table": table, "parent": parent, "daughters": list(daughters),
-                                 "split_key": split_key, "time": time.time(),
-                                 "duration_seconds": took})
 
-    def rollback(self, t0: float) -> None:
+    def rollback(self, took: float) -> None:
+        """A split was rolled back after ``took`` seconds."""
         with self._lock:
             self.rolled_back += 1
-            _observe(self._durations, time.monotonic() - t0)
+            _observe(self._durations, took)
 
     def snapshot(self) -> dict:
-        """``{"started", "finished", "rolled_back", "duration": histogram,
-        "recent": [split, ...] newest first}``."""
+        """``{"started", "finished", "rolled_back", "duration": histogram}``."""
         with self._lock:
             return {"started": self.started, "finished": self.finished,
                     "rolled_back": self.rolled_back,
-                    "duration": _copy_histogram(self._durations),
-                    "recent": [dict(s) for s in reversed(self._recent)]}
+                    "duration": _copy_histogram(self._durations)}

@@ -16,7 +16,8 @@ Steps (``run``), each followed by a kill point of the same name:
    files, ``[start, split)`` and ``[split, end)``: no data is copied, so a split
    costs the same for 1 MB or 200 MB.
 4. ``split.before_meta`` then the point of no return: ONE meta write replaces
-   the parent by the daughters, records the parent for garbage collection and
+   the parent by the daughters, records the parent for garbage collection,
+   appends the split to the table's history (``MetaDoc.record_split``) and
    moves the procedure to ``meta_updated`` (``split.after_meta``).
 5. ``split.daughters_opened``: the daughters are routed to; waiting operations
    wake up and go to the right daughter.
@@ -60,6 +61,7 @@ import contextlib
 import logging
 import os
 import signal
+import time
 
 from . import meta as _meta, region as _region
 from .meta import RegionRecord
@@ -117,6 +119,7 @@ class SplitProcedure:
         self.split_key = split_key
         self.ids = None
         self.dbs = [None, None]
+        self.t0 = None                  # time.monotonic() when run() began
         self.parent_closed = False
         self.past_ponr = False
 
@@ -124,7 +127,9 @@ class SplitProcedure:
         """Run every step; returns the two daughter Regions.  Before the point of
         no return any exception rolls the split back and is re-raised."""
         history = getattr(self.host, "split_history", None)   # regions.metrics.SplitHistory
-        t0 = history.start() if history is not None else 0.0
+        self.t0 = time.monotonic()
+        if history is not None:
+            history.start()
         # The parent's compactions would only compete with the split for the
         # GIL: a running one aborts (its inputs stay for the daughters' views)
         self.parent.db.set_auto_compactions(False)
@@ -138,13 +143,13 @@ class SplitProcedure:
             if not self.past_ponr:
                 self._rollback()
                 if history is not None:
-                    history.rollback(t0)
+                    history.rollback(time.monotonic() - self.t0)
                 raise
             self._roll_forward()   # past the point of no return: finish, then report
             raise
         daughters = self._roll_forward()
         if history is not None:
-            history.finish(self.table.name, self.parent.id, self.ids, self.split_key, t0)
+            history.finish(time.monotonic() - self.t0)
         return daughters
 
     def _roll_forward(self):
@@ -209,6 +214,7 @@ class SplitProcedure:
             i = next(i for i, r in enumerate(regions) if r.id == p.id)
             regions[i:i + 1] = [RegionRecord(a, p.start, k), RegionRecord(b, k, p.end)]
             doc.parents.append({"table": name, "id": p.id, "daughters": [a, b]})
+            doc.record_split(name, p.id, (a, b), k, time.time(), time.monotonic() - self.t0)
             for proc in doc.procedures:
                 if proc["parent"] == p.id:
                     proc["step"] = "meta_updated"

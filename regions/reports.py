@@ -18,7 +18,8 @@ def _int_or_none(x):
 class ServerReports:
     """``regions()`` and ``metrics()`` of RegionServer (which provides
     ``_table``, ``_tables``, ``_check_open``, ``_block_cache``, ``_rates``,
-    ``_policy``, ``_split_history``, ``_opened_at``, ``path`` and ``options``)."""
+    ``_policy``, ``_split_history``, ``_meta``, ``_opened_at``, ``path`` and
+    ``options``)."""
 
     def regions(self, name: str) -> list:
         """``RegionInfo`` of every region of the table, in key order."""
@@ -40,8 +41,11 @@ class ServerReports:
         """The server's numbers as one dict (the console, ``/metrics`` and
         library users read this): ``path``, ``uptime_seconds``, ``sync``
         (durability mode), ``split_policy``, ``block_cache`` (hits, misses,
-        usage, capacity), ``splits`` (regions.metrics.SplitHistory.snapshot)
-        and ``tables``: name -> list of region dicts in key order with
+        usage, capacity), ``splits`` (regions.metrics.SplitHistory.snapshot, since
+        the server started, and ``recent``: the splits meta keeps, the last
+        ``regions.meta.SPLIT_HISTORY`` of each table, newest first, each with
+        ``table, parent, daughters, split_key, time`` (wall-clock seconds)
+        and ``duration_seconds``) and ``tables``: name -> list of region dicts in key order with
         ``region_id, start_key, end_key, state, size_bytes, key_count,
         memtable_bytes, files_per_level, flushes, compactions, bytes_flushed,
         bytes_compacted, wal_appends, wal_fsyncs, reads, writes,
@@ -79,7 +83,14 @@ class ServerReports:
         return {"path": self.path, "uptime_seconds": time.time() - self._opened_at,
                 "sync": bool(self.options.sync), "split_policy": repr(self._policy),
                 "block_cache": {k: cache.get(k, 0) for k in ("hits", "misses", "usage", "capacity")},
-                "splits": self._split_history.snapshot(), "tables": tables}
+                "splits": {**self._split_history.snapshot(), "recent": self._recent_splits()},
+                "tables": tables}
+
+    def _recent_splits(self):
+        doc = self._meta.doc        # replaced whole by each meta write, never changed
+        out = [{"table": name, **s, "daughters": list(s["daughters"])}
+               for name in doc.tables for s in doc.split_history(name)]
+        return sorted(out, key=lambda s: s["time"], reverse=True)
 
     @staticmethod
     def _blocker_key(t, r):
