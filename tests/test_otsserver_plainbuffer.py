@@ -257,6 +257,18 @@ def test_sdk_reads_our_response_rows(codec):
         ([("k", i)], [("v", str(i), 5)]) for i in range(3)]
 
 
+def test_a_row_without_primary_key_has_no_tag_row_pk(codec):
+    """An RT_AFTER_MODIFY row (the service sends its columns alone): the same
+    bytes as a row with an empty key, less the TAG_ROW_PK byte, which no
+    checksum covers."""
+    cells = [("count", 3, 10), ("n", 1, 11)]
+    bare = codec.encode_row(None, cells)
+    with_tag = codec.encode_row([], cells)
+    assert bare[4] == 0x02 and with_tag[4] == 0x01
+    assert bare == with_tag[:4] + with_tag[5:]
+    assert sdk_read(with_tag) == ([], cells)
+
+
 def test_sdk_filter_value_is_our_bare_variant():
     for v in ("ab", 3, 2.0, False, bytearray(b"q")):
         assert bytes(PlainBufferBuilder.serialize_column_value(v)) == CODEC.encode_variant(v)

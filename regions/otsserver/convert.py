@@ -209,15 +209,20 @@ def condition(proto) -> md.Condition:
     return cond
 
 
-def return_type(proto, field: str = "return_content"):
-    if not proto.HasField(field):
+RETURN_TYPES = {pb.RT_NONE: md.ReturnType.RT_NONE, pb.RT_PK: md.ReturnType.RT_PK,
+                pb.RT_AFTER_MODIFY: md.ReturnType.RT_AFTER_MODIFY}
+
+
+def return_type(proto):
+    """A write's ``return_content.return_type`` (None when absent)."""
+    if not proto.HasField("return_content"):
         return None
-    rt = getattr(proto, field).return_type
-    if rt == pb.RT_PK:
-        return md.ReturnType.RT_PK
-    if rt == pb.RT_NONE:
-        return md.ReturnType.RT_NONE
-    raise errors.parameter_invalid("ReturnType RT_AFTER_MODIFY is not supported by this server.")
+    return RETURN_TYPES[proto.return_content.return_type]
+
+
+def return_column_names(proto):
+    """A write's ``return_content.return_column_names`` (None when none)."""
+    return list(proto.return_content.return_column_names) or None
 
 
 def read_options(proto) -> dict:
@@ -282,6 +287,20 @@ def encode_rows(rows) -> bytes:
 
 def encode_primary_key(pk) -> bytes:
     return CODEC.encode_row(pk) if pk else b""
+
+
+def encode_written_row(row) -> bytes:
+    """The row a write returns: its primary key (RT_PK), or the columns of an
+    RT_AFTER_MODIFY update alone, without TAG_ROW_PK, as the service sends
+    them (the ex_aliyun_ots SDK's tests decode them as ``{nil, columns}``);
+    ``b""`` for none."""
+    if row is None:
+        return b""
+    if row.primary_key:
+        return encode_primary_key(row.primary_key)
+    if row.attribute_columns:
+        return CODEC.encode_row(None, row.attribute_columns)
+    return b""
 
 
 # ------------------------------------------------------------ table meta

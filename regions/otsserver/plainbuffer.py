@@ -7,7 +7,7 @@ Grammar (all integers little-endian; numbers below are on the wire and must
 never be renumbered)::
 
     plainbuffer = int32 header (0x75), row+        # one header, even for many rows
-    row         = TAG_ROW_PK(0x01) cell*
+    row         = TAG_ROW_PK(0x01) cell*              # (absent: see encode_row)
                   [TAG_ROW_DATA(0x02) cell*]
                   [TAG_DELETE_ROW_MARKER(0x08)]
                   TAG_ROW_CHECKSUM(0x09) uint8 crc
@@ -235,9 +235,10 @@ class PlainBufferCodec:
     def _write_row(self, out: bytearray, primary_key: Sequence, cells: Sequence,
                    delete_marker: bool) -> None:
         table = CRC8_TABLE
-        out.append(TAG_ROW_PK)
         row_crc = 0
-        for name, value in primary_key:
+        if primary_key is not None:
+            out.append(TAG_ROW_PK)
+        for name, value in primary_key or ():
             if value is None:
                 raise PlainBufferError("primary key column %r has no value" % (name,))
             row_crc = table[row_crc ^ self._write_cell(out, name, value, None, None)]
@@ -258,11 +259,13 @@ class PlainBufferCodec:
                    delete_marker: bool = False) -> bytes:
         """One row with its header.
 
-        ``primary_key``: (name, value) pairs.  ``cells``: tuples
-        ``(name, value[, timestamp[, op]])`` (a ``Cell`` fits); value None
-        writes no value.
+        ``primary_key``: (name, value) pairs, or None for a row without
+        TAG_ROW_PK: what the service returns for an UpdateRow's
+        RT_AFTER_MODIFY (its columns alone; the Java, Go and Node SDKs read
+        the tag as optional).  ``cells``: tuples ``(name, value[, timestamp[,
+        op]])`` (a ``Cell`` fits); value None writes no value.
         """
-        if self.compiled:
+        if self.compiled and primary_key is not None:
             try:
                 return _plainbuffer.encode_rows(((primary_key, cells, delete_marker),),
                                                 self._marker_vt, True)

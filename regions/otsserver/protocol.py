@@ -170,14 +170,13 @@ class TablestoreService:
         req = cv.parse(request_type, body)
         consumed, row = write(req.table_name, convert(getattr(req, field)),
                               cv.condition(req.condition), cv.return_type(req),
-                              cv.transaction_id(req))
-        return self._write_response(response_type(), consumed, row)
-
-    @staticmethod
-    def _write_response(resp, consumed, row):
+                              cv.transaction_id(req),
+                              return_column_names=cv.return_column_names(req))
+        resp = response_type()
         cv.set_consumed(resp.consumed, consumed)
-        if row is not None and row.primary_key:
-            resp.row = cv.encode_primary_key(row.primary_key)
+        data = cv.encode_written_row(row)
+        if data:
+            resp.row = data
         return resp
 
     # ------------------------------------------------------------- batches
@@ -236,9 +235,9 @@ class TablestoreService:
                 item = (md.BatchWriteRowResponseItem(False, given.code, given.message, None, None)
                         if isinstance(given, OTSServiceError) else next(results))
                 row = _row_result(out.rows.add(), item)
-                pk = item.row.primary_key if item.is_ok and item.row is not None else None
-                if pk:
-                    row.row = cv.encode_primary_key(pk)
+                data = cv.encode_written_row(item.row) if item.is_ok else b""
+                if data:
+                    row.row = data
         return resp
 
     # --------------------------------------------------------------- range
@@ -284,7 +283,8 @@ def _row_item(proto):
     try:
         return BATCH_WRITE_TYPES[proto.type](ROW_OF_TYPE[proto.type](proto.row_change),
                                              cv.condition(proto.condition),
-                                             cv.return_type(proto))
+                                             cv.return_type(proto),
+                                             cv.return_column_names(proto))
     except OTSServiceError as e:
         return e
 

@@ -466,35 +466,43 @@ class OTSClient:
         return BatchGetRowResponse(result)
 
     # -- writing rows ----------------------------------------------------
-    def put_row(self, table_name, row, condition=None, return_type=None, transaction_id=None):
-        if transaction_id is None and self._plain_writer is not None:
+    # ``return_column_names`` (not in the Python SDK): with ReturnType
+    # RT_AFTER_MODIFY, an UpdateRow returns the new values of these INCREMENT
+    # columns (writes.RowWriter._success); the protocol carries it on every write.
+    def put_row(self, table_name, row, condition=None, return_type=None, transaction_id=None,
+                return_column_names=None):
+        if transaction_id is None and return_column_names is None \
+                and self._plain_writer is not None:
             got = self._plain_writer.put(table_name, row, condition, return_type)
             if got is not None:
                 return got
         return self._run(self._prepare(table_name, BatchWriteRowType.PUT, row, condition,
-                                       return_type), transaction_id)
+                                       return_type, return_column_names), transaction_id)
 
-    def update_row(self, table_name, row, condition, return_type=None, transaction_id=None):
-        if transaction_id is None and self._plain_writer is not None:
+    def update_row(self, table_name, row, condition, return_type=None, transaction_id=None,
+                   return_column_names=None):
+        if transaction_id is None and return_column_names is None \
+                and self._plain_writer is not None:
             got = self._plain_writer.update(table_name, row, condition, return_type)
             if got is not None:
                 return got
         return self._run(self._prepare(table_name, BatchWriteRowType.UPDATE, row, condition,
-                                       return_type), transaction_id)
+                                       return_type, return_column_names), transaction_id)
 
     def delete_row(self, table_name, row=None, condition=None, return_type=None,
-                   transaction_id=None, **kwargs):
+                   transaction_id=None, return_column_names=None, **kwargs):
         primary_key = kwargs.get("primary_key", None)
         if row is not None:
             primary_key = row
         if isinstance(primary_key, Row):
             primary_key = primary_key.primary_key
         return self._run(self._prepare(table_name, BatchWriteRowType.DELETE, Row(primary_key),
-                                       condition, return_type), transaction_id)
+                                       condition, return_type, return_column_names),
+                         transaction_id)
 
-    def _prepare(self, table_name, kind, row, condition, return_type):
+    def _prepare(self, table_name, kind, row, condition, return_type, return_column_names=None):
         name, schema = self._schema(table_name)
-        return prepare(name, schema, kind, row, condition, return_type)
+        return prepare(name, schema, kind, row, condition, return_type, return_column_names)
 
     def _run(self, p, transaction_id=None):
         """Run prepared write ``p`` (writes.py), in its transaction if one is named."""
@@ -533,7 +541,8 @@ class OTSClient:
             for row_item in item.row_items:
                 try:
                     p = self._prepare(table_name, row_item.type, row_item.row, row_item.condition,
-                                      row_item.return_type)
+                                      row_item.return_type,
+                                      getattr(row_item, "return_column_names", None))
                     size += p.pk_bytes + p.attr_bytes
                     plans.append(p)
                 except OTSServiceError as exc:

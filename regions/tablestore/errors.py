@@ -130,6 +130,13 @@ ERRORS = {
     "increment_overflow": _P + ("The result of INCREMENT exceeds the range of INTEGER. "
                                 "Cell:{column}.",),  # (ours)
     "condition_failed": (403, "OTSConditionCheckFail", "Condition check failed."),
+    # return content (ReturnType, return_column_names)
+    "invalid_return_type": _P + ("Invalid return type: {return_type}.",),  # (error-code page)
+    # the service refuses these (the Java SDK's IncrementRequest test); wording ours
+    "return_columns_need_after_modify": _P + ("Return column names can only be given with "
+                                              "ReturnType RT_AFTER_MODIFY.",),  # (ours)
+    "return_column_not_increment": _P + ("The column to return must be an INCREMENT column of "
+                                         "the update: {column}.",),  # (ours)
     # reads
     "no_version_condition": _P + ("No version condition is specified while querying row.",),
     "time_range_both": _P + ("Start and end time must be given at the same time.",),

@@ -140,6 +140,10 @@ class ColumnType:
 class ReturnType:
     RT_NONE = "RT_NONE"
     RT_PK = "RT_PK"
+    # Not in the Python SDK (the protocol's, and the Java SDK's): an UpdateRow
+    # returns the new values of the INCREMENT columns its ``return_column_names``
+    # name (docs/tablestore.md, "Atomic counters").
+    RT_AFTER_MODIFY = "RT_AFTER_MODIFY"
 
 
 class Direction:
@@ -508,26 +512,34 @@ class BatchWriteRowType:
 
 
 class RowItem(_Value):
-    def __init__(self, row_type, row, condition, return_type=None):
+    """``return_column_names`` (not in the Python SDK): with ReturnType
+    RT_AFTER_MODIFY, the INCREMENT columns whose new values the row's result
+    returns (the protocol's ReturnContent)."""
+
+    def __init__(self, row_type, row, condition, return_type=None, return_column_names=None):
         self.type = row_type
         self.condition = condition
         self.row = row
         self.return_type = return_type
+        self.return_column_names = return_column_names
 
 
 class PutRowItem(RowItem):
-    def __init__(self, row, condition, return_type=None):
-        RowItem.__init__(self, BatchWriteRowType.PUT, row, condition, return_type)
+    def __init__(self, row, condition, return_type=None, return_column_names=None):
+        RowItem.__init__(self, BatchWriteRowType.PUT, row, condition, return_type,
+                         return_column_names)
 
 
 class UpdateRowItem(RowItem):
-    def __init__(self, row, condition, return_type=None):
-        RowItem.__init__(self, BatchWriteRowType.UPDATE, row, condition, return_type)
+    def __init__(self, row, condition, return_type=None, return_column_names=None):
+        RowItem.__init__(self, BatchWriteRowType.UPDATE, row, condition, return_type,
+                         return_column_names)
 
 
 class DeleteRowItem(RowItem):
-    def __init__(self, row, condition, return_type=None):
-        RowItem.__init__(self, BatchWriteRowType.DELETE, row, condition, return_type)
+    def __init__(self, row, condition, return_type=None, return_column_names=None):
+        RowItem.__init__(self, BatchWriteRowType.DELETE, row, condition, return_type,
+                         return_column_names)
 
 
 class TableInBatchGetRowItem(_Value):
@@ -602,12 +614,16 @@ class BatchWriteRowRequest(_Value):
 
 
 class BatchWriteRowResponseItem(_Value):
-    def __init__(self, is_ok, error_code, error_message, consumed, primary_key):
+    """``attribute_columns`` (not in the Python SDK, whose reader drops them):
+    the columns an RT_AFTER_MODIFY row returns."""
+
+    def __init__(self, is_ok, error_code, error_message, consumed, primary_key,
+                 attribute_columns=None):
         self.is_ok = is_ok
         self.error_code = error_code
         self.error_message = error_message
         self.consumed = consumed
-        self.row = Row(primary_key)
+        self.row = Row(primary_key, attribute_columns)
 
     def set_index(self, index):
         self.index = index

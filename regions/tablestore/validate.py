@@ -10,7 +10,7 @@ import math
 import re
 
 from .errors import OTSClientError, not_a_string, service_error
-from .metadata import (INF_MAX, INF_MIN, PK_AUTO_INCR, BatchWriteRowType, TableMeta,
+from .metadata import (INF_MAX, INF_MIN, PK_AUTO_INCR, BatchWriteRowType, ReturnType, TableMeta,
                        TableOptions, own_marker)
 
 __all__ = ["MAX_PK_COLUMNS", "MAX_PK_BYTES", "MAX_VALUE_BYTES", "MAX_COLUMNS_TO_GET",
@@ -18,7 +18,7 @@ __all__ = ["MAX_PK_COLUMNS", "MAX_PK_BYTES", "MAX_VALUE_BYTES", "MAX_COLUMNS_TO_
            "RANGE_BYTES", "MAX_TABLES", "check_name", "check_table_meta",
            "check_table_options", "check_pk", "check_put_columns", "check_update_columns",
            "check_read_params", "check_int64", "check_reserved_cu", "check_row_size",
-           "check_batch_rows",
+           "check_batch_rows", "check_return_columns",
            "MAX_ROW_WRITE_BYTES", "MAX_WRITE_COLUMNS", "MAX_RESERVED_CU"]
 
 MAX_PK_COLUMNS = 4
@@ -464,6 +464,35 @@ def _check_column_count(cells):
     """One write's attribute cells (each version and delete counts) within MAX_WRITE_COLUMNS."""
     if len(cells) > MAX_WRITE_COLUMNS:
         raise service_error("write_columns_limit", limit=MAX_WRITE_COLUMNS, count=len(cells))
+
+
+def check_return_columns(kind, return_type, names, cells):
+    """A write's return content -> the columns whose new values it returns
+    (a frozenset), or None.  ReturnType RT_AFTER_MODIFY is an UpdateRow's
+    only; ``names`` (its return_column_names; None or empty: none) need it,
+    and each must be an INCREMENT column of the update's ``cells``
+    (check_update_columns'): the service refuses a PUT or an untouched column
+    (the Java SDK's IncrementRequest test)."""
+    if names is None:
+        names = ()
+    if not isinstance(names, (list, tuple)):
+        raise OTSClientError("expect list or tuple for value, not %s" % names.__class__.__name__)
+    if return_type == ReturnType.RT_AFTER_MODIFY and kind != BatchWriteRowType.UPDATE:
+        raise service_error("invalid_return_type", return_type=return_type)
+    if names and return_type != ReturnType.RT_AFTER_MODIFY:
+        raise service_error("return_columns_need_after_modify")
+    if not names:
+        return None
+    increments = {c[1] for c in cells if c[0] == "INCREMENT"}
+    out = set()
+    for name in names:
+        name = decode_name(name)
+        if not isinstance(name, str):
+            raise not_a_string(name)
+        if name not in increments:
+            raise service_error("return_column_not_increment", column=name)
+        out.add(name)
+    return frozenset(out)
 
 
 def _check_repeated_cell(seen, op, name, ts):

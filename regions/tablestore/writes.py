@@ -34,8 +34,8 @@ from .errors import OTSClientError, OTSServiceError, service_error
 from .metadata import (PK_AUTO_INCR, BatchWriteRowResponseItem, BatchWriteRowType, Condition,
                        ReturnType, Row, RowExistenceExpectation)
 from .reads import row_entries, visible
-from .validate import (INT64_MAX, INT64_MIN, check_pk, check_put_columns, check_row_size,
-                       check_update_columns)
+from .validate import (INT64_MAX, INT64_MIN, check_pk, check_put_columns, check_return_columns,
+                       check_row_size, check_update_columns)
 
 __all__ = ["Prepared", "prepare", "check_repeated", "RowWriter", "LOCK_STRIPES"]
 
@@ -56,14 +56,17 @@ class Prepared:
 
     ``row_key`` is None until ``run`` for a row with an auto-increment
     column (its value is assigned under the lock); ``pk_bytes`` and
-    ``attr_bytes`` are the sizes capacity units and limits count.
+    ``attr_bytes`` are the sizes capacity units and limits count;
+    ``return_columns`` the INCREMENT columns whose new values an
+    RT_AFTER_MODIFY update returns (None: none), ``returned`` those values,
+    set when the row is written.
     """
 
     __slots__ = ("table", "kind", "pk_values", "row_key", "cells", "condition", "return_type",
-                 "pk_bytes", "attr_bytes", "auto_incr")
+                 "pk_bytes", "attr_bytes", "auto_incr", "return_columns", "returned")
 
 
-def prepare(name, schema, kind, row, condition, return_type) -> Prepared:
+def prepare(name, schema, kind, row, condition, return_type, return_column_names=None) -> Prepared:
     """Validate one row write of table ``name`` completely; raises before anything is written."""
     if condition is None:
         condition = _IGNORE
@@ -84,6 +87,8 @@ def prepare(name, schema, kind, row, condition, return_type) -> Prepared:
         if plain is not None:
             p.pk_values, p.row_key, p.cells, p.pk_bytes, p.attr_bytes = plain
             p.auto_incr = False
+            p.return_columns = check_return_columns(kind, return_type, return_column_names,
+                                                    p.cells)
             return p
     now = cells.now_ms()
     if kind == BatchWriteRowType.PUT:
@@ -95,6 +100,7 @@ def prepare(name, schema, kind, row, condition, return_type) -> Prepared:
     else:
         values = check_pk(schema, row.primary_key)
         p.cells = []
+    p.return_columns = check_return_columns(kind, return_type, return_column_names, p.cells)
     expect = condition.row_existence_expectation
     if expect == RowExistenceExpectation.EXPECT_NOT_EXIST and kind != BatchWriteRowType.PUT:
         raise service_error("update_expect_not_exist" if kind == BatchWriteRowType.UPDATE
@@ -190,14 +196,19 @@ class RowWriter:
             return [(cells.head_key(row_key), _rowcodec.put_head(self.gens.next(), p.cells, now))]
         if p.kind == BatchWriteRowType.DELETE:
             return [(cells.head_key(row_key), cells.encode_deleted_head(self.gens.next()))]
-        return self._update_ops(row_key, p.cells, live, now)
+        return self._update_ops(p, live, now)
 
     @staticmethod
     def _success(p, schema):
-        """(consumed CU, return_row or None) of a written row."""
+        """(consumed CU, return_row or None) of a written row: its primary key
+        (RT_PK), or the new values of its return columns (RT_AFTER_MODIFY),
+        in name order and without the key, as the service returns them (the
+        ex_aliyun_ots SDK's tests read ``{nil, [{"count", 1, ts}]}``)."""
         return_row = None
         if p.return_type == ReturnType.RT_PK:
             return_row = Row(list(zip(schema.names, p.pk_values)))
+        elif p.return_columns:
+            return_row = Row([], sorted(p.returned))
         return write_cu(p.pk_bytes, p.attr_bytes, p.condition), return_row
 
     def run(self, p: Prepared, schema):
@@ -214,8 +225,10 @@ class RowWriter:
                 self.server.write(p.table, batch)
         return self._success(p, schema)
 
-    def _update_ops(self, row_key, ops, live, now):
-        """The deltas of one UpdateRow (cells.py), INCREMENTs resolved against ``live``."""
+    def _update_ops(self, p, live, now):
+        """The deltas of UpdateRow ``p`` (cells.py), INCREMENTs resolved against
+        ``live``; the new values of its return columns in ``p.returned``."""
+        row_key, ops, returned = p.row_key, p.cells, []
         out = []
         if any(op == "PUT" or op == "INCREMENT" for op, _, _, _ in ops):
             # The row exists from now on, whatever its columns become (cells.py).
@@ -242,7 +255,10 @@ class RowWriter:
                     raise service_error("increment_overflow", column=col)
                 if live is not None:
                     live[col] = [(ts, result)] + (current or [])
+                if p.return_columns and col in p.return_columns:
+                    returned.append((col, result, ts))
                 out.append((key, cells.encode_put_delta(ts, result)))
+        p.returned = returned
         return out
 
     def run_batch(self, plans, schema) -> list:
@@ -308,9 +324,7 @@ class RowWriter:
                 failure = exc
             for i in written:
                 if applied is None or first_key[i] in applied:
-                    consumed, row = self._success(plans[i], schema)
-                    results[i] = BatchWriteRowResponseItem(True, None, None, consumed,
-                                                           row.primary_key if row else None)
+                    results[i] = _written_item(*self._success(plans[i], schema))
                 else:
                     results[i] = self._failed(plans[i], failure)
         finally:
@@ -338,8 +352,14 @@ class RowWriter:
         try:
             if schema is None:
                 raise service_error("table_not_exist")
-            consumed, row = self.run(p, schema)
+            result = self.run(p, schema)
         except Exception as exc:  # noqa: BLE001 -- reported as the row's result, see above
             return self._failed(p, exc)
-        return BatchWriteRowResponseItem(True, None, None, consumed,
-                                         row.primary_key if row else None)
+        return _written_item(*result)
+
+
+def _written_item(consumed, row) -> BatchWriteRowResponseItem:
+    """The BatchWriteRow result item of a row written, with its return row (RT_PK's
+    key, RT_AFTER_MODIFY's columns) if it has one."""
+    return BatchWriteRowResponseItem(True, None, None, consumed, row.primary_key if row else None,
+                                     row.attribute_columns if row else None)

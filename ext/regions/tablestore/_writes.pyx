@@ -191,8 +191,9 @@ cdef class PlainWriter:
         item's ``index`` set: ``BatchWriteRowResponse.of_puts``) when every
         row of ``items`` (``{table: TableInBatchWriteRowItem}``, counted and
         checked non-empty by the caller) is a PutRowItem of a plain row
-        written unconditionally, no row key repeated in its table, the rows'
-        bytes within ``max_bytes``; else None, before doing anything.  Each
+        written unconditionally, with no return column names, no row key
+        repeated in its table, the rows' bytes within ``max_bytes``; else
+        None, before doing anything.  Each
         table's rows are written as ``RowWriter.run_batch`` writes them (its
         twin): under the locks of all their stripes, taken in order, each
         row's partition checked against the transactions' locks (a refused
@@ -227,7 +228,8 @@ cdef class PlainWriter:
             for row_item in table_item.row_items:
                 if type(row_item) is not _PutRowItem:
                     return None
-                if not _unconditional(row_item.condition, row_item.return_type):
+                if not _unconditional(row_item.condition, row_item.return_type) \
+                        or row_item.return_column_names:
                     return None
                 row = row_item.row
                 if type(row) is not _Row:
