@@ -3,12 +3,57 @@
 
 The numbers themselves are counted where they happen (regions/metrics.py,
 the region's gate, each lsm store's stats); this module gathers them into
-the dicts the console, ``/metrics`` and library users read.  Thread-safety:
-as RegionServer's; reading a region's stats enters its gate as internal work.
+the dicts the console, ``/metrics`` and library users read, and says a few
+of them in words (``human_bytes``, ``describe_policy``: the one place sizes
+are written for people; the console shows them).  Thread-safety: as
+RegionServer's; reading a region's stats enters its gate as internal work.
 """
 import time
 
-__all__ = ["ServerReports"]
+from .policy import (ConstantSizeSplitPolicy, DisabledSplitPolicy,
+                     IncreasingToUpperBoundSplitPolicy, SteppingSplitPolicy)
+
+__all__ = ["ServerReports", "human_bytes", "describe_policy"]
+
+_UNITS = ("KiB", "MiB", "GiB", "TiB")
+
+
+def human_bytes(n) -> str:
+    """A byte count for a person, in binary units with one decimal, none when
+    it is whole: ``812 B``, ``2.9 KiB``, ``24 KiB``, ``1.5 GiB``."""
+    n = int(n)
+    if abs(n) < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in _UNITS:
+        value /= 1024
+        if round(abs(value), 1) < 1024:
+            break
+    text = f"{value:.1f}"
+    return f"{text[:-2] if text.endswith('.0') else text} {unit}"
+
+
+def describe_policy(policy) -> str:
+    """The split policy in words with human sizes, e.g. ``IncreasingToUpperBound:
+    split a region when its table files exceed min(16 MiB × regions³, 512 MiB
+    ± 12.5 %)...`` (a policy of another class: its repr)."""
+    kind = type(policy)
+    if kind is DisabledSplitPolicy:
+        return "Disabled: regions never split by size (an operator's split_region still splits)"
+    if kind not in (ConstantSizeSplitPolicy, IncreasingToUpperBoundSplitPolicy,
+                    SteppingSplitPolicy):
+        return repr(policy)
+    top = human_bytes(policy.max_bytes)
+    if policy.jitter:
+        top += f" ± {policy.jitter * 50:g} %"     # the region's rate is in [-jitter/2, jitter/2)
+    when = "split a region when its table files exceed "
+    if kind is ConstantSizeSplitPolicy:
+        return f"ConstantSize: {when}{top}"
+    first = human_bytes(policy.initial_bytes)
+    if kind is SteppingSplitPolicy:
+        return f"Stepping: {when}{first} while its table has one region, then {top}"
+    return (f"IncreasingToUpperBound: {when}min({first} × regions³, {top}), "
+            "regions = its table's regions on this server")
 
 
 def _int_or_none(x):
@@ -39,9 +84,11 @@ class ServerReports:
 
     def metrics(self) -> dict:
         """The server's numbers as one dict (the console, ``/metrics`` and
-        library users read this): ``path``, ``uptime_seconds``, ``sync``
-        (durability mode), ``split_policy``, ``block_cache`` (hits, misses,
-        usage, capacity), ``splits`` (regions.metrics.SplitHistory.snapshot, since
+        library users read this): ``path``, ``opened_at`` (wall-clock
+        seconds), ``uptime_seconds``, ``sync`` (durability mode),
+        ``split_policy`` (``name``, ``class``, ``parameters`` and
+        ``description``, in words), ``block_cache`` (hits, misses, usage,
+        capacity), ``splits`` (regions.metrics.SplitHistory.snapshot, since
         the server started, and ``recent``: the splits meta keeps, the last
         ``regions.meta.SPLIT_HISTORY`` of each table, newest first, each with
         ``table, parent, daughters, split_key, time`` (wall-clock seconds)
@@ -80,8 +127,12 @@ class ServerReports:
                     "split_blocker": r.split_blocker,
                     "split_blocker_key": self._blocker_key(t, r) if r.split_blocker else None})
         self._rates.forget(seen)
-        return {"path": self.path, "uptime_seconds": time.time() - self._opened_at,
-                "sync": bool(self.options.sync), "split_policy": repr(self._policy),
+        p = self._policy
+        return {"path": self.path, "opened_at": self._opened_at,
+                "uptime_seconds": time.time() - self._opened_at,
+                "sync": bool(self.options.sync),
+                "split_policy": {"name": p.name, "class": type(p).__name__,
+                                 "parameters": dict(vars(p)), "description": describe_policy(p)},
                 "block_cache": {k: cache.get(k, 0) for k in ("hits", "misses", "usage", "capacity")},
                 "splits": {**self._split_history.snapshot(), "recent": self._recent_splits()},
                 "tables": tables}

@@ -4,6 +4,7 @@ regions/otsserver/console.py and metrics.py)."""
 import http.client
 import json
 import re
+import time
 
 import lsm
 import pytest
@@ -16,7 +17,9 @@ from consoleserver import (HOSTILE, KEY_ID, SECRET, create_events, get, post_sig
                            rows_url, sdk, start, wait_for)
 from regions import procedure
 from regions.metrics import LATENCY_BUCKETS, ApiMetrics, RateTracker
-from regions.otsserver.console import Console, is_loopback, static_file
+from regions.otsserver.console import (Console, ago_text, duration_text, is_loopback, span_text,
+                                       static_file, utc_iso, utc_text)
+from regions.reports import describe_policy, human_bytes
 
 
 @pytest.fixture
@@ -102,6 +105,73 @@ def test_server_metrics_flushes_split_history_and_rollback(tmp_path):
         assert [x["region_id"] for x in m["tables"]["t"]] == last["daughters"]
 
 
+def test_split_history_survives_a_restart_and_shows_in_human_times(tmp_path):
+    srv = start(tmp_path)
+    try:
+        create_events(srv)
+        put_rows(sdk(srv), "events", [("a%03d" % i, i) for i in range(300)])
+        before = wait_for(lambda: jget(srv, "/tables/events?format=json")["recent_splits"],
+                          what="a split")
+        rows = jget(srv, rows_url("events", format="json", limit=1))["rows"]
+    finally:
+        srv.stop()
+    srv = start(tmp_path)       # the same data directory: a new server process's view
+    try:
+        d = jget(srv, "/tables/events?format=json")
+        o = jget(srv, "/?format=json")
+        html = get(srv, "/tables/events")[2].decode()
+        overview = get(srv, "/")[2].decode()
+        rows_html = get(srv, rows_url("events", limit=1))[2].decode()
+    finally:
+        srv.stop()
+    after = d["recent_splits"][-len(before):]
+    assert after == before
+    # the counters start again with the server; the history is meta's
+    assert o["splits"]["finished"] <= len(d["recent_splits"]) - len(before)
+    s = after[0]
+    assert s["split_key"]["type"] == "STRING" and len(s["daughters"]) == 2
+    assert abs(s["time"] - time.time()) < 120 and s["duration_seconds"] > 0     # machine values
+    assert s["time_utc"] == utc_iso(s["time"]) and s["time_utc"].endswith("+00:00")
+    assert o["tables"][0]["last_split"] == d["recent_splits"][0]["time"]
+    # the HTML says times as UTC dates and "ago", never as epoch numbers
+    for text in (html, overview, rows_html):
+        assert not re.search(r"\b1\d{9,12}\b", re.sub(r"<[^>]*>", " ", text)), text
+    shown = re.findall(r'<time datetime="([^"]+)">(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)</time> '
+                       r'<span class="ago">(just now|\d+ (?:s|min) ago)</span>', html)
+    assert len(shown) == len(d["recent_splits"]) and shown[0][1] == utc_text(
+        d["recent_splits"][0]["time"])
+    assert "Last split (UTC)" in overview and shown[0][1] in overview
+    written = rows[0]["attributes"][0][2]               # milliseconds in the JSON
+    assert utc_text(written / 1000) in rows_html and "Last write (UTC)" in rows_html
+
+
+def test_sizes_times_and_policies_in_words():
+    assert [human_bytes(n) for n in (0, 812, 1024, 2969, 24 << 10, (1 << 20) - 1, 160 << 20,
+                                     10 << 30, 3 << 40)] == [
+        "0 B", "812 B", "1 KiB", "2.9 KiB", "24 KiB", "1 MiB", "160 MiB", "10 GiB", "3 TiB"]
+    assert [span_text(s) for s in (0, 12.7, 60, 192, 3601, 7500, 90061)] == [
+        "0 s", "12 s", "1 min", "3 min 12 s", "1 h", "2 h 5 min", "1 d 1 h"]
+    assert [ago_text(s) for s in (-3, 0.5, 12, 192, 7500, 400000)] == [
+        "just now", "just now", "12 s ago", "3 min ago", "2 h ago", "4 d ago"]
+    assert [duration_text(s) for s in (0.0001, 0.052, 1.25, 12.34, 192)] == [
+        "<1 ms", "52 ms", "1.25 s", "12.3 s", "3 min 12 s"]
+    assert utc_text(1717221819.5) == "2024-06-01 06:03:39"
+    mib = 1 << 20
+    assert describe_policy(regions.ConstantSizeSplitPolicy(512 * mib, jitter=0.25)) == \
+        "ConstantSize: split a region when its table files exceed 512 MiB ± 12.5 %"
+    assert describe_policy(regions.IncreasingToUpperBoundSplitPolicy(10 << 30, 256 * mib, 0)) == (
+        "IncreasingToUpperBound: split a region when its table files exceed "
+        "min(256 MiB × regions³, 10 GiB), regions = its table's regions on this server")
+    assert describe_policy(regions.SteppingSplitPolicy(512 * mib, 16 * mib, 0.25)) == (
+        "Stepping: split a region when its table files exceed 16 MiB while its table has one "
+        "region, then 512 MiB ± 12.5 %")
+    assert describe_policy(regions.DisabledSplitPolicy()).startswith("Disabled: regions never")
+
+    class Custom(regions.ConstantSizeSplitPolicy):
+        pass
+    assert describe_policy(Custom(4096)) == repr(Custom(4096))     # no words for what we don't know
+
+
 def test_rates_need_two_samples_a_second_apart_and_cover_the_window():
     now = [1000.0]
     rt = RateTracker(window=60, clock=lambda: now[0])
@@ -166,11 +236,21 @@ def test_overview_and_table_json(server):
         ({"type": "STRING", "value": "m"}, {"type": "INF_MAX", "value": None})]
     assert [r["writes"] for r in d["regions"]] == [50, 20]
     assert d["time_to_live"] == -1 and d["max_versions"] == 1
-    assert "ConstantSizeSplitPolicy" in d["split_policy"]
+    assert d["split_policy"] == {
+        "name": "constant", "class": "ConstantSizeSplitPolicy",
+        "parameters": {"max_bytes": 24 << 10, "jitter": 0.0},
+        "description": "ConstantSize: split a region when its table files exceed 24 KiB"}
     assert all(r["split_threshold"] == 24 << 10 for r in d["regions"])
+    assert d["recent_splits"] == [] and o["tables"][0]["last_split"] is None
     html = get(server, "/tables/events")[2].decode()
     assert html.count('class="bar size"') == 2 and html.count('class="bar writes"') == 2
     assert "&quot;m&quot;" in html and "INF_MIN" in html
+    assert "split a region when its table files exceed 24 KiB</span>" in html
+    assert "<td class=\"num\">24 KiB</td>" in html
+    assert "24576" not in re.sub(r"<[^>]*>", " ", html)     # bytes only in the policy's title
+    html = get(server, "/")[2].decode()
+    assert re.search(r"<dd>\d+ s \(since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)</dd>", html)
+    assert re.search(r"<dd>[\d.]+ (?:B|KiB) used of 160 MiB, \d+ hits, \d+ misses</dd>", html)
 
 
 def test_row_browser_pages_through_every_row_in_both_directions(server):

@@ -2,15 +2,18 @@
 ``chromium-driver``) through Selenium.
 
 A server is started, rows are written through the official SDK into a
-pre-split table until a region splits (and one region holds a hot partition
-key), then the overview, the table page with its region bars and the row
-browser are opened, checked, paged through, and saved as screenshots (under
-the test's temporary directory; ``CONSOLE_SCREENSHOTS=docs/images`` saves them
-where docs/console.md shows them).  No browser installed is a failure with the fix in its message,
+pre-split table (one split key longer than a key cell) until a region splits
+(and one region holds a hot partition key), then the overview, the table page
+with its region bars and the row browser are opened at 1280 x 800, checked
+(layout too: key cells on one line, rows per screen, times as dates), paged
+through, and saved as screenshots (under the test's temporary directory;
+``CONSOLE_SCREENSHOTS=docs/images`` saves them where docs/console.md shows
+them).  No browser installed is a failure with the fix in its message,
 never a skip (the README's test command installs it:
 ``python -m regions.otsserver.browser``).
 """
 import os
+import re
 import shutil
 
 import pytest
@@ -18,6 +21,11 @@ import pytest
 from consoleserver import HOSTILE, create_events, put_rows, sdk, start, wait_for
 
 SCREENSHOTS_ENV = "CONSOLE_SCREENSHOTS"
+WIDTH, HEIGHT = 1280, 800           # the viewport: a laptop's browser window
+#: A split key wider than a key cell: shown cut with an ellipsis, whole in its title.
+LONG_KEY = "q/2024-06-01T06:03:39/user-0123456789abcdef0123456789abcdef"
+#: A UTC time as the console shows it, then how long ago.
+SHOWN_TIME = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (just now|\d+ (s|min) ago)$"
 
 
 def _navigate(browser, element):
@@ -56,9 +64,13 @@ def _driver():
     opts = webdriver.ChromeOptions()
     opts.binary_location = chromium
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1400,1000"):
+                "--window-size=%d,%d" % (WIDTH, HEIGHT)):
         opts.add_argument(arg)
-    return webdriver.Chrome(service=Service(chromedriver), options=opts)
+    d = webdriver.Chrome(service=Service(chromedriver), options=opts)
+    # the window's size includes the browser's frame: set the page's viewport itself
+    d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False})
+    return d
 
 
 @pytest.fixture
@@ -77,14 +89,37 @@ def _no_alert(browser):
     return False
 
 
+def _one_line_cells(browser, table):
+    """Every key cell of ``table`` (``td.key``): [(height of its content, its
+    line height, on how many lines its value's boxes lie, cut with an
+    ellipsis?, the value's title)].  (A value cut with an ellipsis has
+    several boxes, all on one line.)"""
+    return browser.execute_script("""
+        return Array.from(document.querySelectorAll(arguments[0] + ' td.key .k')).map(k => {
+            const v = k.querySelector('.v, .inf');
+            const tops = v ? Array.from(v.getClientRects()).map(r => Math.round(r.top)) : [0];
+            return [k.getBoundingClientRect().height, parseFloat(getComputedStyle(k).lineHeight),
+                    new Set(tops).size, k.scrollWidth > k.clientWidth, v ? v.title : ''];
+        });""", "table." + table)
+
+
+def _assert_one_line(browser, table):
+    cells = _one_line_cells(browser, table)
+    assert cells, table
+    for height, line, lines, _cut, title in cells:
+        assert lines == 1 and abs(height - line) < 1, (table, title, height, line, lines)
+    return cells
+
+
 def test_console_in_headless_chromium(tmp_path, browser):
     images = os.environ.get(SCREENSHOTS_ENV) or str(tmp_path)
     from selenium.webdriver.common.by import By
     srv = start(tmp_path)
     try:
-        create_events(srv, split_at=("m",))
+        create_events(srv, split_at=("m", LONG_KEY))
         c = sdk(srv)
         put_rows(c, "events", [("a%03d" % i, i) for i in range(300)])
+        put_rows(c, "events", [("n%02d" % i, i) for i in range(40)])
         put_rows(c, "events", [("zhot", i) for i in range(300)])
         put_rows(c, "events", [(HOSTILE, i) for i in range(3)], hostile=True)
 
@@ -92,7 +127,7 @@ def test_console_in_headless_chromium(tmp_path, browser):
             import json
             from consoleserver import get
             d = json.loads(get(srv, "/tables/events?format=json")[2])
-            return len(d["regions"]) >= 3 and d["recent_splits"] and \
+            return len(d["regions"]) >= 4 and d["recent_splits"] and \
                 any(r["hot_key"] for r in d["regions"]) and \
                 all(r["writes_per_second"] is not None for r in d["regions"])
         wait_for(ready, timeout=60, what="a split, a hot key and sampled write rates")
@@ -101,22 +136,40 @@ def test_console_in_headless_chromium(tmp_path, browser):
         base = "http://127.0.0.1:%d" % srv.server_address[1]
 
         browser.get(base + "/")
+        assert browser.execute_script("return [innerWidth, innerHeight]") == [WIDTH, HEIGHT]
         assert browser.find_element(By.TAG_NAME, "h1").text == "Overview"
         facts = browser.find_element(By.CSS_SELECTOR, "dl.facts").text
         assert "console" in facts and "async" in facts and "Requests / s" in facts
+        assert re.search(r"Uptime\n\d+ (s|min)\b.* \(since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)",
+                         facts)
         link = browser.find_element(By.CSS_SELECTOR, "a.table-link")
         assert link.text == "events"
-        row = browser.find_element(By.CSS_SELECTOR, "table.tables tbody tr").text
-        assert "pk STRING, n INTEGER" in row
+        cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR,
+                                                         "table.tables tbody td")]
+        assert cells[1] == "pk STRING, n INTEGER" and re.match(r"^[\d.]+ KiB$", cells[3])
+        assert re.match(SHOWN_TIME, cells[5]), cells[5]
         browser.save_screenshot(os.path.join(images, "console-overview.png"))
 
         _navigate(browser, link)
         assert browser.find_element(By.TAG_NAME, "h1").text == "Table events"
+        assert browser.find_element(By.CSS_SELECTOR, ".policy").text == \
+            "ConstantSize: split a region when its table files exceed 24 KiB"
         regions = browser.find_elements(By.CSS_SELECTOR, "table.regions tbody tr")
-        assert len(regions) >= 3
+        assert len(regions) >= 4
         first_cells = regions[0].find_elements(By.TAG_NAME, "td")
         assert first_cells[1].text == "INF_MIN" and regions[-1].find_elements(
             By.TAG_NAME, "td")[2].text == "INF_MAX"
+        assert all(re.match(r"^(\d+(\.\d)? (B|KiB)|never)$", r.find_elements(
+            By.TAG_NAME, "td")[9].text) for r in regions)                # "Splits at"
+        # the key cells stay on one line; the long split key is cut, whole in its title
+        cells = _assert_one_line(browser, "regions")
+        assert [cut for *_, cut, title in cells if title == 'STRING "%s"' % LONG_KEY] == \
+            [True, True]                    # one region's end, the next one's start
+        assert browser.execute_script(      # the whole table fits at 1280 px: no scrolling
+            "return document.querySelector('table.regions').getBoundingClientRect().right"
+        ) <= WIDTH
+        heights = {r.size["height"] for r in regions}
+        assert max(heights) < 2 * cells[0][1], heights      # so is every row
         sizes = [float(s.get_attribute("style").split("width:")[1].split("%")[0])
                  for s in browser.find_elements(By.CSS_SELECTOR, ".bar.size span")]
         assert len(sizes) == len(regions) and max(sizes) == 100.0
@@ -125,12 +178,33 @@ def test_console_in_headless_chromium(tmp_path, browser):
         assert len(browser.find_elements(By.CSS_SELECTOR, ".bar.writes span")) == len(regions)
         blocker = browser.find_element(By.CSS_SELECTOR, ".blocker")
         assert blocker.text == "hot partition key"
-        assert '"zhot"' in blocker.find_element(By.XPATH, "..").text
+        assert '"zhot"' in blocker.find_element(By.XPATH, "../..").text
         splits = browser.find_elements(By.CSS_SELECTOR, "table.splits tbody tr")
         assert splits and '"a' in splits[0].text
+        _assert_one_line(browser, "splits")
+        for row in splits:                  # times as UTC dates and "ago", not epoch numbers
+            time_cell, _parent, daughters, _key, took = [
+                td.text for td in row.find_elements(By.TAG_NAME, "td")]
+            assert re.match(SHOWN_TIME, time_cell), time_cell
+            assert re.match(r"^\d+ \+ \d+$", daughters) and re.match(r"^(\d+ ms|[\d.]+ s)$", took)
         browser.save_screenshot(os.path.join(images, "console-table.png"))
 
         _navigate(browser, browser.find_element(By.ID, "browse"))
+        headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "table.rows th")]
+        assert headers == ["pk", "n", "n2", "v", "Last write (UTC)"]
+        rows = browser.find_elements(By.CSS_SELECTOR, "table.rows tbody tr")
+        assert len(rows) == 50                                  # the default limit
+        on_screen = browser.execute_script(
+            "return Array.from(document.querySelectorAll('table.rows tbody tr'))"
+            ".filter(r => r.getBoundingClientRect().bottom <= innerHeight).length")
+        assert on_screen >= 25, on_screen                       # a dense grid: one line a row
+        cells = _assert_one_line(browser, "rows")
+        assert any(cut for *_, cut, _title in cells)            # the long values are cut
+        for row in rows[:5]:
+            written = row.find_elements(By.TAG_NAME, "td")[-1].text
+            assert re.match(SHOWN_TIME, written), written
+        browser.save_screenshot(os.path.join(images, "console-rows.png"))
+
         limit = browser.find_element(By.NAME, "limit")
         limit.clear()
         limit.send_keys("4")
@@ -139,24 +213,25 @@ def test_console_in_headless_chromium(tmp_path, browser):
         start_pk.clear()
         start_pk.send_keys("a010")
         _navigate(browser, browser.find_element(By.ID, "range-go"))
-        first = browser.find_elements(By.CSS_SELECTOR, "table.rows tbody tr")
-        assert [r.text.split("\n")[0] for r in first] == ['pk = "a010"', 'pk = "a011"',
-                                                           'pk = "a012"', 'pk = "a013"']
-        browser.save_screenshot(os.path.join(images, "console-rows.png"))
+
+        def first_column():
+            return [r.find_element(By.TAG_NAME, "td").text
+                    for r in browser.find_elements(By.CSS_SELECTOR, "table.rows tbody tr")]
+        assert first_column() == ['"a010"', '"a011"', '"a012"', '"a013"']
         _navigate(browser, browser.find_element(By.ID, "next-page"))
-        second = browser.find_elements(By.CSS_SELECTOR, "table.rows tbody tr")
-        assert [r.text.split("\n")[0] for r in second] == ['pk = "a014"', 'pk = "a015"',
-                                                            'pk = "a016"', 'pk = "a017"']
+        assert first_column() == ['"a014"', '"a015"', '"a016"', '"a017"']
         # GetRow by primary key
         browser.get(base + "/tables/events/rows")
         browser.find_element(By.NAME, "pk.pk").send_keys("zhot")
         browser.find_element(By.NAME, "pk.n").send_keys("7")
         _navigate(browser, browser.find_element(By.ID, "getrow-go"))
         (row,) = browser.find_elements(By.CSS_SELECTOR, "table.rows tbody tr")
-        assert 'pk = "zhot"' in row.text and "n2 = 7" in row.text
+        headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "table.rows th")]
+        shown = dict(zip(headers, (td.text for td in row.find_elements(By.TAG_NAME, "td"))))
+        assert (shown["pk"], shown["n"], shown["n2"]) == ('"zhot"', "7", "7")
         # rows full of markup stay inert: shown as text, no element, no alert
         browser.get(base + "/tables/events/rows?limit=3&start.pk=" + "%3C")
-        text = browser.find_element(By.CSS_SELECTOR, "table.rows").text
+        text = browser.find_element(By.CSS_SELECTOR, "table.rows").get_attribute("textContent")
         assert "<script>" in text and "<img src=x onerror=alert(1)>" in text
         assert not browser.find_elements(By.CSS_SELECTOR, "main img, main script")
         assert _no_alert(browser)

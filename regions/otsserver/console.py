@@ -7,20 +7,28 @@ Pages (server-rendered HTML, no JavaScript; each has a JSON twin with
 - ``/``: overview: instance, data directory, uptime, durability mode,
   requests and errors per second over the last minute, block cache, split
   counters, and every table with its row-key schema, region count, stored
-  and memtable bytes.
-- ``/tables/<name>``: schema and options, the split policy, regions in key
-  order (start/end keys as typed partition-key values, state, stored bytes,
-  store files per level, memtable bytes, reads/writes per second, split
-  threshold, split blocker with its hot key), bars of region sizes and write
-  rates, and the table's recent splits.
+  and memtable bytes, and its last split.
+- ``/tables/<name>``: schema and options, the split policy in words,
+  regions in key order (start/end keys as typed partition-key values, state,
+  stored bytes, store files per level, memtable bytes, reads/writes per
+  second, split threshold, split blocker with its hot key), bars of region
+  sizes and write rates, and the table's last splits (kept in meta: they
+  survive a restart).
 - ``/tables/<name>/rows``: a read-only row browser: GetRange with typed
   start/end keys (``start.<pk column>``, ``end.<pk column>``; empty, INF_MIN
   or INF_MAX), ``direction``, ``limit``, ``columns`` (comma-separated), a link
   to the next page; or GetRow with ``get=1`` and ``pk.<pk column>``.
-  Key values are typed as text: INTEGER in decimal, BINARY in hex.
+  Key values are typed as text: INTEGER in decimal, BINARY in hex.  The rows
+  are a grid, one line each: the key columns, the page's attribute columns,
+  the row's last write.
 - ``/metrics``: Prometheus' text format (``regions.otsserver.metrics``).
 - ``/static/<file>``: the stylesheet, shipped in the package
   (``console_static/``).
+
+For people the pages write sizes in KiB/MiB/GiB (``regions.reports.human_bytes``),
+times in UTC with how long ago (``utc_text``, ``ago_text``), and keys and
+values on one line, cut with an ellipsis (the whole value is the title);
+the JSON twins keep bytes, seconds since the epoch and cell timestamps in ms.
 
 Every number comes from ``OTSClient.metrics()`` (regions.metrics); the
 console only formats.  Every value shown is user data and escaped.
@@ -47,6 +55,8 @@ from importlib import resources
 from typing import NamedTuple
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, unquote
 
+from regions.meta import SPLIT_HISTORY
+from regions.reports import human_bytes
 from regions.tablestore import pkcodec
 from regions.tablestore.errors import OTSClientError, OTSServiceError
 from regions.tablestore.metadata import INF_MAX, INF_MIN, Direction
@@ -58,7 +68,7 @@ SAMPLE_SECONDS = 2.0
 RENDER_SECONDS = 1.0
 CUT_CHARS = 200          # longer strings are cut (their length is shown)
 CUT_BYTES = 64           # longer binaries are cut
-DEFAULT_LIMIT = 20
+DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
 STATIC = "console_static"
 _STATIC_TYPES = {".css": "text/css; charset=utf-8", ".png": "image/png"}
@@ -150,8 +160,21 @@ def e(value) -> str:
     return html.escape(str(value), quote=True)
 
 
+def typed_text(t: dict) -> str:
+    """Plain text of a typed value (``"a063"``, ``42``, hex, ``INF_MIN``), as
+    ``show`` displays it."""
+    kind = t["type"]
+    if kind in ("INF_MIN", "INF_MAX"):
+        return kind
+    text = '"%s"' % t["value"] if kind == "STRING" else str(t["value"])
+    if t.get("cut"):
+        text += "\u2026 (%d %s)" % (t["length"], "bytes" if kind == "BINARY" else "chars")
+    return text
+
+
 def show(t: dict) -> str:
-    """HTML of a typed value."""
+    """HTML of a typed value; its title is its type and whole text (a cell
+    that cuts it with an ellipsis still shows it on hover)."""
     kind = t["type"]
     if kind in ("INF_MIN", "INF_MAX"):
         return '<span class="inf">%s</span>' % kind
@@ -159,16 +182,13 @@ def show(t: dict) -> str:
     if t.get("cut"):
         unit = "bytes" if kind == "BINARY" else "chars"
         text += '<span class="cut">&hellip; (%d %s)</span>' % (t["length"], unit)
-    return '<span class="v %s" title="%s">%s</span>' % (kind.lower(), kind, text)
+    return '<span class="v %s" title="%s">%s</span>' % (kind.lower(),
+                                                       e(kind + " " + typed_text(t)), text)
 
 
-def human_bytes(n) -> str:
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return ("%d %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))
-        n /= 1024
-    return str(n)
+def clip(inner: str) -> str:
+    """A cell's content on one line, cut with an ellipsis where it would wrap."""
+    return '<div class="k">%s</div>' % inner
 
 
 def rate(x) -> str:
@@ -180,12 +200,64 @@ def bar(value, top, cls) -> str:
     return '<div class="bar %s"><span style="width:%.1f%%"></span></div>' % (cls, pct)
 
 
-def table_html(headers, rows, cls="") -> str:
+# -- times for people -----------------------------------------------------------
+_SPANS = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
+
+
+def span_text(seconds, parts: int = 2) -> str:
+    """A length of time in its ``parts`` largest units: ``12 s``,
+    ``3 min 12 s``, ``2 h 5 min``, ``4 d 3 h`` (``parts=1``: ``3 min``)."""
+    rest, out = max(0, int(seconds)), []
+    for unit, size in _SPANS:
+        if rest >= size or (unit == "s" and not out):
+            n, rest = divmod(rest, size)
+            out.append("%d %s" % (n, unit))
+        elif out:
+            break           # "2 h 5 min", never "2 h 0 min 5 s"
+        if len(out) == parts:
+            break
+    return " ".join(out)
+
+
+def ago_text(seconds) -> str:
+    """``just now``, ``12 s ago``, ``3 min ago``, ``2 h ago``, ``4 d ago``."""
+    return "just now" if seconds < 1 else span_text(seconds, 1) + " ago"
+
+
+def utc_text(epoch: float) -> str:
+    """``2025-06-01 06:03:39`` (UTC) of seconds since the epoch."""
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc) \
+        .strftime("%Y-%m-%d %H:%M:%S")
+
+
+def utc_iso(epoch: float) -> str:
+    """ISO 8601 of seconds since the epoch, in UTC, to the millisecond."""
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc) \
+        .isoformat(timespec="milliseconds")
+
+
+def duration_text(seconds: float) -> str:
+    """``52 ms``, ``1.25 s``, ``3 min 12 s``."""
+    if seconds < 1:
+        return "%d ms" % round(seconds * 1000) if seconds >= 0.0005 else "<1 ms"
+    return "%.3g s" % seconds if seconds < 60 else span_text(seconds)
+
+
+def when(epoch: float, now: float) -> str:
+    """HTML of a moment: its UTC time (the column says UTC), and how long ago."""
+    return '<time datetime="%s">%s</time> <span class="ago">%s</span>' % (
+        utc_iso(epoch), utc_text(epoch), ago_text(now - epoch))
+
+
+def table_html(headers, rows, cls="", columns=None) -> str:
+    """A table; ``columns``: a CSS class per column (``num`` right-aligns)."""
+    columns = columns or ("",) * len(headers)
+    attr = ['' if not c else ' class="%s"' % c for c in columns]
     out = ['<table class="%s"><thead><tr>' % cls]
-    out += ["<th>%s</th>" % e(h) for h in headers]
+    out += ["<th%s>%s</th>" % (a, e(h)) for a, h in zip(attr, headers)]
     out.append("</tr></thead><tbody>")
     for row in rows:
-        out.append("<tr>" + "".join("<td>%s</td>" % c for c in row) + "</tr>")
+        out.append("<tr>" + "".join("<td%s>%s</td>" % (a, c) for a, c in zip(attr, row)) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
 
@@ -320,15 +392,17 @@ class Console:
         m = self._metrics()
         server, api = m["server"], m["api"]
         tables = []
+        splits = server["splits"]
         for name, schema in m["tables"].items():
             regs = server["tables"].get(name, [])
             tables.append({"name": name, "primary_key": schema["primary_key"],
                            "regions": len(regs),
                            "stored_bytes": sum(r["size_bytes"] for r in regs),
-                           "memtable_bytes": sum(r["memtable_bytes"] for r in regs)})
-        splits = server["splits"]
+                           "memtable_bytes": sum(r["memtable_bytes"] for r in regs),
+                           "last_split": next((s["time"] for s in splits["recent"]
+                                               if s["table"] == name), None)})
         return {"instance": self.instance, "data_directory": server["path"],
-                "uptime_seconds": server["uptime_seconds"],
+                "started_at": server["opened_at"], "uptime_seconds": server["uptime_seconds"],
                 "durability": "sync" if server["sync"] else "async",
                 "requests_per_second": api["requests_per_second"],
                 "errors_per_second": api["errors_per_second"],
@@ -359,8 +433,7 @@ class Console:
                 if r["split_blocker_key"] else None})
         splits = [{"parent": s["parent"], "daughters": s["daughters"],
                    "split_key": boundary(s["split_key"], False),
-                   "time": datetime.datetime.fromtimestamp(s["time"], datetime.timezone.utc)
-                   .isoformat(timespec="seconds"),
+                   "time": s["time"], "time_utc": utc_iso(s["time"]),
                    "duration_seconds": s["duration_seconds"]}
                   for s in m["server"]["splits"]["recent"] if s["table"] == name]
         return {"name": name, **schema, "split_policy": m["server"]["split_policy"],
@@ -429,50 +502,55 @@ class Console:
 
     # -- HTML ---------------------------------------------------------------------
     def _overview_html(self, d) -> bytes:
-        facts = [("Instance", e(d["instance"])), ("Data directory", e(d["data_directory"])),
-                 ("Uptime", "%d s" % d["uptime_seconds"]),
+        now = time.time()
+        cache = d["block_cache"]
+        facts = [("Instance", e(d["instance"])),
+                 ("Data directory", '<span class="mono">%s</span>' % e(d["data_directory"])),
+                 ("Uptime", "%s (since %s UTC)" % (span_text(d["uptime_seconds"]),
+                                                   utc_text(d["started_at"]))),
                  ("Durability", "sync (WAL fsynced per write)" if d["durability"] == "sync"
                   else "async (WAL handed to the OS per write; survives kill -9)"),
                  ("Requests / s (last minute)", "%.2f" % d["requests_per_second"]),
                  ("Errors / s (last minute)", "%.2f" % d["errors_per_second"]),
                  ("Requests / errors since start", "%d / %d" % (d["requests_total"],
                                                                  d["errors_total"])),
-                 ("Block cache", "%s of %s, %d hits, %d misses" % (
-                     human_bytes(d["block_cache"]["usage"]),
-                     human_bytes(d["block_cache"]["capacity"]),
-                     d["block_cache"]["hits"], d["block_cache"]["misses"])),
-                 ("Splits", "%(started)d started, %(finished)d finished, %(rolled_back)d rolled back"
-                  % d["splits"])]
-        body = '<dl class="facts">%s</dl>' % "".join(
-            "<dt>%s</dt><dd>%s</dd>" % (e(k), v) for k, v in facts)
+                 ("Block cache", "%s used of %s, %d hits, %d misses" % (
+                     human_bytes(cache["usage"]), human_bytes(cache["capacity"]),
+                     cache["hits"], cache["misses"])),
+                 ("Splits since start", "%(started)d started, %(finished)d finished, "
+                  "%(rolled_back)d rolled back" % d["splits"])]
+        body = _facts(facts)
         rows = [('<a class="table-link" href="/tables/%s">%s</a>' % (quote(t["name"], safe=""),
                                                                    e(t["name"])),
-                 ", ".join("%s %s" % (e(c[0]), e(" ".join(c[1:]))) for c in t["primary_key"]),
-                 str(t["regions"]), human_bytes(t["stored_bytes"]),
-                 human_bytes(t["memtable_bytes"]))
+                 _pk_text(t["primary_key"]), str(t["regions"]), human_bytes(t["stored_bytes"]),
+                 human_bytes(t["memtable_bytes"]),
+                 when(t["last_split"], now) if t["last_split"] is not None else "never")
                 for t in d["tables"]]
-        body += "<h2>Tables</h2>" + table_html(
-            ("Table", "Primary key", "Regions", "Stored", "Memtable"), rows, "tables") \
-            if rows else "<h2>Tables</h2><p>No tables.</p>"
+        body += "<h2>Tables</h2>" + (table_html(
+            ("Table", "Primary key", "Regions", "Stored", "Memtable", "Last split (UTC)"), rows,
+            "tables", ("", "", "num", "num", "num", "")) if rows else "<p>No tables.</p>")
         body += '<p class="links"><a href="/?format=json">JSON</a> &middot; ' \
                 '<a href="/metrics">Prometheus metrics</a></p>'
         return page("Overview", body)
 
     def _table_html(self, d) -> bytes:
+        now = time.time()
         name = d["name"]
         q = quote(name, safe="")
-        pk = ", ".join("%s %s" % (e(c[0]), e(" ".join(c[1:]))) for c in d["primary_key"])
-        facts = [("Primary key", pk),
+        policy = d["split_policy"]
+        facts = [("Primary key", _pk_text(d["primary_key"])),
                  ("Defined columns", e(", ".join("%s %s" % tuple(c) for c in d["defined_columns"]))
                   or "&ndash;"),
                  ("Time to live", "forever" if d["time_to_live"] == -1
-                  else "%d s" % d["time_to_live"]),
+                  else "%s (%d s)" % (span_text(d["time_to_live"]), d["time_to_live"])),
                  ("Max versions", str(d["max_versions"])),
                  ("Reserved CU (read / write)", "%d / %d" % (d["reserved_read_cu"],
                                                              d["reserved_write_cu"])),
-                 ("Split policy", e(d["split_policy"]))]
-        body = '<dl class="facts">%s</dl>' % "".join(
-            "<dt>%s</dt><dd>%s</dd>" % (e(k), v) for k, v in facts)
+                 ("Split policy", '<span class="policy" title="%s">%s</span>' % (
+                     e("%s(%s)" % (policy["class"], ", ".join(
+                         "%s=%s" % kv for kv in sorted(policy["parameters"].items())))),
+                     e(policy["description"])))]
+        body = _facts(facts)
         body += '<p class="links"><a id="browse" href="/tables/%s/rows">Browse rows</a> &middot; ' \
                 '<a href="/tables/%s?format=json">JSON</a></p>' % (q, q)
         regs = d["regions"]
@@ -487,32 +565,39 @@ class Console:
                     e(r["split_blocker"]), e(reason))
                 if r["hot_key"]:
                     blocker += " " + show(r["hot_key"])
-            rows.append((str(r["region_id"]), show(r["start"]), show(r["end"]), e(r["state"]),
-                         human_bytes(r["stored_bytes"]),
+            rows.append((str(r["region_id"]), clip(show(r["start"])), clip(show(r["end"])),
+                         e(r["state"]), human_bytes(r["stored_bytes"]),
                          " ".join("L%d:%d" % (i, n) for i, n in enumerate(r["files_per_level"]) if n)
                          or "&ndash;",
                          human_bytes(r["memtable_bytes"]), rate(r["reads_per_second"]),
                          rate(r["writes_per_second"]),
                          human_bytes(r["split_threshold"]) if r["split_threshold"] is not None
-                         else "never", blocker,
+                         else "never", clip(blocker),
                          bar(r["stored_bytes"] + r["memtable_bytes"], top_size, "size"),
                          bar(r["writes_per_second"], top_rate, "writes")))
         body += "<h2>Regions (%d)</h2>" % len(regs) + table_html(
             ("Id", "Start", "End", "State", "Stored", "Files", "Memtable", "Reads/s", "Writes/s",
-             "Splits at", "Split blocker", "Size", "Write rate"), rows, "regions")
-        splits = [(str(s["parent"]), ", ".join(str(x) for x in s["daughters"]),
-                   show(s["split_key"]), e(s["time"]), "%.3f s" % s["duration_seconds"])
+             "Splits at", "Split blocker", "Size", "Write rate"), rows, "regions",
+            ("num", "key", "key", "", "num", "", "num", "num", "num", "num", "key wide", "", ""))
+        splits = [(when(s["time"], now), str(s["parent"]),
+                   " + ".join(str(x) for x in s["daughters"]), clip(show(s["split_key"])),
+                   duration_text(s["duration_seconds"]))
                   for s in d["recent_splits"]]
-        body += "<h2>Recent splits</h2>" + (table_html(
-            ("Parent", "Daughters", "Split key", "Time (UTC)", "Duration"), splits, "splits")
-            if splits else "<p>No split since the server started.</p>")
+        body += "<h2>Splits</h2>" + (
+            '<p class="note">The table\'s last %d splits, newest first (kept in meta: they '
+            'survive a restart).</p>' % SPLIT_HISTORY + table_html(
+                ("Time (UTC)", "Parent", "Daughters", "Split key", "Duration"), splits, "splits",
+                ("", "num", "", "key", "num"))
+            if splits else "<p>No split yet.</p>")
         return page("Table " + name, body, (("/tables/" + q, name),))
 
     def _rows_html(self, d) -> bytes:
+        now = time.time()
         name = d["table"]
         q = quote(name, safe="")
         pk_names = [c[0] for c in d.get("start") or d.get("primary_key")]
-        form = ['<form class="range" method="get" action="/tables/%s/rows">' % q]
+        form = ['<div class="forms"><form class="range" method="get" action="/tables/%s/rows">'
+                % q]
         for label, prefix, key in (("Start (inclusive)", "start.", d.get("start")),
                                    ("End (exclusive)", "end.", d.get("end"))):
             form.append("<fieldset><legend>%s</legend>" % label)
@@ -525,33 +610,54 @@ class Console:
                             % (e(n), e(prefix + n), e(val)))
             form.append("</fieldset>")
         fwd = d.get("direction", "FORWARD") == "FORWARD"
-        form.append('<label>Direction <select name="direction"><option%s>FORWARD</option>'
-                    '<option%s>BACKWARD</option></select></label>'
+        form.append('<fieldset><legend>Range</legend><label>Direction <select name="direction">'
+                    '<option%s>FORWARD</option><option%s>BACKWARD</option></select></label>'
                     % ("" if not fwd else " selected", " selected" if not fwd else ""))
-        form.append('<label>Limit <input name="limit" size="5" value="%s"></label>'
+        form.append('<label>Limit <input name="limit" class="short" value="%s"></label>'
                     % e(d.get("limit", DEFAULT_LIMIT)))
         form.append('<label>Columns <input name="columns" value="%s"></label>'
                     % e(",".join(d["columns_to_get"] or ())))
-        form.append('<button id="range-go" type="submit">GetRange</button></form>')
+        form.append('<button id="range-go" type="submit">GetRange</button></fieldset></form>')
         form.append('<form class="getrow" method="get" action="/tables/%s/rows">'
                     '<input type="hidden" name="get" value="1"><fieldset><legend>GetRow</legend>'
                     % q)
         for n in pk_names:
             form.append('<label>%s <input name="%s"></label>' % (e(n), e("pk." + n)))
-        form.append('<button id="getrow-go" type="submit">GetRow</button></fieldset></form>')
+        form.append('<button id="getrow-go" type="submit">GetRow</button></fieldset></form></div>')
         body = "".join(form)
-        out = []
+        columns = {}                # name -> [the row's values of it] (versions, newest first)
+        by_row = []
         for row in d["rows"]:
-            keys = "".join("<div>%s = %s</div>" % (e(n), show(v)) for n, v in row["primary_key"])
-            attrs = "".join("<div>%s = %s</div>" % (e(a[0]), show(a[1]))
-                            for a in row["attributes"]) or "&ndash;"
-            out.append((keys, attrs))
-        body += "<h2>%s: %d row%s</h2>" % (e(d["mode"]), len(out), "" if len(out) == 1 else "s")
-        body += table_html(("Primary key", "Attributes"), out, "rows") if out else \
-            "<p>No rows.</p>"
+            by_row.append({})
+            for a in row["attributes"]:
+                by_row[-1].setdefault(a[0], []).append(show(a[1]))
+                columns.setdefault(a[0], None)
+        attr_names = list(columns)  # every attribute column of the page, in order of appearance
+        out = []
+        for row, values in zip(d["rows"], by_row):
+            cells = [clip(show(v)) for _n, v in row["primary_key"]]
+            cells += [clip(" ".join(values.get(col, ()))) for col in attr_names]
+            written = max((a[2] for a in row["attributes"] if len(a) > 2), default=None)
+            cells.append(when(written / 1000.0, now) if written is not None else "&ndash;")
+            out.append(cells)
+        n = len(out)
+        body += "<h2>%s: %d row%s</h2>" % (e(d["mode"]), n, "" if n == 1 else "s")
         if d.get("next_query"):
-            body += '<p><a id="next-page" href="/tables/%s/rows?%s">Next page &rsaquo;</a> ' \
-                    '(next start key: %s)</p>' % (q, e(d["next_query"]), ", ".join(
-                        "%s = %s" % (e(n), show(v)) for n, v in d["next_start"]))
+            body += '<p class="pager"><a id="next-page" href="/tables/%s/rows?%s">Next page ' \
+                    '&rsaquo;</a> from %s</p>' % (q, e(d["next_query"]), ", ".join(
+                        "%s = %s" % (e(k), show(v)) for k, v in d["next_start"]))
+        body += '<div class="scroll">%s</div>' % table_html(
+            pk_names + attr_names + ["Last write (UTC)"], out, "rows",
+            ["key pk"] * len(pk_names) + ["key"] * len(attr_names) + [""]) if out else \
+            "<p>No rows.</p>"
         return page("Rows of " + name, body, (("/tables/" + q, name), ("/tables/%s/rows" % q,
                                                                         "rows")))
+
+
+def _facts(facts) -> str:
+    return '<dl class="facts">%s</dl>' % "".join("<dt>%s</dt><dd>%s</dd>" % (e(k), v)
+                                                  for k, v in facts)
+
+
+def _pk_text(primary_key) -> str:
+    return ", ".join("%s %s" % (e(c[0]), e(" ".join(c[1:]))) for c in primary_key)
