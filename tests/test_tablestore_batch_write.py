@@ -67,10 +67,24 @@ def test_each_row_keeps_its_own_result_and_failed_rows_write_nothing(client):
     assert (row(client, 1), row(client, 2), row(client, 3)) == ({"n": 10}, {"n": 20}, None)
 
 
-def test_a_repeated_row_sees_the_rows_before_it(client):
-    results = write(client, incr(5, 1), incr(5, 2), put(6, 0), incr(5, 4), incr(6, 7))
+def set_(uid, name, value, oid="a"):
+    return UpdateRowItem(Row([("uid", uid), ("oid", oid)], {"put": [(name, value)]}),
+                         Condition(RowExistenceExpectation.IGNORE))
+
+
+def test_a_repeated_row_is_written_in_request_order(client):
+    results = write(client, put(5, 1), set_(5, "m", 2), put(6, 0), set_(6, "m", 3), put(6, 4))
     assert results == [(True, None)] * 5
-    assert (row(client, 5), row(client, 6)) == ({"n": 7}, {"n": 7})
+    assert (row(client, 5), row(client, 6)) == ({"n": 1, "m": 2}, {"n": 4})
+
+
+def test_a_row_incremented_may_not_be_repeated(client):
+    """The atomic counter notes: a row incremented in a batch is written once
+    in it; each of its writes fails, the other rows are written."""
+    results = write(client, incr(5, 1), incr(5, 2), put(6, 0), incr(7, 4), set_(5, "m", 1))
+    assert results == [(False, "OTSParameterInvalid")] * 2 + [(True, None)] * 2 + [
+        (False, "OTSParameterInvalid")]
+    assert (row(client, 5), row(client, 6), row(client, 7)) == (None, {"n": 0}, {"n": 4})
 
 
 def test_a_region_part_that_fails_fails_exactly_its_rows(client, monkeypatch):

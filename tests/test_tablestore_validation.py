@@ -418,3 +418,31 @@ def test_a_write_of_more_than_1024_attribute_columns_is_refused(env):
                  L.PutRowItem(L.Row(other, [("a", 1)]), None)) == [
         (False, "OTSParameterInvalid", too_many(1025))] * 2 + [OK]
     assert columns(e) == before and latest(e, "a", other) == 1
+
+
+def test_a_row_incremented_in_a_batch_is_refused_if_it_is_written_twice_there(env):
+    """The atomic counter notes: "if you perform an atomic counter operation on
+    a row, you can perform only one update operation on the row in a
+    BatchWriteRow request".  Each write of such a row fails; the rest of the
+    batch is written."""
+    e, L = env, env.lib
+    other = [("PK1", 2), ("PK2", "b")]
+    repeated = (False, "OTSParameterInvalid",
+                "Repeated rows do not support increment in BatchModify.")
+    increment = L.UpdateRowItem(L.Row(PK, {"INCREMENT": [("a", 1)]}), None)
+    before = columns(e)
+    for again in (L.UpdateRowItem(L.Row(PK, {"PUT": [("b", 1)]}), None),
+                  L.UpdateRowItem(L.Row(PK, {"INCREMENT": [("c", 1)]}), None),
+                  L.PutRowItem(L.Row(PK, [("b", 1)]), None),
+                  L.DeleteRowItem(L.Row(PK), None)):
+        assert batch(e, increment, L.PutRowItem(L.Row(other, [("x", 1)]), None), again) == [
+            repeated, OK, repeated]
+        assert columns(e) == before
+    # once in the batch, with other rows incremented too: written
+    assert batch(e, increment, L.UpdateRowItem(L.Row(other, {"INCREMENT": [("x", 1)]}), None)) \
+        == [OK, OK]
+    assert latest(e, "a") == 2 and latest(e, "x", other) == 2
+    # a row written twice without an increment: both writes, as before
+    assert batch(e, L.UpdateRowItem(L.Row(PK, {"PUT": [("b", 1)]}), None),
+                 L.UpdateRowItem(L.Row(PK, {"PUT": [("c", 2)]}), None)) == [OK, OK]
+    assert (latest(e, "b"), latest(e, "c")) == (1, 2)

@@ -537,7 +537,7 @@ class OTSClient:
         prepared = {}
         size = 0
         for table_name, item in request.items.items():
-            plans = prepared[table_name] = []
+            plans = []
             for row_item in item.row_items:
                 try:
                     p = self._prepare(table_name, row_item.type, row_item.row, row_item.condition,
@@ -547,7 +547,7 @@ class OTSClient:
                     plans.append(p)
                 except OTSServiceError as exc:
                     plans.append(exc)
-            check_repeated(plans)
+            prepared[table_name] = check_repeated(plans)
         if size > BATCH_WRITE_BYTES:
             raise service_error("batch_write_size", limit=BATCH_WRITE_BYTES, size=size)
         response = {}

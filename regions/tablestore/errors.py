@@ -177,6 +177,9 @@ ERRORS = {
                                         "check in BatchModify.",),
     "batch_repeated_condition": _P + ("Repeated rows do not support row condition check in "
                                       "BatchModify.",),
+    # a row incremented may be written once in a batch (the atomic counter notes); each of its
+    # writes gets this.  (ours, after the two above)
+    "batch_repeated_increment": _P + ("Repeated rows do not support increment in BatchModify.",),
     "request_too_large": (413, "OTSRequestBodyTooLarge", "The size of POST data is too large."),
     # local transactions (docs/tablestore.md, "Local transactions")
     "row_operation_conflict": (409, "OTSRowOperationConflict",

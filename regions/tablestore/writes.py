@@ -120,21 +120,33 @@ def prepare(name, schema, kind, row, condition, return_type, return_column_names
     return p
 
 
-def check_repeated(plans):
-    """A row repeated in one table's batch may not carry a condition (the service's rule)."""
+def check_repeated(plans) -> list:
+    """The service's rules on a row repeated in one table's batch: none of its
+    writes may carry a condition (the whole request's error), and if one
+    increments it, it may not be repeated at all (the atomic counter notes:
+    each of its writes gets the error, the other rows are written).  Returns
+    ``plans`` with those errors in place of the rows'."""
     seen = {}
-    for p in plans:
+    for i, p in enumerate(plans):
         if isinstance(p, OTSServiceError) or p.row_key is None:
             continue
-        seen.setdefault(p.row_key, []).append(p)
-    for group in seen.values():
-        if len(group) < 2:
-            continue
-        for p in group:
-            if p.condition.row_existence_expectation != RowExistenceExpectation.IGNORE:
+        seen.setdefault(p.row_key, []).append(i)
+    repeated = [group for group in seen.values() if len(group) > 1]
+    for group in repeated:
+        for i in group:
+            condition = plans[i].condition
+            if condition.row_existence_expectation != RowExistenceExpectation.IGNORE:
                 raise service_error("batch_repeated_expectation")
-            if p.condition.column_condition is not None:
+            if condition.column_condition is not None:
                 raise service_error("batch_repeated_condition")
+    plans = list(plans)
+    for group in repeated:
+        if any(c[0] == "INCREMENT" for i in group if plans[i].kind == BatchWriteRowType.UPDATE
+               for c in plans[i].cells):
+            error = service_error("batch_repeated_increment")
+            for i in group:
+                plans[i] = error
+    return plans
 
 
 def failed_item(kind, table, exc) -> BatchWriteRowResponseItem:
@@ -271,7 +283,8 @@ class RowWriter:
         entries added to one batch, which the region server applies as one
         write per region (one WAL record and, with sync, one fsync per region
         instead of one per row).  A row key seen again starts a new group, so
-        a repeated row (an INCREMENT of it) sees the rows before it.  Each row
+        a repeated row's later writes come after its earlier ones (never one
+        that increments it: check_repeated refuses that).  Each row
         still gets its own result, whatever goes wrong (``run_reported``); if
         a region's part fails, exactly the rows of the parts that were not
         applied are reported failed.
