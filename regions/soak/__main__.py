@@ -2,17 +2,24 @@
 import importlib
 import sys
 
-from . import EXPERIMENTS
+from regions import cliutil
+
+from . import EXPERIMENTS, __doc__ as DOC
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in EXPERIMENTS:
-        print(f"usage: python -m regions.soak {{{','.join(EXPERIMENTS)}}} [--seed N] [--count N] [--seconds S]",
-              file=sys.stderr)
-        return 2
-    module = importlib.import_module(f"regions.soak.{argv[0]}")
-    return module.main(argv[1:])
+    ap = cliutil.Parser(prog="python -m regions.soak", description=DOC.splitlines()[0],
+                        usage="%(prog)s [-h] EXPERIMENT [--seed N] [--count N] [--seconds S] "
+                              "[--dir DIR]",
+                        epilog="%(prog)s EXPERIMENT --help: the experiment's options")
+    ap.add_argument("experiment", choices=EXPERIMENTS, metavar="EXPERIMENT",
+                    help="one of " + ", ".join(EXPERIMENTS))
+    if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+        ap.error(f"the experiment comes first, then {argv[0]}: EXPERIMENT is one of "
+                 + ", ".join(EXPERIMENTS))
+    experiment = ap.parse_args(argv[:1]).experiment   # the rest is the experiment's
+    return importlib.import_module(f"regions.soak.{experiment}").main(argv[1:])
 
 
 if __name__ == "__main__":
