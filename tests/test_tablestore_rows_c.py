@@ -725,8 +725,10 @@ def test_plain_writer_batch_leaves_what_is_not_plain_and_reports_a_failed_write(
         update = BatchWriteRowRequest()
         update.add(TableInBatchWriteRowItem("t", [UpdateRowItem(Row([("k", 1)], {"put": [("a", 1)]}),
                                                                 None)]))
+        naming = _batch_of([([("k", 1)], [("a", 1)])])       # return column names: refused
+        naming.items["t"].row_items[0].return_column_names = ["a"]
         for req in (repeated, conditional, update, _batch_of([([("k", True)], [("a", 1)])]),
-                    _batch_of([([("k", 1)], [("a", 1, 99)])])):
+                    _batch_of([([("k", 1)], [("a", 1, 99)])]), naming):
             assert writer.batch(req.items, 4 << 20) is None
         assert writer.batch(plain.items, 10) is None          # over the size limit: Python says so
         # the last row of repeated wins, as the Python path writes it
