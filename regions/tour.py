@@ -131,7 +131,9 @@ def read_pages(client, start, end, page_rows):
     say(f"{total} rows in {call} calls")
 
 
-def run(data: str, count: int) -> None:
+def run(data: str, count: int, kept: bool = True) -> None:
+    """The tour in ``data``; ``kept``: the directory outlives the run (--data),
+    else it is a temporary one, deleted when the tour ends."""
     started = time.monotonic()
     rows = list(purchases(count))
     say(f"lsm-regions tour: the Tablestore guide's student-card purchase table in {data}")
@@ -163,10 +165,23 @@ def run(data: str, count: int) -> None:
         say(f"get_row of the first purchase {dict(first)}: {consumed.read} read CU, "
             f"{len(row.attribute_columns)} attribute columns")
     step(6, "the console")
-    say(f"$ regions-server --data {os.path.join(data, 'ots')} --port 8800")
+    console(data, kept)
+    say(f"\ntour done in {time.monotonic() - started:.1f} s")
+
+
+def console(data, kept):
+    """How to see this tour's store in the console: the server on it, or, when
+    it is in a temporary directory (gone at the end), the tour again with
+    --data first."""
+    if kept:
+        say(f"$ regions-server --data {os.path.join(os.path.abspath(data), 'ots')} --port 8800")
+    else:
+        say("this store is in a temporary directory, deleted when the tour ends; "
+            "to keep it for the console, run the tour with --data DIR:")
+        say("$ python -m regions.tour --data DIR")
+        say(f"$ regions-server --data {os.path.join('DIR', 'ots')} --port 8800")
     say("then open http://127.0.0.1:8800/ : the table's regions with their key ranges, sizes, "
         "read/write rates and split history, a row browser, and /metrics for Prometheus")
-    say(f"\ntour done in {time.monotonic() - started:.1f} s")
 
 
 def main(argv=None) -> int:
@@ -183,8 +198,7 @@ def main(argv=None) -> int:
         run(args.data, args.rows)
     else:
         with tempfile.TemporaryDirectory(prefix="regions-tour-") as data:
-            run(data, args.rows)
-            say("(the store was in a temporary directory; --data DIR keeps it for regions-server)")
+            run(data, args.rows, kept=False)
     return 0
 
 
