@@ -200,12 +200,21 @@ def test_the_servers_line_names_the_sdk_and_the_command_to_install_it(tmp_path):
 
 # --- the SDK's warnings ----------------------------------------------------
 
-def test_the_server_starts_without_the_sdks_native_codec_warnings(tmp_path):
+def test_the_server_and_the_endpoint_tools_run_without_the_sdks_native_codec_warnings(tmp_path):
     bare = run([sys.executable, "-c", "import tablestore"], tmp_path)
     assert "Native C++ encoder not available" in bare.stderr, (
         "the SDK no longer warns of its native codec: regions/otsserver/sdk.py filters nothing")
-    with serving(command("regions-server", "--in-memory", "--port", "0"), tmp_path) as (_, output):
-        pass
+    (tmp_path / "rows.csv").write_text("a,b\n1,x\n", encoding="utf-8")
+    with serving(command("regions-server", "--in-memory", "--port", "0"), tmp_path) as (
+            endpoint, output):
+        tools = [run(command("regions-import", "--endpoint", endpoint, "--table", "t", "--create",
+                             "--primary-key", "a:INTEGER", tmp_path / "rows.csv"), tmp_path),
+                 run(command("regions-export", "--endpoint", endpoint, "--table", "t",
+                             tmp_path / "out.csv"), tmp_path)]
+    for done in tools:
+        assert done.returncode == 0, done.stderr
+        assert "Native" not in done.stderr
+    assert (tmp_path / "out.csv").read_text(encoding="utf-8") == "a,b\n1,x\n"
     assert "Native" not in output["stderr"]
     assert "Traceback" not in output["stderr"]
 
