@@ -29,7 +29,7 @@ import math
 import os
 import sys
 
-from regions.options import _BYTE_SUFFIXES
+from regions.options import parse_bytes
 
 __all__ = ["Parser", "fail", "one_line", "os_error", "int_in", "float_in", "port",
            "positive_int", "non_negative_int", "positive_float", "non_negative_float",
@@ -112,16 +112,15 @@ non_negative_float = float_in(0, what="a non-negative number", low_inclusive=Tru
 
 def byte_size(text: str) -> int:
     """A ``type=``: a positive number of bytes, ``8192`` or with a binary
-    unit as ``-D`` takes them (regions.options): ``64KiB``, ``5MiB``, ``1GiB``
-    (or K, M, G)."""
-    number, unit = text.strip(), 1
-    for suffix, size in _BYTE_SUFFIXES.items():
-        if number.upper().endswith(suffix):
-            number, unit = number[:-len(suffix)].strip(), size
-            break
-    if not number.isdecimal() or int(number) < 1:
+    unit as ``-D`` takes them (regions.options.parse_bytes): ``64KiB``,
+    ``5MiB``, ``1GiB`` (or K, M, G)."""
+    try:
+        size = parse_bytes(text)
+    except ValueError:
+        size = 0
+    if size < 1:
         raise _bad(text, "a byte size", "1 or more, e.g. 8192, 64KiB, 5MiB")
-    return int(number) * unit
+    return size
 
 
 def word(what: str):

@@ -4,7 +4,7 @@ from typing import Iterable, Optional, Union
 
 from .policy import POLICY_NAMES, SplitPolicy, check_int
 
-__all__ = ["ServerOptions"]
+__all__ = ["ServerOptions", "parse_bytes"]
 
 
 @dataclass
@@ -131,6 +131,21 @@ _BYTE_SUFFIXES = {"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "K": 1 << 10, 
                   "G": 1 << 30}
 
 
+def parse_bytes(text: str) -> int:
+    """A byte count as ``-D`` and the command lines take it: decimal digits,
+    optionally with a binary unit, ``8192``, ``64KiB``, ``5MiB``, ``1GiB`` (or
+    K, M, G; any case).  ValueError for anything else (a sign, a fraction,
+    another unit); whether 0 is allowed is the caller's question."""
+    number, unit = text.strip(), 1
+    for suffix, size in _BYTE_SUFFIXES.items():
+        if number.upper().endswith(suffix):
+            number, unit = number[:-len(suffix)].strip(), size
+            break
+    if not number.isdecimal():
+        raise ValueError(f"{text!r} is not a byte count (e.g. 8192, 64KiB, 5MiB)")
+    return int(number) * unit
+
+
 def _setting_kind(name, default) -> str:
     if isinstance(default, bool):
         return "true or false"
@@ -145,13 +160,7 @@ def _parse_setting(name, default, text):
             raise ValueError(text)
         return _BOOLS[text.lower()]
     if isinstance(default, int):
-        unit = 1
-        if name.endswith("_bytes"):
-            for suffix, size in _BYTE_SUFFIXES.items():
-                if text.upper().endswith(suffix):
-                    text, unit = text[:-len(suffix)].strip(), size
-                    break
-        return int(text) * unit
+        return parse_bytes(text) if name.endswith("_bytes") else int(text)
     if isinstance(default, float):
         return float(text)
     return text

@@ -80,6 +80,8 @@ SERVER = [
     (["--data", "{d}", "-D", "sync"], "argument -D/--server-option: server option 'sync': "
                                       "expected NAME=VALUE"),
     (["--data", "{d}", "-D", "sync=maybe"], "server option sync: cannot read 'maybe'"),
+    (["--data", "{d}", "-D", "memtable_bytes=-5"],
+     "server option memtable_bytes: cannot read '-5' as a byte count"),
     (["--data", "{d}", "--instance", ""], "argument --instance: '' is not an instance name"),
     (["--data", "{d}", "--access-key-id", "a b"], "argument --access-key-id: 'a b' is not"),
     (["--data", "{d}", "--host", ""], "argument --host: '' is not a host"),
@@ -314,6 +316,21 @@ def test_errors_are_one_line_whatever_the_message(capsys):
         cliutil.Parser(prog="prog").error("bad\nworse")
     assert e.value.code == 2
     assert capsys.readouterr().err == "prog: error: bad; worse\n"
+
+
+def test_byte_sizes_are_read_in_one_place_for_d_and_the_options_that_take_them():
+    from regions.options import ServerOptions, parse_bytes
+    for text, value in {"8192": 8192, "64KiB": 65536, " 5 mib ": 5 << 20, "1G": 1 << 30,
+                        "0": 0, "0K": 0}.items():
+        assert parse_bytes(text) == value
+        if value:
+            assert cliutil.byte_size(text) == value
+            assert ServerOptions.from_settings([f"memtable_bytes={text}"]).memtable_bytes == value
+    for text in ("", "K", "-1", "+1", "1.5MiB", "5MB", "1_000", "x"):
+        with pytest.raises(ValueError, match="is not a byte count"):
+            parse_bytes(text)
+        with pytest.raises(ValueError, match="cannot read .* as a byte count"):
+            ServerOptions.from_settings([f"memtable_bytes={text}"])
 
 
 def test_os_errors_lose_their_errno():
