@@ -149,11 +149,12 @@ def _not_a_dir(text: str) -> str:
 
 
 def input_file(text: str) -> str:
-    """A ``type=``: a file that exists and can be read."""
-    if not os.path.isfile(text):
-        raise argparse.ArgumentTypeError(
-            f"{text} is a directory, not a file" if os.path.isdir(text)
-            else f"{text or repr(text)}: no such file")
+    """A ``type=``: a file that exists and can be read (a regular file, or a
+    pipe such as bash's ``<(zcat keys.gz)``; not a directory)."""
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a directory, not a file")
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"{text or repr(text)}: no such file")
     if not os.access(text, os.R_OK):
         raise argparse.ArgumentTypeError(f"{text}: cannot read it")
     return text

@@ -333,6 +333,15 @@ def test_byte_sizes_are_read_in_one_place_for_d_and_the_options_that_take_them()
             ServerOptions.from_settings([f"memtable_bytes={text}"])
 
 
+def test_an_input_file_may_be_a_pipe():
+    r, w = os.pipe()
+    try:
+        assert cliutil.input_file(f"/dev/fd/{r}") == f"/dev/fd/{r}"
+    finally:
+        os.close(r)
+        os.close(w)
+
+
 def test_os_errors_lose_their_errno():
     assert cliutil.os_error(FileNotFoundError(2, "No such file or directory", "/x")) == \
         "No such file or directory: /x"
