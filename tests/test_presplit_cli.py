@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import os
 import random
 import re
 import shlex
@@ -66,7 +67,8 @@ def test_help_prints_percent_signs_once_and_each_example_on_its_own_line():
 def test_every_help_example_parses_with_the_real_parser(tmp_path, monkeypatch):
     from regions.transfer.cli import import_parser
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "orders.csv").write_text("key,v\n")  # the input an example loads
+    (tmp_path / "orders.csv").write_text("key,v\n")  # the inputs the examples read
+    (tmp_path / "keys.txt").write_text("k\n")
     examples = help_examples(cli.build_parser().format_help())
     assert any(e.startswith("regions-import") for e in examples)
     for example in examples:
@@ -140,22 +142,38 @@ def test_interpolating_text_keys_warns_on_one_line():
     (("hex", "-n", "100000000", "--length", "16"), "more than 1000"),
     (("explicit", "--points", ",".join(f"{i:05d}" for i in range(1, 1200))), "more than 1000"),
     (("hexadecimal", "-n", "4"), "invalid choice: 'hexadecimal'"),
-    (("hash-prefix", "-n", "4", "--width", "0"), "argument --width: '0' is not an integer in 1-32"),
-    (("hash-prefix", "-n", "4", "--width", "33"), "'33' is not an integer in 1-32"),
-    (("hash-prefix", "-n", "4", "--width", "four"), "'four' is not an integer"),
+    (("hash-prefix", "-n", "4", "--width", "0"), "argument --width: 0 is not an integer (1-32)"),
+    (("hash-prefix", "-n", "4", "--width", "33"), "33 is not an integer (1-32)"),
+    (("hash-prefix", "-n", "4", "--width", "four"), "four is not an integer"),
     (("hash-prefix", "-n", "17", "--width", "1"), "too short for 17 regions"),
     (("hex", "-n", "4", "--length", "0"), "argument --length"),
     (("hex", "-n", "4", "--evaluate", "--keys", "0"), "argument --keys"),
-    (("hex", "-n", "4", "--evaluate", "--value-size", "-1"), "argument --value-size"),
+    (("hex", "-n", "4", "--evaluate", "--value-size", "-1"),
+     "argument --value-size: -1 is not a non-negative integer (0 or more)"),
+    (("hex", "-n", "4", "--evaluate", "--seed", "-1"),
+     "argument --seed: -1 is not a non-negative integer (0 or more)"),
+    (("hex", "-n", "4", "--evaluate", "zipf", "--zipf-s", "nan"),
+     "argument --zipf-s: nan is not a positive number (greater than 0)"),
+    (("salt", "-n", "4", "--buckets", "0"), "argument --buckets: 0 is not a positive integer"),
     (("hex", "-n", "4", "--evaluate", "file"), "--evaluate file needs --key-file FILE"),
-    (("hex", "-n", "4", "--evaluate", "zipf", "--key-file", "k.txt"),
+    (("hex", "-n", "4", "--evaluate", "zipf", "--key-file", os.devnull),
      "--key-file is for --evaluate file, not --evaluate zipf"),
     (("hex", "-n", "4", "--key-file", "/nonexistent/keys.txt"),
-     "cannot read /nonexistent/keys.txt"),
-    (("explicit", "--splits", "/nonexistent/splits.txt"), "cannot read /nonexistent/splits.txt"),
+     "argument --key-file: /nonexistent/keys.txt: no such file"),
+    (("explicit", "--splits", "/nonexistent/splits.txt"),
+     "argument --splits: /nonexistent/splits.txt: no such file"),
+    (("explicit", "--splits", "/"), "argument --splits: / is a directory, not a file"),
+    (("hex", "-n", "4", "-o", "/nonexistent/plan.txt"),
+     "argument -o/--output: /nonexistent/plan.txt: /nonexistent: no such directory"),
+    (("hex", "-n", "4", "--plot", "/"), "argument --plot: / is a directory, not a file"),
+    (("hex", "-n", "4", "--create-table", os.devnull, "t"),
+     f"argument --create-table: {os.devnull} is a file, not a directory"),
+    (("hex", "-n", "4", "--create-table", ".", "a b"),
+     "argument --create-table: 'a b' is not a table name"),
     (("alphabet", "--alphabet", "", "-n", "4"), "alphabet is empty"),
     (("hex", "-n", "300", "--length", "2"), "too short for 300 regions"),
-    (("--sample", "/nonexistent/keys.txt", "-n", "4"), "cannot read /nonexistent/keys.txt"),
+    (("--sample", "/nonexistent/keys.txt", "-n", "4"),
+     "argument --sample: /nonexistent/keys.txt: no such file"),
     (("explicit", "--points", "b,a"), "unsorted"),
     (("hex",), "needs --regions"),
     (("bogus", "-n", "2"), "invalid choice"),

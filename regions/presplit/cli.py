@@ -3,9 +3,11 @@
 The command line is a thin layer over the library: it builds one
 ``SplitAlgorithm`` from the arguments, asks it for the points, optionally
 evaluates them against a workload and asks the advisor, writes the plan, and
-optionally creates the table. Every expected failure is a ``PresplitError``
-or ``KeyDesignError``; ``main`` prints it as one line on stderr and returns
-2, never a traceback (argparse's own errors are one line too).
+optionally creates the table. A bad argument (a number out of range, a file
+that cannot be read or written, a PATH that cannot hold a store) is refused
+while parsing, before anything is computed or created; every later expected
+failure is a ``PresplitError`` or ``KeyDesignError``. Either is one line on
+stderr (``regions.cliutil``) and exit status 2, never a traceback.
 
 After a good plan (no warning, no finding of the advisor, no table created)
 it says on stderr what to do next: the user's own command line completed
@@ -21,6 +23,7 @@ import sys
 import textwrap
 import warnings
 
+from .. import cliutil
 from ..keys import KeyDesignError
 from . import algorithms as alg
 from .advisor import advise
@@ -84,52 +87,46 @@ MAX_KEY_LENGTH = 1024    # Tablestore's limit on a primary-key column (regions.t
 SPLITS_FILE = "splits.txt"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, no usage dump
-        message = "; ".join(line.strip() for line in message.splitlines() if line.strip())
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+class _CreateTable(argparse.Action):
+    """``--create-table PATH TABLE``: PATH where a store is or can be made
+    (``cliutil.store_dir``), TABLE a name (a ``type=`` would check both as one)."""
 
-
-def _int_in(low: int, high: int | None = None):
-    """An argparse ``type=``: an int in ``[low, high]``, or a one-line error."""
-    allowed = f"{low}-{high}" if high is not None else f"{low} or more"
-
-    def convert(text: str) -> int:
+    def __call__(self, parser, namespace, values, option_string=None):
+        path, table = values
         try:
-            value = int(text, 10)
-        except ValueError:
-            value = None
-        if value is None or value < low or (high is not None and value > high):
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer in {allowed}")
-        return value
-    return convert
+            values = [cliutil.store_dir(path), cliutil.word("a table name")(table)]
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentError(self, str(e)) from None
+        setattr(namespace, self.dest, values)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cliutil.Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("algorithm", nargs="?", choices=ALGORITHMS, metavar="ALGORITHM",
                    help="one of: " + ", ".join(ALGORITHMS) + " (default: sample with --sample)")
     p.add_argument("-n", "--regions", type=int, metavar="N",
                    help=f"number of regions, 2-{MAX_REGIONS} (N-1 points)")
     g = p.add_argument_group("keyspace")
-    g.add_argument("--length", type=_int_in(1, MAX_KEY_LENGTH), default=8,
+    g.add_argument("--length", type=cliutil.int_in(1, MAX_KEY_LENGTH), default=8,
                    help=f"key length in characters or bytes, 1-{MAX_KEY_LENGTH} (8)")
     g.add_argument("--upper", action="store_true", help="hex with A-F instead of a-f")
     g.add_argument("--alphabet", help="characters keys can hold (alphabet algorithm)")
     g.add_argument("--low", type=int, default=0, help="integer: lowest key (0)")
     g.add_argument("--high", type=int, default=alg.INT64_MAX, help="integer: highest key")
-    g.add_argument("--width", type=_int_in(1, 32), default=4,
+    g.add_argument("--width", type=cliutil.int_in(1, 32), default=4,
                    help="hash-prefix: hex digits, 1-32 (4)")
     g.add_argument("--hash", default="md5", choices=("md5", "mmh3"), help="hash-prefix: hash")
-    g.add_argument("--buckets", type=_int_in(1), default=16, help="salt: salt values (16)")
+    g.add_argument("--buckets", type=cliutil.positive_int, default=16,
+                   help="salt: salt values (16)")
     g.add_argument("--sep", default="", help="hash-prefix/salt: separator after the prefix")
-    g.add_argument("--sample", metavar="FILE", help="key sample, one key per line "
-                   "(optionally key<TAB>bytes), in arrival order")
+    g.add_argument("--sample", metavar="FILE", type=cliutil.input_file,
+                   help="key sample, one key per line (optionally key<TAB>bytes), in arrival order")
     g.add_argument("--by", default="count", choices=("count", "bytes"),
                    help="sample: equal key counts or equal bytes per region")
     g.add_argument("--points", help="explicit: comma-separated split points")
-    g.add_argument("--splits", metavar="FILE", help="explicit: HBase SPLITS file")
+    g.add_argument("--splits", metavar="FILE", type=cliutil.input_file,
+                   help="explicit: HBase SPLITS file")
     g.add_argument("--start", help="interpolate: first key (\\xNN escapes)")
     g.add_argument("--end", help="interpolate: last key (\\xNN escapes)")
     g.add_argument("--key-type", default="str", choices=KEY_TYPES,
@@ -137,21 +134,25 @@ def build_parser() -> argparse.ArgumentParser:
     o = p.add_argument_group("output")
     o.add_argument("--format", default="text", choices=("text", "json", "splits"),
                    help="text (default), json, or an HBase SPLITS file")
-    o.add_argument("-o", "--output", metavar="FILE", help="write the plan here (default stdout)")
+    o.add_argument("-o", "--output", metavar="FILE", type=cliutil.output_file,
+                   help="write the plan here (default stdout)")
     e = p.add_argument_group("evaluation")
     e.add_argument("--evaluate", nargs="?", const="auto", metavar="WORKLOAD",
                    choices=WORKLOADS + ("file", "auto"),
                    help="spread of a workload: uniform (default; the sample itself for "
                         "sample), sequential, timestamp, zipf, or file (--key-file)")
-    e.add_argument("--keys", type=_int_in(1, MAX_KEYS), default=100_000,
+    e.add_argument("--keys", type=cliutil.int_in(1, MAX_KEYS), default=100_000,
                    help=f"workload size, 1-{MAX_KEYS} (100000)")
-    e.add_argument("--key-file", metavar="FILE",
+    e.add_argument("--key-file", metavar="FILE", type=cliutil.input_file,
                    help="keys for --evaluate file (given alone, it implies --evaluate file)")
-    e.add_argument("--seed", type=int, default=0, help="workload seed (0)")
-    e.add_argument("--zipf-s", type=float, default=1.1, help="zipf exponent (1.1)")
-    e.add_argument("--value-size", type=_int_in(0), default=0, help="bytes of value per row (0)")
-    e.add_argument("--plot", metavar="PNG", help="draw the spread (needs matplotlib)")
-    p.add_argument("--create-table", nargs=2, metavar=("PATH", "TABLE"),
+    e.add_argument("--seed", type=cliutil.non_negative_int, default=0, help="workload seed (0)")
+    e.add_argument("--zipf-s", type=cliutil.positive_float, default=1.1,
+                   help="zipf exponent, above 0 (1.1)")
+    e.add_argument("--value-size", type=cliutil.non_negative_int, default=0,
+                   help="bytes of value per row (0)")
+    e.add_argument("--plot", metavar="PNG", type=cliutil.output_file,
+                   help="draw the spread (needs matplotlib)")
+    p.add_argument("--create-table", nargs=2, metavar=("PATH", "TABLE"), action=_CreateTable,
                    help="create TABLE pre-split in the embedded region server at PATH")
     p.add_argument("--primary-key", metavar="NAME:TYPE,...",
                    help="with --create-table: create a Tablestore table (regions.tablestore) "
@@ -434,8 +435,7 @@ def main(argv=None) -> int:
             print(hint, file=sys.stderr)
         return 0
     except (PresplitError, KeyDesignError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
+        return cliutil.fail(PROG, e)
 
 
 if __name__ == "__main__":  # pragma: no cover
