@@ -46,6 +46,7 @@ import time
 
 import lsm
 import regions
+from regions import cliutil
 from regions.tablestore import (BatchWriteRowRequest, CapacityUnit, ComparatorType, Condition,
                                 DeleteRowItem, Direction, INF_MAX, INF_MIN, OTSClient,
                                 OTSServiceError, PutRowItem, ReservedThroughput, Row,
@@ -417,8 +418,9 @@ def _open_fds():
 
 def main(argv=None) -> int:
     ap = parser("concurrency", "stop after this many operations in all",
-                "run this many seconds (default 60)")
-    ap.add_argument("--threads", type=int, default=8)
+                "run this many seconds (default 60)", doc=__doc__)
+    ap.add_argument("--threads", type=cliutil.positive_int, default=8,
+                    help="worker threads (8)")
     args = ap.parse_args(argv)
     stats = {}
     return report(run(args.seed, args.count, args.seconds, args.dir, args.threads, stats), stats)

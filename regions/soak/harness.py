@@ -1,6 +1,5 @@
 """What the experiments of this package (experiments 1, 2, 3 and 6) share
 around their loops: the command line, the work directory, the report."""
-import argparse
 import os
 import random
 import shutil
@@ -9,17 +8,16 @@ import time
 
 from lsm.fs import AppendFile, OSFileSystem
 
+from . import _cli
+
 __all__ = ["parser", "report", "WorkDir", "child_env", "AppendFileProxy", "NoSyncFileSystem"]
 
 
-def parser(prog: str, count_help: str, seconds_help: str = "stop after this many seconds"):
-    """The experiments' common arguments: --seed, --count, --seconds, --dir."""
-    ap = argparse.ArgumentParser(prog=f"python -m regions.soak {prog}")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--count", type=int, default=None, help=count_help)
-    ap.add_argument("--seconds", type=float, default=None, help=seconds_help)
-    ap.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
-    return ap
+def parser(prog: str, count_help: str, seconds_help: str = "stop after this many seconds",
+           doc: str = ""):
+    """The experiments' common arguments (``_cli.parser``): --seed (1), --count,
+    --seconds, and --dir, the run's work directory (made if missing)."""
+    return _cli.parser(prog, count_help, seconds_help, seed=1, doc=doc, work_dir=True)
 
 
 def report(summary, stats) -> int:

@@ -28,6 +28,7 @@ import time
 
 import regions
 from lsm.fs import OSFileSystem
+from regions import cliutil
 from regions.tablestore import OTSClient
 
 from . import Summary
@@ -175,9 +176,9 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
 
 
 def main(argv=None) -> int:
-    ap = parser("killloop", "kill cycles (default 150)")
-    ap.add_argument("--window", type=float, default=0.4,
-                    help="longest run of a child after it is ready, in seconds")
+    ap = parser("killloop", "kill cycles (default 150)", doc=__doc__)
+    ap.add_argument("--window", type=cliutil.positive_float, default=0.4,
+                    help="longest run of a child after it is ready, in seconds (0.4)")
     args = ap.parse_args(argv)
     stats = {}
     summary = run(args.seed, args.count, args.seconds, args.dir, window=args.window, stats=stats)

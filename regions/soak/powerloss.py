@@ -140,6 +140,6 @@ def _run_until_cut(summary, options, path, wl, n_ops) -> bool:
 
 
 def main(argv=None) -> int:
-    args = parser("powerloss", "power cuts (default 300)").parse_args(argv)
+    args = parser("powerloss", "power cuts (default 300)", doc=__doc__).parse_args(argv)
     stats = {}
     return report(run(args.seed, args.count, args.seconds, args.dir, stats=stats), stats)

@@ -45,6 +45,7 @@ import sys
 import time
 
 import regions
+from regions import cliutil
 from regions.tablestore import INF_MAX, INF_MIN, OTSClient
 
 from . import Summary
@@ -423,8 +424,9 @@ def _check_writer(summary, c, rows, acked, pending):
 
 
 def main(argv=None) -> int:
-    ap = parser("wire", "server kills (default 6)")
-    ap.add_argument("--clients", type=int, default=3)
+    ap = parser("wire", "server kills (default 6)", doc=__doc__)
+    ap.add_argument("--clients", type=cliutil.positive_int, default=3,
+                    help="SDK writer processes (3)")
     args = ap.parse_args(argv)
     stats = {}
     return report(run(args.seed, args.count, args.seconds, args.dir, args.clients, stats), stats)
