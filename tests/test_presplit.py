@@ -2,6 +2,7 @@
 
 import random
 import string
+import sys
 import warnings
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from regions import presplit as ps
 from regions.keys import strip_hash_prefix
 from regions.presplit import PresplitError
+from regions.presplit.evaluator import plot
 from regions.presplit.formats import (from_string_binary, points_from_json, points_json,
                                       read_sample_file, read_splits_file, splits_text,
                                       to_string_binary)
@@ -204,6 +206,15 @@ def test_evaluate_counts_keys_and_bytes_per_region():
     assert [r.bytes for r in report.regions] == [22, 23]
     assert report.regions[0].start is None and report.regions[1].start == "m"
     assert report.total_bytes == 45 and report.distinct_keys == 4
+
+
+def test_plot_without_matplotlib_names_the_plot_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    out = tmp_path / "spread.png"
+    with pytest.raises(PresplitError) as e:
+        plot(ps.evaluate(["m"], ["a", "z"]), str(out))
+    assert str(e.value) == "--plot needs matplotlib: pip install -e '.[plot]'"
+    assert not out.exists()
 
 
 def test_summary_line_names_what_it_counts():

@@ -383,7 +383,7 @@ def test_without_pyarrow_parquet_is_one_clear_error(tmp_path, monkeypatch, capsy
     monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)
     assert load(tmp_path, str(tmp_path / "in.parquet")) == 2
     assert capsys.readouterr().err == ("regions-import: error: Parquet needs pyarrow: "
-                                       "pip install 'lsm-regions[transfer]'\n")
+                                       "pip install -e '.[transfer]'\n")
 
 
 def test_progress_bar_shows_rows_when_asked(tmp_path, capsys):

@@ -20,6 +20,8 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
+from regions import extras
+
 from .algorithms import SplitAlgorithm, _key_type, check_points, encode_point
 from .errors import PresplitError
 
@@ -215,7 +217,7 @@ def bar_chart(report: Report, width: int = 50) -> str:
 def plot(report: Report, path: str, title: str = "keys per region") -> None:
     """Draw key and byte shares per region to ``path`` (PNG, SVG, ...).
 
-    matplotlib is an optional extra (``pip install 'lsm-regions[plot]'``);
+    matplotlib is an optional extra (``pip install -e '.[plot]'``);
     imported here so the planner runs without it.
     """
     try:
@@ -223,7 +225,7 @@ def plot(report: Report, path: str, title: str = "keys per region") -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise PresplitError("--plot needs matplotlib: pip install 'lsm-regions[plot]'") from None
+        raise PresplitError(extras.missing("matplotlib", "--plot")) from None
     idx = range(len(report.regions))
     fig, ax = plt.subplots(figsize=(max(6, len(report.regions) * 0.4), 4))
     ax.bar([i - 0.2 for i in idx], [100 * r.key_share for r in report.regions], 0.4, label="keys")

@@ -10,7 +10,7 @@ Formats (chosen by ``--format`` or the file's extension):
   JSON types are kept (int, float, bool, string); ``null`` is an absent
   column; BINARY is base64 text.
 - ``parquet`` (``.parquet``, ``.pq``): through pyarrow, an optional extra
-  (``pip install 'lsm-regions[transfer]'``); arrow types map to
+  (``pip install -e '.[transfer]'``); arrow types map to
   Tablestore's (ints, floats, bool, string, binary); nulls are absent.
 
 A reader yields ``(line, values)`` per row, ``values`` a dict, or ``(line,
@@ -28,6 +28,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+
+from regions import extras
 
 from . import columns as col
 from .errors import BadRow, TransferError
@@ -67,7 +69,7 @@ def _pyarrow():
         import pyarrow
         import pyarrow.parquet
     except ImportError:
-        raise TransferError("Parquet needs pyarrow: pip install 'lsm-regions[transfer]'") from None
+        raise TransferError(extras.missing("pyarrow", "Parquet")) from None
     return pyarrow
 
 

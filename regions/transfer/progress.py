@@ -1,6 +1,6 @@
 """The progress bar: rows, rows/s and the ETA, drawn by tqdm on stderr.
 
-tqdm is an optional extra (``pip install 'lsm-regions[transfer]'``): without
+tqdm is an optional extra (``pip install -e '.[transfer]'``): without
 it, or when stderr is not a terminal (unless forced), ``Progress`` draws
 nothing and the tools still run.  ``update`` may be called from many
 threads: one lock serialises them.

@@ -16,8 +16,10 @@ methods may be called from many threads at once (both clients allow it).
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
+
+from regions.extras import MissingExtra
+from regions.otsserver import sdk
 
 from .errors import TransferError
 
@@ -175,11 +177,9 @@ class EndpointTarget(Target):
 
     def __init__(self, endpoint: str, instance: str, key_id: str, secret: str):
         try:
-            logging.getLogger("tablestore").addHandler(logging.NullHandler())
-            import tablestore as lib
-        except ImportError:
-            raise TransferError("--endpoint needs the official SDK: "
-                                "pip install 'lsm-regions[server]'") from None
+            lib = sdk.load("--endpoint")
+        except MissingExtra as e:
+            raise TransferError(str(e)) from None
         try:
             client = lib.OTSClient(endpoint, key_id, secret, instance,
                                    retry_policy=lib.NoRetryPolicy())
