@@ -3,7 +3,9 @@
 regions/otsserver/console.py and metrics.py)."""
 import http.client
 import json
+import logging
 import re
+import sys
 import time
 
 import lsm
@@ -359,6 +361,19 @@ def test_metrics_endpoint_parses_with_prometheus_client(server):
                  "regions_block_cache_misses_total", "regions_split_duration_seconds_count",
                  "regions_uptime_seconds"):
         assert (name, ()) in m, name
+
+
+def test_without_prometheus_client_metrics_answers_503_with_the_line_naming_the_extra(
+        server, monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    status, headers, body = get(server, "/metrics")
+    assert (status, headers["content-type"], body) == (
+        503, "text/plain; charset=utf-8",
+        b"/metrics needs prometheus_client: pip install -e '.[server]'\n")
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert jget(server, "/?format=json")["instance"]    # the console still serves
+    monkeypatch.undo()
+    assert scrape(server)                               # and /metrics once it is there
 
 
 def test_requests_refused_before_the_data_api_are_counted_once(server):

@@ -21,7 +21,8 @@ Pages (server-rendered HTML, no JavaScript; each has a JSON twin with
   Key values are typed as text: INTEGER in decimal, BINARY in hex.  The rows
   are a grid, one line each: the key columns, the page's attribute columns,
   the row's last write.
-- ``/metrics``: Prometheus' text format (``regions.otsserver.metrics``).
+- ``/metrics``: Prometheus' text format (``regions.otsserver.metrics``);
+  without ``prometheus_client``, 503 and the line naming its extra.
 - ``/static/<file>``: the stylesheet, shipped in the package
   (``console_static/``).
 
@@ -55,6 +56,7 @@ from importlib import resources
 from typing import NamedTuple
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, unquote
 
+from regions.extras import MissingExtra
 from regions.meta import SPLIT_HISTORY
 from regions.reports import human_bytes
 from regions.tablestore import pkcodec
@@ -74,6 +76,7 @@ STATIC = "console_static"
 _STATIC_TYPES = {".css": "text/css; charset=utf-8", ".png": "image/png"}
 HTML = "text/html; charset=utf-8"
 JSON = "application/json; charset=utf-8"
+TEXT = "text/plain; charset=utf-8"
 
 
 class Reply(NamedTuple):
@@ -339,7 +342,10 @@ class Console:
         try:
             if path == "/metrics":
                 from regions.otsserver.metrics import CONTENT_TYPE, exposition
-                return Reply(200, CONTENT_TYPE, exposition(self.client))
+                try:
+                    return Reply(200, CONTENT_TYPE, exposition(self.client))
+                except MissingExtra as missing:     # a scraper's error, not a traceback
+                    return Reply(503, TEXT, b"%s\n" % str(missing).encode())
             if path.startswith("/static/"):
                 return self._static(path[len("/static/"):])
             if path in ("/", "/index.html"):

@@ -33,9 +33,12 @@ A region's counters start at zero when its store opens (server start, or a
 split creating it); the ``region`` label is the region id, never reused.
 
 ``prometheus_client`` is an optional dependency (the ``server`` extra);
-this module imports it only when first used.
+this module imports it only when first used, and without it a scrape raises
+``regions.extras.MissingExtra`` (the console answers 503 with its line).
 """
 from __future__ import annotations
+
+from regions.extras import require
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -135,8 +138,9 @@ class ClientCollector:
 
 
 def exposition(client) -> bytes:
-    """The text of one scrape of ``client``."""
-    from prometheus_client import CollectorRegistry, generate_latest
-    registry = CollectorRegistry(auto_describe=False)
+    """The text of one scrape of ``client``; MissingExtra without
+    prometheus_client."""
+    prometheus_client = require("prometheus_client", "/metrics")
+    registry = prometheus_client.CollectorRegistry(auto_describe=False)
     registry.register(ClientCollector(client))
-    return generate_latest(registry)
+    return prometheus_client.generate_latest(registry)
