@@ -41,6 +41,7 @@ import tempfile
 import io
 
 from regions import cliutil
+from regions.extras import guard
 
 PROG = "python -m regions.otsserver.vendor_suite"
 
@@ -243,6 +244,7 @@ def check_server_args(parser, extra) -> None:
     server.parse_args(["--in-memory", "--port", "0", *extra])
 
 
+@guard(PROG, "the vendor suite")
 def main(argv=None) -> int:
     p = cliutil.Parser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("source", type=sdk_source,
