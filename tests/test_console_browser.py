@@ -57,8 +57,7 @@ def _driver():
     chromedriver = shutil.which("chromedriver")
     if not chromium or not chromedriver:
         pytest.fail("the console's browser test needs Debian's chromium and chromium-driver: "
-                    "run `python -m regions.otsserver.browser` (apt-get install -y chromium "
-                    "chromium-driver)", pytrace=False)
+                    "run `python -m regions.otsserver.browser`", pytrace=False)
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     opts = webdriver.ChromeOptions()
