@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from regions import keys as keydesign
+from regions import extras
 from regions import presplit as ps
 from regions.presplit import cli
 from regions.presplit.formats import points_from_json, read_splits_file, to_string_binary
@@ -216,7 +217,7 @@ def test_plot_draws_or_says_matplotlib_is_missing(tmp_path):
     if importlib.util.find_spec("matplotlib") is None:
         assert proc.returncode == 2
         assert proc.stderr.strip().splitlines()[-1] == \
-            "regions-presplit: error: --plot needs matplotlib: pip install 'lsm-regions[plot]'"
+            "regions-presplit: error: " + extras.missing("matplotlib", "--plot")
         assert not out.exists()
     else:
         assert proc.returncode == 0, proc.stderr
