@@ -46,11 +46,21 @@ from ._gate import FIRST_CHUNK as _FIRST_CHUNK, MAX_CHUNK as _MAX_CHUNK, Router,
 from .region import Region
 from .reports import ServerReports
 
-__all__ = ["RegionServer"]
+__all__ = ["RegionServer", "check_table_name"]
 
 log = logging.getLogger("regions")
 
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,254}\Z")
+
+
+def check_table_name(name) -> None:
+    """Raise TypeError/ValueError naming what is wrong with a region server's
+    table name (tools check it before they make a store)."""
+    if not isinstance(name, str):
+        raise TypeError(f"table name must be a str, got {type(name).__name__}")
+    if not _TABLE_NAME.match(name):
+        raise ValueError(f"table name {name!r} is invalid: 1-255 characters of letters, "
+                         "digits, '_', '.', '-', not starting with a digit, '.' or '-'")
 _bisect_right = bisect.bisect_right
 _UNCHANGED = object()     # configure_table: argument not given
 
@@ -318,11 +328,7 @@ class RegionServer(Router, ServerReports):
         bytes; n keys give n + 1 regions) with the JSON object ``attributes``
         stored atomically beside it.  Bad input raises TypeError/ValueError
         naming it, and an existing name TableExistsError; nothing is created."""
-        if not isinstance(name, str):
-            raise TypeError(f"table name must be a str, got {type(name).__name__}")
-        if not _TABLE_NAME.match(name):
-            raise ValueError(f"table name {name!r} is invalid: 1-255 characters of letters, "
-                             "digits, '_', '.', '-', not starting with a digit, '.' or '-'")
+        check_table_name(name)
         keys = self._check_split_keys(split_keys)
         attributes = self._check_attributes(attributes)
         self._check_open()

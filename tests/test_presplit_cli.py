@@ -266,6 +266,17 @@ def test_create_table_with_a_primary_key_makes_a_presplit_tablestore_table(tmp_p
         server.close()
 
 
+@pytest.mark.parametrize("primary_key", [(), ("--primary-key", "k:STRING")])
+def test_a_table_name_the_store_refuses_makes_no_store(tmp_path, primary_key):
+    path = tmp_path / "new"
+    proc = run("hex", "-n", "4", "--create-table", str(path), "1abc", *primary_key)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        f"regions-presplit: error: cannot create table '1abc' in {path}: ")
+    assert not path.exists()
+
+
 def test_primary_key_type_must_match_the_points_and_nothing_is_printed():
     proc = run("integer", "-n", "4", "--high", "999", "--create-table", "/tmp/unused", "t",
                "--primary-key", "a:STRING")

@@ -220,13 +220,14 @@ def create_table(path: str, table: str, points) -> int:
     number of regions created.
     """
     try:
-        from regions import RegionServer
         from regions.errors import RegionError
+        from regions.server import RegionServer, check_table_name
     except ImportError as e:
         raise PresplitError(f"--create-table needs the region server (regions.RegionServer), "
                             f"which cannot be imported: {e}") from None
     split_keys = alg.encode_points(points)
     try:
+        check_table_name(table)             # before the store is made
         server = RegionServer.open(path)
         try:
             server.create_table(table, split_keys=split_keys)
@@ -262,13 +263,16 @@ def create_tablestore_table(path: str, table: str, schema, points) -> int:
     ``regions.tablestore.OTSClient.create_table(..., split_points=...)``."""
     try:
         from regions.tablestore import OTSClient, OTSError, TableMeta
+        from regions.tablestore.validate import check_table_meta
     except ImportError as e:
         raise PresplitError(f"--primary-key needs the Tablestore layer (regions.tablestore), "
                             f"which cannot be imported: {e}") from None
     try:
+        meta = TableMeta(table, schema)
+        check_table_meta(meta)              # before the store is made
         client = OTSClient(path)
         try:
-            client.create_table(TableMeta(table, schema), split_points=list(points))
+            client.create_table(meta, split_points=list(points))
         finally:
             client.close()
     except (OTSError, ValueError, TypeError, OSError) as e:
