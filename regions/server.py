@@ -422,6 +422,9 @@ class RegionServer(Router, ServerReports):
                 self._fs.rmtree(self._region_path(rid), missing_ok=True)
         log.info("deleted table %r", name)
 
+    def has_table(self, name: str) -> bool:
+        return name in self._tables
+
     def list_tables(self) -> list:
         self._check_open()
         return sorted(self._tables)

@@ -14,8 +14,18 @@ def test_round_trip_writes_every_field_with_the_format():
     schema = Schema(["uid", "oid"], ["INTEGER", "STRING"], None, max_versions=3,
                     defined=[("name", "STRING")])
     record = schema.to_json()
-    assert record == dict(FORMAT_1, format=FORMAT)
+    assert record == dict(FORMAT_1, format=1)      # no indexes: readable by older versions
     assert Schema.from_json(record) == schema
+
+
+def test_a_schema_with_indexes_is_written_as_format_2_and_read_back():
+    index = {"name": "by_name", "type": "global", "columns": ["name"], "attributes": []}
+    schema = Schema(["uid", "oid"], ["INTEGER", "STRING"], None, max_versions=3,
+                    defined=[("name", "STRING")], indexes=[index])
+    record = schema.to_json()
+    assert record == dict(FORMAT_1, format=FORMAT, indexes=[index]) and FORMAT == 2
+    assert Schema.from_json(record) == schema
+    assert Schema.from_json(record).with_options(ttl=86400).indexes == [index]
 
 
 def test_a_record_from_before_the_format_number_reads_as_format_1():
@@ -24,7 +34,8 @@ def test_a_record_from_before_the_format_number_reads_as_format_1():
 
 
 @pytest.mark.parametrize("record, problem", [
-    (dict(FORMAT_1, format=2), "format 2"),
+    (dict(FORMAT_1, format=3), "format 3"),
+    (dict(FORMAT_1, indexes=[]), "unknown fields indexes in format 1"),
     (dict(FORMAT_1, colour="red"), "unknown fields colour"),
     ({k: v for k, v in FORMAT_1.items() if k != "types"}, "no field 'types'"),
 ])
@@ -48,7 +59,7 @@ def test_a_table_reopens_with_its_stored_schema_and_a_newer_format_is_refused(tm
         c.update_table("orders", TableOptions(time_to_live=86400 * 2, max_version=4))
         server = c._server
         attrs = dict(server.table_attributes("orders"))
-        assert attrs[ATTRIBUTE]["format"] == FORMAT
+        assert attrs[ATTRIBUTE]["format"] == 1
     with OTSClient(path) as c:
         options = c.describe_table("orders").table_options
         assert (options.max_version, options.time_to_live) == (4, 86400 * 2)

@@ -35,6 +35,7 @@ from .capacity import read_cu
 from .columns import read_window
 from .conditions import check_node_count
 from .errors import OTSClientError, OTSServiceError, not_a_string, service_error
+from .indexes import MAX_INDEXES, Indexer, check_index_meta
 from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowRequest,
                        BatchWriteRowResponse, BatchWriteRowType, CapacityUnit,
                        DescribeTableResponse, Direction, PK_AUTO_INCR, ReservedThroughput,
@@ -109,14 +110,23 @@ class OTSClient:
         # auto-increment values: microsecond-like, as the service's
         self._writer = RowWriter(server, locks, cells.Generations(), cells.Generations(1000),
                                  self._transactions)
-        # put_row of a plain row in one C call (its twin: prepare + RowWriter.run)
-        self._plain_writer = _writes.PlainWriter(self._schemas, server, locks, self._writer.gens,
-                                               self._transactions)
+        # put_row of a plain row in one C call (its twin: prepare + RowWriter.run);
+        # it knows only the tables without indexes (an indexed table's writes
+        # feed its indexes, an index table's are refused: the Python path)
+        self._plain_schemas = {}
+        self._plain_writer = _writes.PlainWriter(self._plain_schemas, server, locks,
+                                               self._writer.gens, self._transactions)
         for name in server.list_tables():
             attrs = server.table_attributes(name) or {}
             if ATTRIBUTE in attrs:
                 self._schemas[name] = Schema.from_json(attrs[ATTRIBUTE], name)
                 self._configure(name)
+        # secondary indexes (indexes.py): the writers feed them
+        self._indexer = Indexer(server, locks, self._writer.gens, self._schemas, self._configure)
+        self._writer.indexer = self._transactions.indexer = self._indexer
+        self._indexer.open()
+        for name in self._schemas:
+            self._refresh_plain(name)
 
     # -- lifecycle -------------------------------------------------------
     def metrics(self) -> dict:
@@ -157,6 +167,8 @@ class OTSClient:
             self._api_metrics.record(api, time.perf_counter() - t0, code)
 
     def close(self):
+        if self._server is not None:
+            self._indexer.close()
         if self._owns_server and self._server is not None:
             self._server.close()
         self._server = None
@@ -181,6 +193,14 @@ class OTSClient:
             name, split_boundary=boundary,
             compaction_filter_factory=cells.compaction_filter_factory(options),
             prefix_extractor=_rowcodec.ROW_KEY_PREFIX)
+
+    def _refresh_plain(self, name):
+        """Whether the C writer may write table ``name`` (see __init__)."""
+        schema = self._schemas.get(name)
+        if schema is None or schema.indexes or name in self._indexer.index_of:
+            self._plain_schemas.pop(name, None)
+        else:
+            self._plain_schemas[name] = schema
 
     def _schema(self, table_name):
         if not isinstance(table_name, (str, bytes)):
@@ -210,12 +230,80 @@ class OTSClient:
         with self._meta_lock:
             if name in self._schemas:
                 raise service_error("table_exists")
-            if len(self._schemas) >= MAX_TABLES:
+            if len(self.list_table()) >= MAX_TABLES:
                 raise service_error("table_quota")
+            indexes = self._check_indexes(name, schema, secondary_indexes or [], {name})
             attrs = table_attributes(schema, reserved, int(time.time()))
             self._server.create_table(name, split_keys=split_keys, attributes=attrs)
             self._schemas[name] = schema
             self._configure(name)
+            for index in indexes:
+                self._indexer.create(name, self._schemas[name], index, False,
+                                     self._committer(name))
+            self._refresh_plain(name)
+
+    def _check_indexes(self, name, schema, metas, taken):
+        """The IndexDefs of ``metas`` for table ``name`` (all checked before any is made)."""
+        if not isinstance(metas, (list, tuple)):
+            raise OTSClientError("secondary_indexes should be a list, not %s"
+                                 % metas.__class__.__name__)
+        taken = set(self._schemas) | set(taken)
+        indexes = []
+        for meta in metas:
+            index = check_index_meta(name, schema, meta, taken)
+            taken.add(index.name)
+            indexes.append(index)
+        if len(schema.indexes) + len(indexes) > MAX_INDEXES:
+            raise service_error("index_count", table=name, limit=MAX_INDEXES)
+        return indexes
+
+    def _committer(self, name):
+        """``commit(schema)``: store ``schema`` as table ``name``'s (one meta write)."""
+        def commit(schema):
+            attrs = dict(self._server.table_attributes(name))
+            attrs[ATTRIBUTE] = schema.to_json()
+            self._server.set_table_attributes(name, attrs)
+            self._schemas[name] = schema
+        return commit
+
+    def create_secondary_index(self, table_name, index_meta, include_base_data=True):
+        """Add a secondary index to the table (indexes.py); with
+        ``include_base_data`` the rows already there are loaded into it in the
+        background (``describe_table``'s ``index_sync_phase`` is ISP_FULL until
+        done), else only rows written from now on are indexed."""
+        with self._meta_lock:
+            name, schema = self._base_schema(table_name)
+            index, = self._check_indexes(name, schema, [index_meta], ())
+            self._indexer.create(name, schema, index, bool(include_base_data),
+                                 self._committer(name))
+            self._refresh_plain(name)
+
+    def delete_secondary_index(self, table_name, index_name):
+        with self._meta_lock:
+            name, schema = self._base_schema(table_name)
+            index_name = decode_name(index_name, "index")
+            if not any(d["name"] == index_name for d in schema.indexes):
+                raise service_error("index_not_exist", index=index_name)
+            self._indexer.drop(name, schema, index_name, self._committer(name))
+            self._refresh_plain(name)
+
+    def _base_schema(self, table_name):
+        """``_schema`` of a data table: an index table's name is not one."""
+        name, schema = self._schema(table_name)
+        if name in self._indexer.index_of:
+            raise service_error("table_not_exist")
+        return name, schema
+
+    def wait_for_indexes(self, table_name, timeout=10.0) -> bool:
+        """Block until every write to the table so far is in its global
+        indexes and their back-fills are done (False: ``timeout`` passed).
+        Not in the SDK: the service gives no such call; tests and tools use it."""
+        name, _ = self._base_schema(table_name)
+        deadline = time.monotonic() + timeout
+        for index in self._indexer.indexes_of(name):
+            if not self._indexer.wait_backfill(index.name, max(0.0, deadline - time.monotonic())):
+                return False
+        return self._indexer.wait(name, max(0.0, deadline - time.monotonic()))
 
     @staticmethod
     def _check_reserved(reserved_throughput, create):
@@ -237,16 +325,21 @@ class OTSClient:
 
     def delete_table(self, table_name):
         with self._meta_lock:
-            name, _ = self._schema(table_name)
+            name, schema = self._base_schema(table_name)
+            for index in list(schema.indexes):
+                self._indexer.drop(name, self._schemas[name], index["name"],
+                                   self._committer(name))
+            self._indexer.forget_table(name)
             self._server.delete_table(name)
             del self._schemas[name]
+            self._refresh_plain(name)
             self._transactions.drop_table(name)
 
     def list_table(self):
-        return tuple(sorted(self._schemas))
+        return tuple(sorted(n for n in self._schemas if n not in self._indexer.index_of))
 
     def describe_table(self, table_name):
-        name, schema = self._schema(table_name)
+        name, schema = self._base_schema(table_name)
         attrs = self._server.table_attributes(name)
         pk_schema = [(n, t, PK_AUTO_INCR) if i == schema.auto_incr else (n, t)
                      for i, (n, t) in enumerate(zip(schema.names, schema.types))]
@@ -254,6 +347,7 @@ class OTSClient:
                   for r in self._server.regions(name) if r.start_key]
         return DescribeTableResponse(TableMeta(name, pk_schema, list(schema.defined)),
                                      self._table_options(schema), self._details(attrs),
+                                     secondary_indexes=self._indexer.metas(name),
                                      shard_splits=splits)
 
     @staticmethod
@@ -268,18 +362,24 @@ class OTSClient:
 
     def update_table(self, table_name, table_options=None, reserved_throughput=None):
         with self._meta_lock:
-            name, schema = self._schema(table_name)
+            name, schema = self._base_schema(table_name)
             opts = check_table_options(table_options) if table_options is not None else {}
             reserved = (self._check_reserved(reserved_throughput, create=False)
                         if reserved_throughput is not None else None)
             attrs = dict(self._server.table_attributes(name))
             new = schema.with_options(**opts)
+            if new.indexes and new.max_versions != 1:
+                raise service_error("index_max_versions", table=name)
+            if new.indexes and new.ttl != -1 and new.allow_update:
+                raise service_error("index_ttl", table=name)
             attrs[ATTRIBUTE] = new.to_json()
             if reserved is not None:
                 old = attrs.get("reserved", [0, 0])
                 attrs["reserved"] = [r if r is not None else o for r, o in zip(reserved, old)]
             self._server.set_table_attributes(name, attrs)
             self._schemas[name] = new
+            self._indexer.set_schema(name, new)
+            self._refresh_plain(name)
             return UpdateTableResponse(self._details(attrs), self._table_options(new))
 
     # -- reading rows ----------------------------------------------------
@@ -502,6 +602,8 @@ class OTSClient:
 
     def _prepare(self, table_name, kind, row, condition, return_type, return_column_names=None):
         name, schema = self._schema(table_name)
+        if name in self._indexer.index_of:
+            raise service_error("index_write", table=name)
         return prepare(name, schema, kind, row, condition, return_type, return_column_names)
 
     def _run(self, p, transaction_id=None):

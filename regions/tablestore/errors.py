@@ -90,6 +90,32 @@ ERRORS = {
     "max_versions_invalid": _P + ("The maximum versions cannot be less than or equal to 0.",),
     "deviation_invalid": _P + ("MaxTimeDeviation must be greater than 0.",),  # (ours)
     "defined_columns_limit": _P + ("The number of defined columns must be in range: [0, 32].",),  # (ours)
+    # secondary indexes (indexes.py); wording to be checked against the service
+    "invalid_index_name": _P + ("Invalid index name: {index}.",),  # (ours)
+    "index_exists": (409, "OTSObjectAlreadyExist", "Requested table already exists."),  # (ours)
+    "index_not_exist": (404, "OTSObjectNotExist", "Requested index does not exist."),  # (ours)
+    "index_count": _P + ("The number of indexes of table {table} exceeds the limit: {limit}.",),  # (ours)
+    "index_no_pk": _P + ("The primary key of index {index} is empty.",),  # (ours)
+    "index_pk_count": _P + ("The number of index columns of index {index} exceeds the limit: "
+                            "{limit}.",),  # (ours)
+    "index_pk_total": _P + ("The number of primary key columns of index {index} exceeds the "
+                            "limit: {limit}.",),  # (ours)
+    "index_attribute_count": _P + ("The number of attribute columns of index {index} exceeds "
+                                   "the limit: {limit}.",),  # (ours)
+    "index_duplicated_column": _P + ("Duplicated column {column} in index {index}.",),  # (ours)
+    "index_column_not_defined": _P + ("Column {column} of index {index} is neither a primary key "
+                                      "column nor a defined column.",),  # (ours)
+    "index_column_type": _P + ("Index column {column} of index {index} has type {type}; an index "
+                               "column must be STRING, INTEGER or BINARY.",),  # (ours)
+    "index_attribute_is_pk": _P + ("Attribute column {column} of index {index} is a primary key "
+                                   "column.",),  # (ours)
+    "local_index_first_pk": _P + ("The first primary key column of local index {index} must be "
+                                  "{column}.",),  # (ours)
+    "index_max_versions": _P + ("The max version of table {table} must be 1 to create an "
+                                "index.",),  # (ours)
+    "index_ttl": _P + ("The TTL of table {table} must be -1 to create an index, unless updates "
+                       "are forbidden.",),  # (ours)
+    "index_write": _P + ("Index table {table} cannot be written.",),  # (ours)
     # primary keys
     "pk_name_mismatch": (400, "OTSInvalidPK", "Validate PK name fail. Input: {input}, Meta: {meta}."),
     "pk_size_mismatch": (400, "OTSInvalidPK", "Validate PK size fail. Input: {input}, Meta: {meta}."),

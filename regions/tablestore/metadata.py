@@ -28,6 +28,7 @@ __all__ = [
     "TableInBatchGetRowItem", "BatchGetRowRequest", "BatchGetRowResponse",
     "BatchWriteRowType", "TableInBatchWriteRowItem", "BatchWriteRowRequest",
     "BatchWriteRowResponse", "BatchWriteRowResponseItem",
+    "SecondaryIndexType", "SecondaryIndexMeta",
 ]
 
 
@@ -99,6 +100,25 @@ class TableMeta(_Value):
         self.table_name = table_name
         self.schema_of_primary_key = schema_of_primary_key
         self.defined_columns = [] if defined_columns is None else defined_columns[:]
+
+
+class SecondaryIndexType(IntEnum):
+    GLOBAL_INDEX = 0
+    LOCAL_INDEX = 1
+
+
+class SecondaryIndexMeta(_Value):
+    """As the SDK's.  ``describe_table`` also sets ``index_update_mode``
+    ("IUM_ASYNC_INDEX" for a global index, "IUM_SYNC_INDEX" for a local one)
+    and ``index_sync_phase`` ("ISP_FULL" while the base data is loaded into
+    it, then "ISP_INCR"), the wire's IndexMeta fields the SDK does not keep."""
+
+    def __init__(self, index_name, primary_key_names, defined_column_names,
+                 index_type=SecondaryIndexType.GLOBAL_INDEX):
+        self.index_name = index_name
+        self.primary_key_names = primary_key_names
+        self.defined_column_names = defined_column_names
+        self.index_type = index_type
 
 
 class TableOptions(_Value):

@@ -9,7 +9,9 @@ creation time::
                     "names": ["uid", "oid"], "types": ["INTEGER", "STRING"],
                     "auto_incr": null, "ttl": -1, "max_versions": 1,
                     "deviation": 86400, "allow_update": true,
-                    "defined": [["name", "STRING"]]},
+                    "defined": [["name", "STRING"]],
+                    "indexes": [{"name": "by_name", "type": "global",
+                                 "columns": ["name"], "attributes": []}]},
      "reserved": [0, 0], "created": 1764000000}
 
 The serialisation is explicit and versioned: ``Schema.to_json`` writes every
@@ -17,35 +19,41 @@ field by name with ``format``; ``Schema.from_json`` reads exactly the fields of
 the format it finds and refuses an unknown format or field, so renaming an
 attribute of the class cannot silently change what is stored or read.  Stores
 written before the format number existed carry the fields of format 1 without
-it, and read as format 1.
+it, and read as format 1.  Format 2 adds ``indexes``, the table's secondary
+indexes (indexes.py, ``IndexDef.to_json``); a record without indexes is still
+written as format 1, so a store without indexes stays readable by the
+versions before them.
 """
 from .errors import service_error
 
 __all__ = ["Schema", "ATTRIBUTE", "FORMAT", "table_attributes"]
 
 ATTRIBUTE = "tablestore"  # the key of the schema record in the table's attributes
-FORMAT = 1
+FORMAT = 2
 
 _REQUIRED = object()
 # Format 1's fields, in the order the record lists them, with their defaults.
 _FIELDS_1 = (("names", _REQUIRED), ("types", _REQUIRED), ("auto_incr", None), ("ttl", -1),
              ("max_versions", 1), ("deviation", 86400), ("allow_update", True), ("defined", ()))
+_FIELDS = {1: _FIELDS_1, 2: _FIELDS_1 + (("indexes", ()),)}
 
 
 class Schema:
     """A table's primary key (``names``, ``types``, the ``auto_incr`` column's
     index or None), its options (``ttl`` in seconds or -1, ``max_versions``,
     the version ``deviation`` in seconds, ``allow_update``) and its defined
-    columns (``(name, type)`` pairs)."""
+    columns (``(name, type)`` pairs) and its secondary ``indexes`` (their
+    stored records, indexes.IndexDef.to_json)."""
 
     __slots__ = ("names", "types", "auto_incr", "ttl", "max_versions", "deviation",
-                 "allow_update", "defined")
+                 "allow_update", "defined", "indexes")
 
     def __init__(self, names, types, auto_incr, ttl=-1, max_versions=1, deviation=86400,
-                 allow_update=True, defined=()):
+                 allow_update=True, defined=(), indexes=()):
         self.names, self.types, self.auto_incr = list(names), list(types), auto_incr
         self.ttl, self.max_versions, self.deviation = ttl, max_versions, deviation
         self.allow_update, self.defined = allow_update, [tuple(d) for d in defined]
+        self.indexes = [dict(i) for i in indexes]
 
     def partition(self) -> "Schema":
         """The schema of the partition key alone (the first primary-key column)."""
@@ -55,16 +63,25 @@ class Schema:
         """A copy with the given table options changed (None: unchanged), as UpdateTable does."""
         changed = {"ttl": ttl, "max_versions": max_versions, "deviation": deviation,
                    "allow_update": allow_update}
-        fields = {name: getattr(self, name) for name, _ in _FIELDS_1}
+        fields = {name: getattr(self, name) for name, _ in _FIELDS[FORMAT]}
         fields.update((k, v) for k, v in changed.items() if v is not None)
         return Schema(**fields)
 
+    def with_indexes(self, indexes) -> "Schema":
+        """A copy listing ``indexes`` (stored index records) instead."""
+        fields = {name: getattr(self, name) for name, _ in _FIELDS[FORMAT]}
+        fields["indexes"] = indexes
+        return Schema(**fields)
+
     def to_json(self) -> dict:
-        """The stored record, in format ``FORMAT``."""
-        return {"format": FORMAT, "names": list(self.names), "types": list(self.types),
-                "auto_incr": self.auto_incr, "ttl": self.ttl, "max_versions": self.max_versions,
-                "deviation": self.deviation, "allow_update": self.allow_update,
-                "defined": [list(d) for d in self.defined]}
+        """The stored record: format 2 with indexes, else format 1."""
+        record = {"format": 2 if self.indexes else 1, "names": list(self.names),
+                  "types": list(self.types), "auto_incr": self.auto_incr, "ttl": self.ttl,
+                  "max_versions": self.max_versions, "deviation": self.deviation,
+                  "allow_update": self.allow_update, "defined": [list(d) for d in self.defined]}
+        if self.indexes:
+            record["indexes"] = [dict(i) for i in self.indexes]
+        return record
 
     @classmethod
     def from_json(cls, data: dict, table: str = "?") -> "Schema":
@@ -75,13 +92,13 @@ class Schema:
             return service_error("schema_record", table=table, problem=problem)
 
         fmt = data.get("format", 1)
-        if fmt != FORMAT:
-            raise bad("format %r, and this version reads format %d" % (fmt, FORMAT))
-        unknown = sorted(set(data) - {name for name, _ in _FIELDS_1} - {"format"})
+        if fmt not in _FIELDS:
+            raise bad("format %r, and this version reads formats 1 to %d" % (fmt, FORMAT))
+        unknown = sorted(set(data) - {name for name, _ in _FIELDS[fmt]} - {"format"})
         if unknown:
             raise bad("unknown fields %s in format %d" % (", ".join(unknown), fmt))
         fields = {}
-        for name, default in _FIELDS_1:
+        for name, default in _FIELDS[fmt]:
             if name in data:
                 fields[name] = data[name]
             elif default is _REQUIRED:

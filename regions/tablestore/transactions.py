@@ -176,6 +176,7 @@ class TransactionManager:
         self._mutex = threading.Lock()
         self._by_id = {}
         self._locked = {}                # (table, partition) -> Transaction
+        self.indexer = None              # indexes.Indexer: a commit feeds the table's indexes
 
     # -- lifecycle ------------------------------------------------------------
     def start(self, table, partition):
@@ -206,7 +207,14 @@ class TransactionManager:
             batch = txn.batch()
             try:
                 if batch.ops:
+                    feed = rows = None
+                    if self.indexer is not None:
+                        rows = list(dict.fromkeys(key[:pkcodec.row_key_len(key)]
+                                                  for _, key, _ in batch.ops))
+                        feed = self.indexer.before_write(txn.table, rows)
                     self.server.write(txn.table, batch)
+                    if feed is not None:
+                        self.indexer.after_write(txn.table, rows, feed, locked=False)
             finally:
                 self._finish(txn)
 

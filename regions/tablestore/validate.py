@@ -46,7 +46,8 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}\Z")
 # has its own rule (check_name); an attribute column's is the widest.
 _NAME_ERRORS = {"table": ("invalid_table_name", "table"),
                 "column": ("invalid_column_name", "column"),        # primary-key, predefined
-                "attribute": ("invalid_column_name", "column")}
+                "attribute": ("invalid_column_name", "column"),
+                "index": ("invalid_index_name", "index")}
 # Names (str) already checked, one memo per kind: a name valid for one kind
 # (an attribute 'a-b') is never taken for valid as another (a table 'a-b').
 # For the hot write path, so a row's column names are matched once, not per

@@ -173,6 +173,9 @@ class RowWriter:
     def __init__(self, server, locks, gens, auto, transactions, txn=None):
         self.server, self.locks, self.gens, self.auto = server, locks, gens, auto
         self.transactions, self.txn = transactions, txn
+        # indexes.Indexer: a write to a table with indexes feeds them (set by
+        # the client; None in a transaction, whose commit feeds them)
+        self.indexer = None
 
     def on(self, txn) -> "RowWriter":
         """This writer writing into local transaction ``txn`` (its view is the server)."""
@@ -228,6 +231,8 @@ class RowWriter:
         self._assign_auto(p, schema)
         with self.locks[hash(p.row_key) % len(self.locks)]:
             ops = self._row_ops(p, schema, cells.now_ms())
+            feed = (self.indexer.before_write(p.table, [p.row_key])
+                    if self.indexer is not None else None)
             if len(ops) == 1:
                 self.server.put(p.table, *ops[0])
             else:
@@ -235,6 +240,8 @@ class RowWriter:
                 for key, value in ops:
                     batch.put(key, value)
                 self.server.write(p.table, batch)
+            if feed is not None:
+                self.indexer.after_write(p.table, [p.row_key], feed)
         return self._success(p, schema)
 
     def _update_ops(self, p, live, now):
@@ -327,14 +334,19 @@ class RowWriter:
                 first_key[i] = ops[0][0]
             if not written:
                 return
+            table, rows = plans[written[0]].table, [plans[i].row_key for i in written]
+            feed = (self.indexer.before_write(table, rows)
+                    if self.indexer is not None else None)
             try:
-                self.server.write(plans[written[0]].table, batch)
+                self.server.write(table, batch)
                 applied = None
             except Exception as exc:  # noqa: BLE001 -- reported row by row below
                 log.error("BatchWriteRow: writing %d rows of table %r failed: %s",
                           len(written), plans[written[0]].table, exc)
                 applied = getattr(exc, "applied_keys", frozenset())
                 failure = exc
+            if feed is not None:
+                self.indexer.after_write(table, rows, feed)
             for i in written:
                 if applied is None or first_key[i] in applied:
                     results[i] = _written_item(*self._success(plans[i], schema))

@@ -1,0 +1,605 @@
+"""Secondary indexes: index tables kept in step with their base table.
+
+An index is a table of regions like any other (pre-split, auto-split, read
+with the row API under the index's name), written only by its maintainer,
+the ``Indexer`` here.  Its rows are whole rows: the index primary key (the
+index columns, then the base table's primary-key columns not already among
+them: the service's auto-completion) and the index's attribute columns (its
+predefined columns), with the base cells' values and timestamps.  A base row
+whose index columns are not all present has no entry (sparse).
+
+One change feed per base table
+------------------------------
+Every write to a table with indexes first appends the written row's key to
+the table's *feed*, ``<table>.feed``: a region-server table of ``seq ->
+row key + time`` (seq: 8 bytes big-endian, increasing).  The feed entry is
+written (handed to the OS, or fsynced with sync) *before* the base write, so
+no acknowledged base write lacks one; a feed entry whose base write never
+happened (a crash in between) is harmless, because applying an entry never
+trusts what the write was: it *reconciles* the row.
+
+Reconciling row R of index I, under R's row lock: read R's current state from
+the base table, derive the index row it wants (or none), look up the index
+key I last wrote for R in ``<index>.refs`` (base row key -> index row key),
+delete that index row if it is not the wanted one, write the wanted one, then
+record it in refs.  The index write comes before the refs write, so refs is
+never ahead of the index; a crash anywhere leaves the entry in the feed and
+the next reconcile finishes the job.  Reconciling is idempotent and depends
+only on the current state, so entries can be applied more than once, in any
+order, and the back-fill can run beside live writes.
+
+- A local index (``IUM_SYNC_INDEX``) is reconciled on the writer's thread,
+  under the row lock, before the write is acknowledged: a read right after
+  the write sees it.  Its data lives in its own table of regions, which keeps
+  it a table like any other (reads, splits, console); it is synchronous, not
+  co-located.
+- A global index (``IUM_ASYNC_INDEX``) is reconciled by one background thread
+  per client that follows every feed; the lag (from the feed entry's time to
+  its application) is measured (``Indexer.lag_ms``).
+- A feed entry is deleted once every index of its table has applied it; the
+  feed's remaining entries are the durable position.  At open, every
+  remaining entry is applied before the client is returned, so after a crash
+  both kinds of index again hold exactly the acknowledged state.
+
+The feed is per table, not per region: a split of the base table (or of an
+index) changes nothing for it.
+
+Catalogue: the base table's schema record lists its indexes (schema.py,
+``indexes``); each index table's attributes name its base and its sync phase
+(``ISP_FULL`` while ``include_base_data`` back-fills, with the back-fill's
+cursor, then ``ISP_INCR``).  Creating an index makes its tables first and
+lists it in the base schema last; dropping unlists it first and deletes its
+tables last: a crash in between leaves unlisted tables, which ``open``
+deletes.
+"""
+import collections
+import itertools
+import logging
+import struct
+import threading
+import time
+
+from . import _rowcodec, cells, pkcodec
+from .errors import OTSClientError, service_error
+from .metadata import SecondaryIndexMeta, SecondaryIndexType
+from .reads import row_entries, visible
+from .schema import ATTRIBUTE, Schema
+from .validate import check_name
+
+__all__ = ["IndexDef", "Indexer", "check_index_meta", "MAX_INDEXES", "MAX_INDEX_COLUMNS",
+           "MAX_INDEX_ATTRIBUTES", "FEED_SUFFIX", "REFS_SUFFIX", "INDEX_ATTRIBUTE"]
+
+log = logging.getLogger("regions.tablestore")
+
+MAX_INDEXES = 5              # per base table
+MAX_INDEX_COLUMNS = 4        # index columns chosen by the user
+MAX_INDEX_PK = 8             # index primary key after auto-completion
+MAX_INDEX_ATTRIBUTES = 32    # attribute (predefined) columns of an index
+FEED_SUFFIX = ".feed"        # '.' is not in Tablestore names: no clash with a user table
+REFS_SUFFIX = ".refs"
+INDEX_ATTRIBUTE = "index"    # the key of an index table's own record in its attributes
+_INDEX_KEY_TYPES = ("STRING", "INTEGER", "BINARY")
+_SEQ = struct.Struct(">Q")
+_ENTRY_TIME = struct.Struct("<q")
+_FEED_BATCH = 256            # feed entries the maintainer applies per pass
+_CURSOR_EVERY = 1000         # back-filled rows between two saved cursors
+
+
+class IndexDef:
+    """One secondary index as the base schema lists it: ``name``, ``local``
+    (a local index), ``columns`` (the index columns the user chose), ``pk``
+    (the index primary key: ``columns`` then the base key's other columns),
+    ``attributes`` (its attribute columns)."""
+
+    __slots__ = ("name", "local", "columns", "pk", "attributes")
+
+    def __init__(self, name, local, columns, attributes, base_pk):
+        self.name, self.local = name, bool(local)
+        self.columns, self.attributes = list(columns), list(attributes)
+        self.pk = self.columns + [n for n in base_pk if n not in self.columns]
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "type": "local" if self.local else "global",
+                "columns": list(self.columns), "attributes": list(self.attributes)}
+
+    @classmethod
+    def from_json(cls, data, base_pk) -> "IndexDef":
+        return cls(data["name"], data["type"] == "local", data["columns"], data["attributes"],
+                   base_pk)
+
+    def schema(self, base: Schema) -> Schema:
+        """The index table's schema: its key typed from the base table's key and
+        predefined columns, its attributes the predefined ones it carries."""
+        types = dict(zip(base.names, base.types))
+        types.update(base.defined)
+        return Schema(self.pk, [types[n] for n in self.pk], None, base.ttl, 1, base.deviation,
+                      True, [(n, types[n]) for n in self.attributes])
+
+    def meta(self, phase) -> SecondaryIndexMeta:
+        m = SecondaryIndexMeta(self.name, list(self.pk), list(self.attributes),
+                               SecondaryIndexType.LOCAL_INDEX if self.local
+                               else SecondaryIndexType.GLOBAL_INDEX)
+        m.index_update_mode = "IUM_SYNC_INDEX" if self.local else "IUM_ASYNC_INDEX"
+        m.index_sync_phase = phase
+        return m
+
+
+def check_index_meta(base_name, base: Schema, index_meta, taken) -> IndexDef:
+    """Validate ``index_meta`` (ours or the SDK's SecondaryIndexMeta) for the
+    base table; ``taken``: names of every table and index in the instance.
+    Returns the IndexDef; raises the service's error, changing nothing."""
+    if not isinstance(index_meta, SecondaryIndexMeta):
+        raise OTSClientError("index_meta should be an instance of SecondaryIndexMeta, not %s"
+                             % index_meta.__class__.__name__)
+    name = check_name(index_meta.index_name, "index")
+    if name in taken:
+        raise service_error("index_exists", name=name)
+    try:
+        local = SecondaryIndexType(int(index_meta.index_type)) == SecondaryIndexType.LOCAL_INDEX
+    except (TypeError, ValueError):
+        raise OTSClientError("index_type should be a SecondaryIndexType, not %r"
+                             % (index_meta.index_type,)) from None
+    columns = list(index_meta.primary_key_names or ())
+    attributes = list(index_meta.defined_column_names or ())
+    if not columns:
+        raise service_error("index_no_pk", index=name)
+    if len(columns) > MAX_INDEX_COLUMNS:
+        raise service_error("index_pk_count", index=name, limit=MAX_INDEX_COLUMNS)
+    if len(attributes) > MAX_INDEX_ATTRIBUTES:
+        raise service_error("index_attribute_count", index=name, limit=MAX_INDEX_ATTRIBUTES)
+    defined = dict(base.defined)
+    seen = set()
+    for col in columns + attributes:
+        if not isinstance(col, str):
+            raise OTSClientError("index column names should be str, not %s"
+                                 % col.__class__.__name__)
+        if col in seen:
+            raise service_error("index_duplicated_column", index=name, column=col)
+        seen.add(col)
+    for col in columns:
+        if col in base.names:
+            continue
+        if col not in defined:
+            raise service_error("index_column_not_defined", index=name, column=col)
+        if defined[col] not in _INDEX_KEY_TYPES:
+            raise service_error("index_column_type", index=name, column=col, type=defined[col])
+    for col in attributes:
+        if col in base.names:
+            raise service_error("index_attribute_is_pk", index=name, column=col)
+        if col not in defined:
+            raise service_error("index_column_not_defined", index=name, column=col)
+    if local and columns[0] != base.names[0]:
+        raise service_error("local_index_first_pk", index=name, column=base.names[0])
+    index = IndexDef(name, local, columns, attributes, base.names)
+    if len(index.pk) > MAX_INDEX_PK:
+        raise service_error("index_pk_total", index=name, limit=MAX_INDEX_PK)
+    if base.max_versions != 1:
+        raise service_error("index_max_versions", table=base_name)
+    if base.ttl != -1 and base.allow_update:
+        raise service_error("index_ttl", table=base_name)
+    return index
+
+
+class _Table:
+    """What the Indexer keeps of one base table with indexes."""
+
+    __slots__ = ("name", "schema", "indexes", "feed", "seq", "position", "append_lock")
+
+    def __init__(self, name, schema, indexes):
+        self.name, self.schema, self.indexes = name, schema, indexes
+        self.feed = name + FEED_SUFFIX
+        self.seq = None          # itertools.count of the next feed seq, set at attach
+        self.position = b""      # the first feed key the maintainer has not applied
+        # Appends are serialised, so an entry is visible only after every
+        # entry of a lower seq: the maintainer's position never skips one.
+        self.append_lock = threading.Lock()
+
+
+class Indexer:
+    """Keeps every secondary index of a client's tables in step (see the module doc).
+
+    ``server`` is the client's region server, ``locks`` its row-lock stripes,
+    ``gens`` its write generations, ``schemas`` its dict of table schemas (an
+    index table's is added and removed here), ``configure(name)`` sets a new
+    index table up as the client's tables are.  Thread-safe; ``close`` stops
+    its threads.
+    """
+
+    def __init__(self, server, locks, gens, schemas, configure):
+        self.server, self.locks, self.gens, self.schemas = server, locks, gens, schemas
+        self.configure = configure
+        self.tables = {}             # base table name -> _Table (only tables with indexes)
+        self.index_of = {}           # index name -> base table name
+        self.phase = {}              # index name -> "ISP_FULL" | "ISP_INCR"
+        self._mutex = threading.RLock()
+        self._wake = threading.Condition(self._mutex)
+        self._closed = False
+        self._lags = collections.deque(maxlen=100_000)   # ms, of applied global entries
+        self._backfills = {}         # index name -> Thread
+        self._thread = None
+
+    # -- the catalogue --------------------------------------------------------
+    @staticmethod
+    def index_defs(schema: Schema):
+        return [IndexDef.from_json(d, schema.names) for d in schema.indexes]
+
+    def open(self):
+        """Load the catalogue from the server's tables, delete what a crash left
+        half-made, apply every feed entry left, resume back-fills."""
+        server = self.server
+        names = set(server.list_tables())
+        listed = {}
+        for name in names:
+            schema = self.schemas.get(name)
+            if schema is not None and schema.indexes:
+                for index in self.index_defs(schema):
+                    listed[index.name] = name
+        for name in sorted(names):
+            attrs = server.table_attributes(name) or {}
+            own = attrs.get(INDEX_ATTRIBUTE)
+            if own is not None and listed.get(name) != own["base"]:
+                log.warning("dropping index table %r: its base table %r does not list it",
+                            name, own["base"])
+                self._drop_tables(name)
+        for name in sorted(names):
+            for suffix, owner in ((FEED_SUFFIX, lambda b: b in self.schemas and
+                                   self.schemas[b].indexes),
+                                  (REFS_SUFFIX, lambda i: i in listed)):
+                if name.endswith(suffix) and not owner(name[:-len(suffix)]):
+                    server.delete_table(name)
+        for index_name, base in listed.items():
+            self.index_of[index_name] = base
+        for base in sorted(set(listed.values())):
+            self._attach(base, self.schemas[base])
+        for index_name, base in listed.items():
+            if index_name not in self.schemas:     # listed but never made: make it now
+                index = next(i for i in self.tables[base].indexes if i.name == index_name)
+                self._make_tables(base, self.schemas[base], index, "ISP_FULL")
+            own = server.table_attributes(index_name)[INDEX_ATTRIBUTE]
+            self.phase[index_name] = own.get("phase", "ISP_INCR")
+        for table in list(self.tables.values()):
+            self._drain(table, None)
+        for index_name, phase in self.phase.items():
+            if phase == "ISP_FULL":
+                self._start_backfill(self.index_of[index_name], index_name)
+
+    def _attach(self, base, schema):
+        """Start following ``base``'s feed (its tables exist)."""
+        table = _Table(base, schema, self.index_defs(schema))
+        if not self.server.has_table(table.feed):
+            self.server.create_table(table.feed)
+        last = 0
+        for key, _ in self.server.scan(table.feed, reverse=True):
+            last = _SEQ.unpack(key)[0]
+            break
+        table.seq = itertools.count(last + 1)
+        self.tables[base] = table
+        if any(not i.local for i in table.indexes):
+            self._ensure_thread()
+
+    def _make_tables(self, base, schema, index, phase):
+        """The index table (schema, base, phase) and its refs table."""
+        ischema = index.schema(schema)
+        attrs = {ATTRIBUTE: ischema.to_json(),
+                 INDEX_ATTRIBUTE: {"base": base, "phase": phase, "cursor": None}}
+        self.server.create_table(index.name, attributes=attrs)
+        self.server.create_table(index.name + REFS_SUFFIX)
+        self.schemas[index.name] = ischema
+        self.configure(index.name)
+        return ischema
+
+    def _drop_tables(self, index_name):
+        self.schemas.pop(index_name, None)
+        for name in (index_name, index_name + REFS_SUFFIX):
+            if self.server.has_table(name):
+                self.server.delete_table(name)
+
+    def create(self, base, schema, index, include_base_data, commit):
+        """Add ``index`` (checked) to table ``base``: its tables, then
+        ``commit(new_base_schema)`` lists it (the point of no return), then the
+        back-fill if ``include_base_data``.  Returns the index table's schema."""
+        with self._mutex:
+            phase = "ISP_FULL" if include_base_data else "ISP_INCR"
+            ischema = self._make_tables(base, schema, index, phase)
+            try:
+                new = schema.with_indexes(list(schema.indexes) + [index.to_json()])
+                commit(new)
+            except BaseException:
+                self._drop_tables(index.name)
+                raise
+            self.index_of[index.name] = base
+            self.phase[index.name] = phase
+            self.tables.pop(base, None)
+            self._attach(base, new)
+            if include_base_data:
+                self._start_backfill(base, index.name)
+            return ischema
+
+    def drop(self, base, schema, index_name, commit):
+        """Remove index ``index_name`` of ``base``: ``commit(new_base_schema)``
+        unlists it, then its tables go."""
+        with self._mutex:
+            new = schema.with_indexes([d for d in schema.indexes if d["name"] != index_name])
+            commit(new)
+            self.index_of.pop(index_name, None)
+            self.phase.pop(index_name, None)
+            self.tables.pop(base, None)
+            if new.indexes:
+                self._attach(base, new)
+            elif self.server.has_table(base + FEED_SUFFIX):
+                self.server.delete_table(base + FEED_SUFFIX)
+        thread = self._backfills.pop(index_name, None)
+        if thread is not None:
+            thread.join()
+        self._drop_tables(index_name)
+
+    def forget_table(self, base):
+        """``base`` was deleted with its indexes (the caller dropped them)."""
+        with self._mutex:
+            self.tables.pop(base, None)
+
+    def set_schema(self, base, schema):
+        """The base table's options changed (UpdateTable)."""
+        with self._mutex:
+            table = self.tables.get(base)
+            if table is not None:
+                table.schema = schema
+
+    def indexes_of(self, base):
+        table = self.tables.get(base)
+        return table.indexes if table is not None else []
+
+    def metas(self, base):
+        """SecondaryIndexMeta of each index of ``base`` (describe_table)."""
+        return [i.meta(self.phase.get(i.name, "ISP_INCR")) for i in self.indexes_of(base)]
+
+    # -- the write path -------------------------------------------------------
+    def before_write(self, base, row_keys):
+        """Append the feed entries of ``row_keys`` (the rows about to be written
+        to ``base``), before the base write; returns their feed keys (None:
+        the table has no index)."""
+        table = self.tables.get(base)
+        if table is None:
+            return None
+        stamp = _ENTRY_TIME.pack(time.time_ns() // 1000)
+        with table.append_lock:
+            keys = [_SEQ.pack(next(table.seq)) for _ in row_keys]
+            if len(keys) == 1:
+                self.server.put(table.feed, keys[0], row_keys[0] + stamp)
+            else:
+                batch = _batch()
+                for key, row_key in zip(keys, row_keys):
+                    batch.put(key, row_key + stamp)
+                self.server.write(table.feed, batch)
+        return keys
+
+    def after_write(self, base, row_keys, feed_keys, locked=True):
+        """The base write of ``row_keys`` is done (their row locks held, or
+        not: ``locked``): reconcile the local indexes now; wake the maintainer
+        for the global ones (or, with none, drop the feed entries)."""
+        table = self.tables.get(base)
+        if table is None or feed_keys is None:
+            return
+        local = [i for i in table.indexes if i.local]
+        if local:
+            for row_key in dict.fromkeys(row_keys):
+                if locked:
+                    self._reconcile(table, row_key, local)
+                else:
+                    self.reconcile(base, row_key, local)
+        if len(local) == len(table.indexes):
+            self._forget(table, feed_keys)
+        else:
+            with self._wake:
+                self._wake.notify()
+
+    # -- reconciling ------------------------------------------------------------
+    def reconcile(self, base, row_key, indexes=None):
+        """Bring ``indexes`` (default: all of ``base``'s) in step with row
+        ``row_key``, taking its row lock."""
+        table = self.tables.get(base)
+        if table is None:
+            return
+        with self.locks[hash(row_key) % len(self.locks)]:
+            self._reconcile(table, row_key, table.indexes if indexes is None else indexes)
+
+    def _reconcile(self, table, row_key, indexes):
+        """``reconcile`` with the row lock held."""
+        schema, server = table.schema, self.server
+        head, deltas = cells.split_entries(len(row_key), row_entries(server, table.name, row_key))
+        now = cells.now_ms()
+        live = visible(len(row_key), head, deltas, schema.ttl, schema.max_versions, now)
+        values = None
+        if live is not None:
+            values = dict(zip(schema.names, pkcodec.decode_pk(row_key, len(schema.names))[0]))
+        for index in indexes:
+            try:
+                self._apply(index, row_key, values, live, now)
+            except Exception as exc:   # a table dropped meanwhile: nothing to keep in step
+                if index.name in self.index_of:
+                    raise
+                log.debug("index %r gone while reconciling: %s", index.name, exc)
+
+    def _apply(self, index, row_key, values, live, now):
+        ischema = self.schemas.get(index.name)
+        if ischema is None:
+            return
+        want = None
+        if live is not None:
+            key_values = []
+            for name, typ in zip(ischema.names, ischema.types):
+                if name in values:
+                    key_values.append(values[name])
+                    continue
+                versions = live.get(name)
+                if not versions or not _is_type(versions[0][1], typ):
+                    key_values = None     # sparse: an index column is missing
+                    break
+                key_values.append(versions[0][1])
+            if key_values is not None:
+                row = [(name, live[name][0][1], live[name][0][0])
+                       for name in index.attributes if name in live]
+                want = (_rowcodec.encode_pk(ischema.types, key_values), row)
+        refs = index.name + REFS_SUFFIX
+        old = self.server.get(refs, row_key)
+        batch = _batch()
+        if old is not None and (want is None or old != want[0]):
+            batch.delete(cells.head_key(old))
+        if want is not None:
+            batch.put(cells.head_key(want[0]),
+                      _rowcodec.put_head(self.gens.next(), sorted(want[1]), now))
+        if len(batch):
+            self.server.write(index.name, batch)
+        if want is not None and want[0] != old:
+            self.server.put(refs, row_key, want[0])
+        elif want is None and old is not None:
+            self.server.delete(refs, row_key)
+
+    # -- the maintainer (global indexes) ----------------------------------------
+    def _ensure_thread(self):
+        if self._thread is None and not self._closed:
+            self._thread = threading.Thread(target=self._follow, name="index-maintainer",
+                                            daemon=True)
+            self._thread.start()
+
+    def _follow(self):
+        while True:
+            with self._wake:
+                if self._closed:
+                    return
+                tables = list(self.tables.values())
+            busy = False
+            for table in tables:
+                try:
+                    busy |= self._drain(table, _FEED_BATCH)
+                except Exception:   # noqa: BLE001 -- retried on the next pass
+                    if self._closed:
+                        return
+                    log.exception("index maintainer: table %r", table.name)
+                    time.sleep(0.1)
+            if not busy:
+                with self._wake:
+                    if self._closed:
+                        return
+                    self._wake.wait(0.05)
+
+    def _drain(self, table, limit):
+        """Apply up to ``limit`` (None: all) of ``table``'s feed entries; True
+        if any was applied."""
+        applied = False
+        while True:
+            entries = []
+            for key, value in self.server.scan(table.feed, table.position or None):
+                entries.append((key, value))
+                if limit is not None and len(entries) >= limit:
+                    break
+            if not entries:
+                return applied
+            now_us = time.time_ns() // 1000
+            for key, value in entries:
+                row_key = value[:-_ENTRY_TIME.size]
+                self.reconcile(table.name, row_key)
+                if any(not i.local for i in table.indexes):
+                    self._lags.append((now_us - _ENTRY_TIME.unpack(value[-8:])[0]) / 1000)
+            self._forget(table, [k for k, _ in entries])
+            table.position = entries[-1][0] + b"\x00"
+            applied = True
+            if limit is not None:
+                return applied
+
+    def _forget(self, table, feed_keys):
+        if len(feed_keys) == 1:
+            self.server.delete(table.feed, feed_keys[0])
+            return
+        batch = _batch()
+        for key in feed_keys:
+            batch.delete(key)
+        self.server.write(table.feed, batch)
+
+    def wait(self, base, timeout=10.0) -> bool:
+        """Wait until every feed entry of ``base`` written so far is applied;
+        False on timeout (the tests' and the bench's sync point)."""
+        table = self.tables.get(base)
+        if table is None:
+            return True
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if next(iter(self.server.scan(table.feed, table.position or None)), None) is None:
+                return True
+            with self._wake:
+                self._wake.notify()
+            time.sleep(0.002)
+        return False
+
+    def lag_ms(self):
+        """Lags (ms) of the global-index feed entries applied so far (the last 100,000)."""
+        return list(self._lags)
+
+    # -- back-fill ---------------------------------------------------------------
+    def _start_backfill(self, base, index_name):
+        thread = threading.Thread(target=self._backfill, args=(base, index_name),
+                                  name="index-backfill-" + index_name, daemon=True)
+        self._backfills[index_name] = thread
+        thread.start()
+
+    def _backfill(self, base, index_name):
+        """Reconcile every row of ``base`` into the new index, in key order from
+        the saved cursor; then the phase becomes ISP_INCR."""
+        try:
+            attrs = dict(self.server.table_attributes(index_name))
+            own = dict(attrs[INDEX_ATTRIBUTE])
+            cursor = bytes.fromhex(own["cursor"]) if own.get("cursor") else None
+            table = self.tables.get(base)
+            index = next(i for i in table.indexes if i.name == index_name)
+            done = 0
+            last = None
+            for key, _ in self.server.scan(base, cursor):
+                if self._closed or index_name not in self.index_of:
+                    return
+                row_key = key[:pkcodec.row_key_len(key)]
+                if row_key == last:
+                    continue
+                last = row_key
+                self.reconcile(base, row_key, [index])
+                done += 1
+                if done % _CURSOR_EVERY == 0:
+                    own["cursor"] = row_key.hex()
+                    attrs[INDEX_ATTRIBUTE] = own
+                    self.server.set_table_attributes(index_name, attrs)
+            own.update(phase="ISP_INCR", cursor=None)
+            attrs[INDEX_ATTRIBUTE] = own
+            with self._mutex:
+                if index_name in self.index_of:
+                    self.server.set_table_attributes(index_name, attrs)
+                    self.phase[index_name] = "ISP_INCR"
+        except Exception:   # noqa: BLE001 -- resumed from the cursor at the next open
+            if not self._closed and index_name in self.index_of:
+                log.exception("back-fill of index %r stopped", index_name)
+
+    def wait_backfill(self, index_name, timeout=60.0) -> bool:
+        thread = self._backfills.get(index_name)
+        if thread is not None:
+            thread.join(timeout)
+            return not thread.is_alive()
+        return True
+
+    def close(self):
+        with self._wake:
+            self._closed = True
+            self._wake.notify_all()
+        for thread in [self._thread, *self._backfills.values()]:
+            if thread is not None:
+                thread.join()
+
+
+def _batch():
+    from .writes import _new_batch
+    return _new_batch()
+
+
+def _is_type(value, typ):
+    if typ == "INTEGER":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if typ == "STRING":
+        return isinstance(value, str)
+    return isinstance(value, (bytes, bytearray))
