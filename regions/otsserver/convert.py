@@ -384,3 +384,49 @@ def fill_throughput_details(proto, details) -> None:
 def shard_split(partition_key_name: str, value) -> bytes:
     """A region boundary as DescribeTable's ``shard_splits`` carries it: a PK-only row."""
     return CODEC.encode_row([(partition_key_name, value)])
+
+
+# ------------------------------------------------------------ secondary indexes
+
+#: each index type with the one update mode the service pairs it with: a global
+#: index is updated asynchronously, a local one synchronously (the SDKs send
+#: these pairs; the Python SDK's SecondaryIndexMeta cannot say otherwise)
+UPDATE_MODE_OF_TYPE = {pb.IT_GLOBAL_INDEX: pb.IUM_ASYNC_INDEX, pb.IT_LOCAL_INDEX: pb.IUM_SYNC_INDEX}
+UPDATE_MODES_PB = {"IUM_ASYNC_INDEX": pb.IUM_ASYNC_INDEX, "IUM_SYNC_INDEX": pb.IUM_SYNC_INDEX}
+#: ``IndexMeta.index_sync_phase`` (field 6, enum IndexSyncPhase: ISP_INVALID 0,
+#: ISP_FULL 1, ISP_INCR 2) is in the service's IndexMeta and the Java SDK's
+#: proto, not in the Python SDK's, whose generated classes we use: it is
+#: appended to the message as an unknown field, which proto2 readers without it
+#: skip.
+SYNC_PHASE_FIELD = 6
+SYNC_PHASES_PB = {"ISP_FULL": 1, "ISP_INCR": 2}
+
+
+def index_meta(proto) -> "md.SecondaryIndexMeta":
+    """An ``IndexMeta`` (CreateTable's ``index_metas``, CreateIndex's
+    ``index_meta``) -> the data API's SecondaryIndexMeta; the data API checks
+    names and columns.  An update mode other than the index type's is refused
+    here: nothing else can express it."""
+    if proto.index_update_mode != UPDATE_MODE_OF_TYPE[proto.index_type]:
+        raise errors.index_update_mode_mismatch(pb.IndexUpdateMode.Name(proto.index_update_mode),
+                                                pb.IndexType.Name(proto.index_type))
+    return md.SecondaryIndexMeta(proto.name, list(proto.primary_key), list(proto.defined_column),
+                                 md.SecondaryIndexType(proto.index_type))
+
+
+def fill_index_meta(repeated, index) -> None:
+    """Append ``index`` (the data API's SecondaryIndexMeta) to ``repeated``
+    (DescribeTable's ``index_metas``), every required field set; its
+    ``index_sync_phase`` rides as field 6 (see SYNC_PHASES_PB)."""
+    kind = int(index.index_type)
+    msg = pb.IndexMeta(name=index.index_name,
+                       index_update_mode=UPDATE_MODES_PB.get(
+                           getattr(index, "index_update_mode", None), UPDATE_MODE_OF_TYPE[kind]),
+                       index_type=kind)
+    msg.primary_key.extend(index.primary_key_names)
+    msg.defined_column.extend(index.defined_column_names or ())
+    data = msg.SerializeToString()
+    phase = SYNC_PHASES_PB.get(getattr(index, "index_sync_phase", None))
+    if phase is not None:
+        data += bytes((SYNC_PHASE_FIELD << 3, phase))      # varint field: tag, one-byte value
+    repeated.add().MergeFromString(data)

@@ -61,6 +61,13 @@ def unsupported_operation(api: str) -> WireError:
     return parameter_invalid("Unsupported operation: %s." % api)
 
 
+def index_update_mode_mismatch(mode: str, index_type: str) -> WireError:
+    """An IndexMeta whose update mode is not its type's (ours: the reference
+    gives no wording; the Python SDK cannot send one)."""
+    return parameter_invalid("Invalid index update mode %s for index type %s: a global index is "
+                             "IUM_ASYNC_INDEX, a local index IUM_SYNC_INDEX." % (mode, index_type))
+
+
 def bad_protobuf() -> WireError:
     return parameter_invalid("Parse PBMessage from RawString failed.")
 

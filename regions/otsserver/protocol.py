@@ -46,7 +46,8 @@ class TablestoreService:
             "UpdateTable": self.update_table, "GetRow": self.get_row, "PutRow": self.put_row,
             "UpdateRow": self.update_row, "DeleteRow": self.delete_row,
             "BatchGetRow": self.batch_get_row, "BatchWriteRow": self.batch_write_row,
-            "GetRange": self.get_range, "ListSearchIndex": self.list_search_index,
+            "GetRange": self.get_range, "CreateIndex": self.create_index,
+            "DropIndex": self.drop_index, "ListSearchIndex": self.list_search_index,
             "StartLocalTransaction": self.start_local_transaction,
             "CommitTransaction": self.commit_transaction,
             "AbortTransaction": self.abort_transaction,
@@ -82,16 +83,17 @@ class TablestoreService:
     # ------------------------------------------------------------- tables
     def create_table(self, body):
         req = cv.parse(pb.CreateTableRequest, body)
-        if len(req.index_metas) or (req.HasField("sse_spec") and req.sse_spec.enable) or \
+        if (req.HasField("sse_spec") and req.sse_spec.enable) or \
                 (req.HasField("stream_spec") and req.stream_spec.enable_stream):
             raise errors.parameter_invalid(
-                "Secondary indexes, server-side encryption and streams are not supported by this "
-                "server.")
+                "Server-side encryption and streams are not supported by this server.")
         meta = cv.table_meta(req.table_meta)
         options = cv.table_options(req.table_options, defaults=True)
         throughput = md.ReservedThroughput(cv.capacity_unit(req.reserved_throughput.capacity_unit))
         points = cv.split_points(req.partitions, meta.schema_of_primary_key)
-        self.client.create_table(meta, options, throughput, split_points=points)
+        indexes = [cv.index_meta(m) for m in req.index_metas] or None
+        self.client.create_table(meta, options, throughput, secondary_indexes=indexes,
+                                 split_points=points)
         return pb.CreateTableResponse()
 
     def delete_table(self, body):
@@ -115,6 +117,8 @@ class TablestoreService:
         pk_name = desc.table_meta.schema_of_primary_key[0][0]
         for value in getattr(desc, "shard_splits", None) or ():
             resp.shard_splits.append(cv.shard_split(pk_name, value))
+        for index in desc.secondary_indexes or ():
+            cv.fill_index_meta(resp.index_metas, index)
         return resp
 
     def update_table(self, body):
@@ -132,6 +136,19 @@ class TablestoreService:
                                    result.reserved_throughput_details)
         cv.fill_table_options(resp.table_options, result.table_options)
         return resp
+
+    # -------------------------------------------------- secondary indexes
+    def create_index(self, body):
+        req = cv.parse(pb.CreateIndexRequest, body)
+        # An absent include_base_data reads as the proto2 default, false.
+        self.client.create_secondary_index(req.main_table_name, cv.index_meta(req.index_meta),
+                                           include_base_data=req.include_base_data)
+        return pb.CreateIndexResponse()
+
+    def drop_index(self, body):
+        req = cv.parse(pb.DropIndexRequest, body)
+        self.client.delete_secondary_index(req.main_table_name, req.index_name)
+        return pb.DropIndexResponse()
 
     def list_search_index(self, body):
         cv.parse(spb.ListSearchIndexRequest, body)
