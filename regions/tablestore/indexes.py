@@ -235,13 +235,15 @@ class Indexer:
                 for index in self.index_defs(schema):
                     listed[index.name] = name
         for name in sorted(names):
+            if not server.has_table(name):
+                continue
             attrs = server.table_attributes(name) or {}
             own = attrs.get(INDEX_ATTRIBUTE)
             if own is not None and listed.get(name) != own["base"]:
                 log.warning("dropping index table %r: its base table %r does not list it",
                             name, own["base"])
                 self._drop_tables(name)
-        for name in sorted(names):
+        for name in sorted(set(server.list_tables())):
             for suffix, owner in ((FEED_SUFFIX, lambda b: b in self.schemas and
                                    self.schemas[b].indexes),
                                   (REFS_SUFFIX, lambda i: i in listed)):
