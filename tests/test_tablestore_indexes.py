@@ -254,3 +254,24 @@ def test_tables_a_crash_left_half_made_are_dropped_at_open(tmp_path):
         c._server.create_table("orphan" + REFS_SUFFIX)
     with OTSClient(path) as c:
         assert c._server.list_tables() == ["users"]
+
+
+def test_an_index_table_is_pre_split_on_its_own_points_and_read_by_every_row_read(client):
+    make(client, [SecondaryIndexMeta("by_name", ["name"], ["age"], split_points=["g", "p"])])
+    assert len(client._server.regions("by_name")) == 3
+    for i, name in enumerate(["amy", "hal", "zed", "kim"]):
+        put(client, "u%d" % i, i, name=name, age=i)
+    assert client.wait_for_indexes("users")
+    from regions.tablestore import BatchGetRowRequest, TableInBatchGetRowItem
+    request = BatchGetRowRequest()
+    request.add(TableInBatchGetRowItem("by_name", [[("name", "zed"), ("uid", "u2"), ("seq", 2)],
+                                                   [("name", "nope"), ("uid", "u"), ("seq", 0)]]))
+    got = client.batch_get_row(request).get_result_by_table("by_name")
+    assert [r.row.attribute_columns[0][1] if r.row else None for r in got] == [2, None]
+    names = [r.primary_key[0][1] for r in client.xget_range(
+        "by_name", Direction.BACKWARD, [("name", INF_MAX), ("uid", INF_MAX), ("seq", INF_MAX)],
+        [("name", INF_MIN), ("uid", INF_MIN), ("seq", INF_MIN)], CapacityUnit(0, 0))]
+    assert names == ["zed", "kim", "hal", "amy"]
+    with pytest.raises(OTSClientError):
+        client.create_secondary_index("users", SecondaryIndexMeta("bad", ["age"], [],
+                                                                  split_points=["x"]), False)

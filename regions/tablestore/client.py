@@ -219,12 +219,7 @@ class OTSClient:
         if reserved_throughput is None:
             reserved_throughput = ReservedThroughput(CapacityUnit(0, 0))
         reserved = self._check_reserved(reserved_throughput, create=True)
-        split_keys = None
-        if split_points:
-            _validate_split_points(split_points, types[0])
-            split_keys = [pkcodec.encode_value(types[0], bytearray(p) if isinstance(p, bytes)
-                                               and types[0] == "BINARY" else p)
-                          for p in split_points]
+        split_keys = self._split_keys(split_points, types[0])
         schema = Schema(names, types, auto_incr, opts.get("ttl", -1), opts.get("max_versions", 1),
                         opts.get("deviation", 86400), opts.get("allow_update", True), defined)
         with self._meta_lock:
@@ -242,6 +237,16 @@ class OTSClient:
                                      self._committer(name))
             self._refresh_plain(name)
 
+    @staticmethod
+    def _split_keys(split_points, pk_type):
+        """Region split keys of a table whose first key column is ``pk_type``."""
+        if not split_points:
+            return None
+        _validate_split_points(split_points, pk_type)
+        return [pkcodec.encode_value(pk_type, bytearray(p) if isinstance(p, bytes)
+                                     and pk_type == "BINARY" else p)
+                for p in split_points]
+
     def _check_indexes(self, name, schema, metas, taken):
         """The IndexDefs of ``metas`` for table ``name`` (all checked before any is made)."""
         if not isinstance(metas, (list, tuple)):
@@ -252,6 +257,8 @@ class OTSClient:
         for meta in metas:
             index = check_index_meta(name, schema, meta, taken)
             taken.add(index.name)
+            index.split_keys = self._split_keys(getattr(meta, "split_points", None),
+                                                index.schema(schema).types[0])
             indexes.append(index)
         if len(schema.indexes) + len(indexes) > MAX_INDEXES:
             raise service_error("index_count", table=name, limit=MAX_INDEXES)

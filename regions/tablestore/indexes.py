@@ -91,10 +91,11 @@ class IndexDef:
     (the index primary key: ``columns`` then the base key's other columns),
     ``attributes`` (its attribute columns)."""
 
-    __slots__ = ("name", "local", "columns", "pk", "attributes")
+    __slots__ = ("name", "local", "columns", "pk", "attributes", "split_keys")
 
     def __init__(self, name, local, columns, attributes, base_pk):
         self.name, self.local = name, bool(local)
+        self.split_keys = None   # the region split keys its table is created with
         self.columns, self.attributes = list(columns), list(attributes)
         self.pk = self.columns + [n for n in base_pk if n not in self.columns]
 
@@ -284,7 +285,7 @@ class Indexer:
         ischema = index.schema(schema)
         attrs = {ATTRIBUTE: ischema.to_json(),
                  INDEX_ATTRIBUTE: {"base": base, "phase": phase, "cursor": None}}
-        self.server.create_table(index.name, attributes=attrs)
+        self.server.create_table(index.name, split_keys=index.split_keys, attributes=attrs)
         self.server.create_table(index.name + REFS_SUFFIX)
         self.schemas[index.name] = ischema
         self.configure(index.name)

@@ -111,14 +111,19 @@ class SecondaryIndexMeta(_Value):
     """As the SDK's.  ``describe_table`` also sets ``index_update_mode``
     ("IUM_ASYNC_INDEX" for a global index, "IUM_SYNC_INDEX" for a local one)
     and ``index_sync_phase`` ("ISP_FULL" while the base data is loaded into
-    it, then "ISP_INCR"), the wire's IndexMeta fields the SDK does not keep."""
+    it, then "ISP_INCR"), the wire's IndexMeta fields the SDK does not keep.
+    ``split_points`` (ours, as ``create_table``'s): values of the index's first
+    column at which its table is pre-split (None: one region, which splits by
+    size as it grows)."""
 
     def __init__(self, index_name, primary_key_names, defined_column_names,
-                 index_type=SecondaryIndexType.GLOBAL_INDEX):
+                 index_type=SecondaryIndexType.GLOBAL_INDEX, split_points=None):
         self.index_name = index_name
         self.primary_key_names = primary_key_names
         self.defined_column_names = defined_column_names
         self.index_type = index_type
+        if split_points is not None:
+            self.split_points = split_points
 
 
 class TableOptions(_Value):
