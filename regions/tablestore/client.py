@@ -35,7 +35,7 @@ from .capacity import read_cu
 from .columns import read_window
 from .conditions import check_node_count
 from .errors import OTSClientError, OTSServiceError, not_a_string, service_error
-from .indexes import MAX_INDEXES, Indexer, check_index_meta
+from .indexes import MAX_INDEXES, Indexer, check_index_meta, check_index_shape
 from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowRequest,
                        BatchWriteRowResponse, BatchWriteRowType, CapacityUnit,
                        DescribeTableResponse, Direction, PK_AUTO_INCR, ReservedThroughput,
@@ -45,8 +45,9 @@ from .reads import PK_PROJECTIONS, assemble, row_entries, visible, whole_read
 from .schema import ATTRIBUTE, Schema, table_attributes
 from .transactions import TIMEOUT_S, TransactionManager, partition_of
 from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_TABLES,
-                       RANGE_BYTES, RANGE_ROWS, check_batch_rows, check_pk, check_read_params,
-                       check_reserved_cu, check_table_meta, check_table_options, decode_name)
+                       MAX_DEFINED_COLUMNS, RANGE_BYTES, RANGE_ROWS, check_batch_rows,
+                       check_defined_columns, check_pk, check_read_params, check_reserved_cu,
+                       check_table_meta, check_table_options, decode_name)
 from .writes import LOCK_STRIPES, RowWriter, check_repeated, prepare
 
 __all__ = ["OTSClient"]
@@ -208,8 +209,14 @@ class OTSClient:
         table_name = decode_name(table_name, "table")
         schema = self._schemas.get(table_name)
         if schema is None:
+            if self._indexer.building(table_name):
+                raise service_error("index_building")
             raise service_error("table_not_exist")
         return table_name, schema
+
+    def _taken(self) -> set:
+        """Every table and index name of the instance (one namespace, one quota)."""
+        return set(self._schemas) | set(self._indexer.index_of)
 
     # -- tables ----------------------------------------------------------
     def create_table(self, table_meta, table_options=None, reserved_throughput=None,
@@ -223,9 +230,9 @@ class OTSClient:
         schema = Schema(names, types, auto_incr, opts.get("ttl", -1), opts.get("max_versions", 1),
                         opts.get("deviation", 86400), opts.get("allow_update", True), defined)
         with self._meta_lock:
-            if name in self._schemas:
+            if name in self._taken():
                 raise service_error("table_exists")
-            if len(self.list_table()) >= MAX_TABLES:
+            if len(self._taken()) >= MAX_TABLES:
                 raise service_error("table_quota")
             indexes = self._check_indexes(name, schema, secondary_indexes or [], {name})
             attrs = table_attributes(schema, reserved, int(time.time()))
@@ -252,7 +259,9 @@ class OTSClient:
         if not isinstance(metas, (list, tuple)):
             raise OTSClientError("secondary_indexes should be a list, not %s"
                                  % metas.__class__.__name__)
-        taken = set(self._schemas) | set(taken)
+        taken = self._taken() | set(taken)
+        if len(taken) + len(metas) > MAX_TABLES:
+            raise service_error("table_quota")
         indexes = []
         for meta in metas:
             index = check_index_meta(name, schema, meta, taken)
@@ -278,8 +287,9 @@ class OTSClient:
         ``include_base_data`` the rows already there are loaded into it in the
         background (``describe_table``'s ``index_sync_phase`` is ISP_FULL until
         done), else only rows written from now on are indexed."""
+        check_index_shape(index_meta)
         with self._meta_lock:
-            name, schema = self._base_schema(table_name)
+            name, schema = self._index_base(table_name)
             index, = self._check_indexes(name, schema, [index_meta], ())
             self._indexer.create(name, schema, index, bool(include_base_data),
                                  self._committer(name))
@@ -287,12 +297,65 @@ class OTSClient:
 
     def delete_secondary_index(self, table_name, index_name):
         with self._meta_lock:
-            name, schema = self._base_schema(table_name)
+            name, schema = self._index_base(table_name)
             index_name = decode_name(index_name, "index")
             if not any(d["name"] == index_name for d in schema.indexes):
                 raise service_error("index_not_exist", index=index_name)
             self._indexer.drop(name, schema, index_name, self._committer(name))
             self._refresh_plain(name)
+
+    def _index_base(self, table_name):
+        """``_base_schema`` for CreateIndex and DropIndex, which name a missing
+        table in their own words."""
+        try:
+            return self._base_schema(table_name)
+        except OTSServiceError as e:
+            if e.code != "OTSObjectNotExist":
+                raise
+            raise service_error("index_base_not_exist", table=table_name) from None
+
+    def add_defined_column(self, table_name, defined_columns):
+        """Add predefined columns ``[(name, type)]`` to the table (the service's
+        AddDefinedColumn; not in the Python SDK 6.4.8): appended after those
+        there, in the order given."""
+        with self._meta_lock:
+            name, schema = self._base_schema(table_name)
+            new = check_defined_columns(defined_columns)
+            have = dict(schema.defined)
+            for column, _ in new:
+                if column in schema.names:
+                    raise service_error("defined_column_is_pk", column=column)
+                if column in have:
+                    raise service_error("defined_column_exists", column=column)
+                have[column] = None
+            if len(have) > MAX_DEFINED_COLUMNS:
+                raise service_error("defined_columns_limit")
+            self._set_schema(name, schema.with_defined(list(schema.defined) + new))
+
+    def delete_defined_column(self, table_name, column_names):
+        """Remove predefined columns (the service's DeleteDefinedColumn): not one
+        an index uses; the cells written under them stay (the table is
+        schema-free), they are only no longer declared."""
+        with self._meta_lock:
+            name, schema = self._base_schema(table_name)
+            if not isinstance(column_names, (list, tuple)):
+                raise OTSClientError("column_names should be a list, not %s"
+                                     % column_names.__class__.__name__)
+            have = dict(schema.defined)
+            for column in column_names:
+                if column not in have:
+                    raise service_error("defined_column_not_exist", column=column)
+                for index in self._indexer.indexes_of(name):
+                    if column in index.columns or column in index.attributes:
+                        raise service_error("defined_column_indexed", column=column,
+                                            index=index.name)
+            self._set_schema(name, schema.with_defined(
+                [d for d in schema.defined if d[0] not in set(column_names)]))
+
+    def _set_schema(self, name, schema):
+        self._committer(name)(schema)
+        self._indexer.set_schema(name, schema)
+        self._refresh_plain(name)
 
     def _base_schema(self, table_name):
         """``_schema`` of a data table: an index table's name is not one."""
@@ -346,7 +409,10 @@ class OTSClient:
         return tuple(sorted(n for n in self._schemas if n not in self._indexer.index_of))
 
     def describe_table(self, table_name):
-        name, schema = self._base_schema(table_name)
+        """As the SDK's.  An index's name describes its table: its whole key (the
+        index columns, then the base key's other columns) and its attribute
+        columns as defined columns, no indexes."""
+        name, schema = self._schema(table_name)
         attrs = self._server.table_attributes(name)
         pk_schema = [(n, t, PK_AUTO_INCR) if i == schema.auto_incr else (n, t)
                      for i, (n, t) in enumerate(zip(schema.names, schema.types))]

@@ -89,19 +89,20 @@ ERRORS = {
     "ttl_too_small": _P + ("TimeToLive must be -1 or at least 86400 seconds.",),  # (ours)
     "max_versions_invalid": _P + ("The maximum versions cannot be less than or equal to 0.",),
     "deviation_invalid": _P + ("MaxTimeDeviation must be greater than 0.",),  # (ours)
-    "defined_columns_limit": _P + ("The number of defined columns must be in range: [0, 32].",),  # (ours)
-    # secondary indexes (indexes.py); wording to be checked against the service
+    "defined_columns_limit": _P + ("The number of defined columns must be in range: [0, 32].",),  # (Java SDK tests)
+    # secondary indexes (indexes.py); texts from shared/reference/tablestore.md,
+    # "Secondary indexes: behaviour, error codes and texts"
     "invalid_index_name": _P + ("Invalid index name: {index}.",),  # (ours)
     "index_exists": (409, "OTSObjectAlreadyExist", "Requested table already exists."),  # (ours)
-    "index_not_exist": (404, "OTSObjectNotExist", "Requested index does not exist."),  # (ours)
-    "index_count": _P + ("The number of indexes of table {table} exceeds the limit: {limit}.",),  # (ours)
-    "index_no_pk": _P + ("The primary key of index {index} is empty.",),  # (ours)
-    "index_pk_count": _P + ("The number of index columns of index {index} exceeds the limit: "
-                            "{limit}.",),  # (ours)
+    "index_not_exist": _P + ("Index does not exist: {index}.",),  # (prefix: ecto_tablestore)
+    "index_base_not_exist": _P + ("table [{table}] does not exist.",),  # (prefix: ecto_tablestore)
+    "index_count": _P + ("Number of index per table exceeds the quota:{limit}.",),  # (Java SDK tests)
+    "index_pk_count": _P + ("The number of primary key columns must be in range: [1, {limit}] in "
+                            "index.",),  # (Java SDK tests)
     "index_pk_total": _P + ("The number of primary key columns of index {index} exceeds the "
                             "limit: {limit}.",),  # (ours)
-    "index_attribute_count": _P + ("The number of attribute columns of index {index} exceeds "
-                                   "the limit: {limit}.",),  # (ours)
+    "index_attribute_count": _P + ("The number of attribute columns must be in range: [0, {limit}] "
+                                   "in index.",),  # (Java SDK tests)
     "index_duplicated_column": _P + ("Duplicated column {column} in index {index}.",),  # (ours)
     "index_column_not_defined": _P + ("Column {column} of index {index} is neither a primary key "
                                       "column nor a defined column.",),  # (ours)
@@ -113,9 +114,15 @@ ERRORS = {
                                   "{column}.",),  # (ours)
     "index_max_versions": _P + ("The max version of table {table} must be 1 to create an "
                                 "index.",),  # (ours)
-    "index_ttl": _P + ("The TTL of table {table} must be -1 to create an index, unless updates "
-                       "are forbidden.",),  # (ours)
+    "index_ttl": _P + ("Don't support allow update operation on table with index and ttl",),  # (docs FAQ)
     "index_write": _P + ("Index table {table} cannot be written.",),  # (ours)
+    "index_building": _P + ("Disallow read index table in building base state",),  # (SDK tests; code ours)
+    # defined (predefined) columns: AddDefinedColumn, DeleteDefinedColumn
+    "defined_column_exists": _P + ("Duplicated defined column name: '{column}'.",),  # (ours)
+    "defined_column_is_pk": _P + ("Defined column {column} is a primary key column.",),  # (ours)
+    "defined_column_not_exist": _P + ("Defined column {column} does not exist.",),  # (ours)
+    "defined_column_indexed": _P + ("Defined column {column} is used by index {index}; drop the "
+                                    "index first.",),  # (ours)
     # primary keys
     "pk_name_mismatch": (400, "OTSInvalidPK", "Validate PK name fail. Input: {input}, Meta: {meta}."),
     "pk_size_mismatch": (400, "OTSInvalidPK", "Validate PK size fail. Input: {input}, Meta: {meta}."),

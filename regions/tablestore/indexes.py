@@ -66,7 +66,7 @@ from .reads import row_entries, visible
 from .schema import ATTRIBUTE, Schema
 from .validate import check_name
 
-__all__ = ["IndexDef", "Indexer", "check_index_meta", "MAX_INDEXES", "MAX_INDEX_COLUMNS",
+__all__ = ["IndexDef", "Indexer", "check_index_meta", "check_index_shape", "MAX_INDEXES", "MAX_INDEX_COLUMNS",
            "MAX_INDEX_ATTRIBUTES", "FEED_SUFFIX", "REFS_SUFFIX", "INDEX_ATTRIBUTE"]
 
 log = logging.getLogger("regions.tablestore")
@@ -117,12 +117,26 @@ class IndexDef:
                       True, [(n, types[n]) for n in self.attributes])
 
     def meta(self, phase) -> SecondaryIndexMeta:
-        m = SecondaryIndexMeta(self.name, list(self.pk), list(self.attributes),
+        """As DescribeTable lists it: the declared index columns (not the
+        auto-completed key), the attribute columns in declared order."""
+        m = SecondaryIndexMeta(self.name, list(self.columns), list(self.attributes),
                                SecondaryIndexType.LOCAL_INDEX if self.local
                                else SecondaryIndexType.GLOBAL_INDEX)
         m.index_update_mode = "IUM_SYNC_INDEX" if self.local else "IUM_ASYNC_INDEX"
         m.index_sync_phase = phase
         return m
+
+
+def check_index_shape(index_meta) -> None:
+    """The checks the service makes before it looks the table up (the Java
+    SDK's tests: too many index columns on a missing table get this error)."""
+    if not isinstance(index_meta, SecondaryIndexMeta):
+        raise OTSClientError("index_meta should be an instance of SecondaryIndexMeta, not %s"
+                             % index_meta.__class__.__name__)
+    if not 1 <= len(index_meta.primary_key_names or ()) <= MAX_INDEX_COLUMNS:
+        raise service_error("index_pk_count", limit=MAX_INDEX_COLUMNS)
+    if len(index_meta.defined_column_names or ()) > MAX_INDEX_ATTRIBUTES:
+        raise service_error("index_attribute_count", limit=MAX_INDEX_ATTRIBUTES)
 
 
 def check_index_meta(base_name, base: Schema, index_meta, taken) -> IndexDef:
@@ -142,12 +156,7 @@ def check_index_meta(base_name, base: Schema, index_meta, taken) -> IndexDef:
                              % (index_meta.index_type,)) from None
     columns = list(index_meta.primary_key_names or ())
     attributes = list(index_meta.defined_column_names or ())
-    if not columns:
-        raise service_error("index_no_pk", index=name)
-    if len(columns) > MAX_INDEX_COLUMNS:
-        raise service_error("index_pk_count", index=name, limit=MAX_INDEX_COLUMNS)
-    if len(attributes) > MAX_INDEX_ATTRIBUTES:
-        raise service_error("index_attribute_count", index=name, limit=MAX_INDEX_ATTRIBUTES)
+    check_index_shape(index_meta)
     defined = dict(base.defined)
     seen = set()
     for col in columns + attributes:
@@ -209,6 +218,10 @@ class Indexer:
     def __init__(self, server, locks, gens, schemas, configure):
         self.server, self.locks, self.gens, self.schemas = server, locks, gens, schemas
         self.configure = configure
+        # index name -> its table's Schema.  ``schemas`` (what the client reads
+        # through) gets it only once readable: not while it is ISP_FULL, as
+        # the service refuses reads of an index building its base data.
+        self.index_schemas = {}
         self.tables = {}             # base table name -> _Table (only tables with indexes)
         self.index_of = {}           # index name -> base table name
         self.phase = {}              # index name -> "ISP_FULL" | "ISP_INCR"
@@ -255,11 +268,12 @@ class Indexer:
         for base in sorted(set(listed.values())):
             self._attach(base, self.schemas[base])
         for index_name, base in listed.items():
-            if index_name not in self.schemas:     # listed but never made: make it now
+            if not server.has_table(index_name):     # listed but never made: make it now
                 index = next(i for i in self.tables[base].indexes if i.name == index_name)
                 self._make_tables(base, self.schemas[base], index, "ISP_FULL")
+            self.index_schemas[index_name] = self.schemas.pop(index_name)
             own = server.table_attributes(index_name)[INDEX_ATTRIBUTE]
-            self.phase[index_name] = own.get("phase", "ISP_INCR")
+            self._set_phase(index_name, own.get("phase", "ISP_INCR"))
         for table in list(self.tables.values()):
             self._drain(table, None)
         for index_name, phase in self.phase.items():
@@ -287,12 +301,21 @@ class Indexer:
                  INDEX_ATTRIBUTE: {"base": base, "phase": phase, "cursor": None}}
         self.server.create_table(index.name, split_keys=index.split_keys, attributes=attrs)
         self.server.create_table(index.name + REFS_SUFFIX)
-        self.schemas[index.name] = ischema
+        self.index_schemas[index.name] = ischema
         self.configure(index.name)
         return ischema
 
+    def _set_phase(self, index_name, phase):
+        """Record the phase in memory; an index in ISP_INCR is readable."""
+        self.phase[index_name] = phase
+        if phase == "ISP_INCR":
+            self.schemas[index_name] = self.index_schemas[index_name]
+        else:
+            self.schemas.pop(index_name, None)
+
     def _drop_tables(self, index_name):
         self.schemas.pop(index_name, None)
+        self.index_schemas.pop(index_name, None)
         for name in (index_name, index_name + REFS_SUFFIX):
             if self.server.has_table(name):
                 self.server.delete_table(name)
@@ -311,7 +334,7 @@ class Indexer:
                 self._drop_tables(index.name)
                 raise
             self.index_of[index.name] = base
-            self.phase[index.name] = phase
+            self._set_phase(index.name, phase)
             self.tables.pop(base, None)
             self._attach(base, new)
             if include_base_data:
@@ -347,6 +370,10 @@ class Indexer:
             table = self.tables.get(base)
             if table is not None:
                 table.schema = schema
+
+    def building(self, name) -> bool:
+        """Whether ``name`` is an index still loading its base data (ISP_FULL)."""
+        return self.phase.get(name) == "ISP_FULL"
 
     def indexes_of(self, base):
         table = self.tables.get(base)
@@ -424,7 +451,7 @@ class Indexer:
                 log.debug("index %r gone while reconciling: %s", index.name, exc)
 
     def _apply(self, index, row_key, values, live, now):
-        ischema = self.schemas.get(index.name)
+        ischema = self.index_schemas.get(index.name)
         if ischema is None:
             return
         want = None
@@ -574,7 +601,7 @@ class Indexer:
             with self._mutex:
                 if index_name in self.index_of:
                     self.server.set_table_attributes(index_name, attrs)
-                    self.phase[index_name] = "ISP_INCR"
+                    self._set_phase(index_name, "ISP_INCR")
         except Exception:   # noqa: BLE001 -- resumed from the cursor at the next open
             if not self._closed and index_name in self.index_of:
                 log.exception("back-fill of index %r stopped", index_name)

@@ -59,19 +59,24 @@ class Schema:
         """The schema of the partition key alone (the first primary-key column)."""
         return Schema(self.names[:1], self.types[:1], None)
 
+    def _replace(self, **changes) -> "Schema":
+        fields = {name: getattr(self, name) for name, _ in _FIELDS[FORMAT]}
+        fields.update(changes)
+        return Schema(**fields)
+
     def with_options(self, ttl=None, max_versions=None, deviation=None, allow_update=None) -> "Schema":
         """A copy with the given table options changed (None: unchanged), as UpdateTable does."""
         changed = {"ttl": ttl, "max_versions": max_versions, "deviation": deviation,
                    "allow_update": allow_update}
-        fields = {name: getattr(self, name) for name, _ in _FIELDS[FORMAT]}
-        fields.update((k, v) for k, v in changed.items() if v is not None)
-        return Schema(**fields)
+        return self._replace(**{k: v for k, v in changed.items() if v is not None})
+
+    def with_defined(self, defined) -> "Schema":
+        """A copy whose predefined columns are ``defined``."""
+        return self._replace(defined=defined)
 
     def with_indexes(self, indexes) -> "Schema":
         """A copy listing ``indexes`` (stored index records) instead."""
-        fields = {name: getattr(self, name) for name, _ in _FIELDS[FORMAT]}
-        fields["indexes"] = indexes
-        return Schema(**fields)
+        return self._replace(indexes=indexes)
 
     def to_json(self) -> dict:
         """The stored record: format 2 with indexes, else format 1."""

@@ -15,7 +15,7 @@ from .metadata import (INF_MAX, INF_MIN, PK_AUTO_INCR, BatchWriteRowType, Return
 
 __all__ = ["MAX_PK_COLUMNS", "MAX_PK_BYTES", "MAX_VALUE_BYTES", "MAX_COLUMNS_TO_GET",
            "BATCH_WRITE_ROWS", "BATCH_WRITE_BYTES", "BATCH_GET_ROWS", "RANGE_ROWS",
-           "RANGE_BYTES", "MAX_TABLES", "check_name", "check_table_meta",
+           "RANGE_BYTES", "MAX_TABLES", "check_name", "check_table_meta", "check_defined_columns",
            "check_table_options", "check_pk", "check_put_columns", "check_update_columns",
            "check_read_params", "check_int64", "check_reserved_cu", "check_row_size",
            "check_batch_rows", "check_return_columns",
@@ -152,18 +152,35 @@ def check_table_meta(table_meta):
     for t in types:
         if t == "BOOLEAN":
             raise service_error("invalid_pk_type", type=t)
-    defined = []
-    for col in table_meta.defined_columns or ():
+    defined = check_defined_columns(table_meta.defined_columns or ())
+    for column, _ in defined:
+        if column in seen:
+            raise service_error("defined_column_is_pk", column=column)
+    if len(defined) > MAX_DEFINED_COLUMNS:
+        raise service_error("defined_columns_limit")
+    return table, names, types, auto_incr, defined
+
+
+def check_defined_columns(columns):
+    """Predefined columns ``[(name, type)]`` (the SDK's checks, then the
+    service's): a list of (name, type), no name twice."""
+    if not isinstance(columns, (list, tuple)):
+        raise OTSClientError("defined_columns should be a list, not %s"
+                             % columns.__class__.__name__)
+    defined, seen = [], set()
+    for col in columns:
         if not isinstance(col, tuple):
             raise OTSClientError("all schemas of primary keys should be tuple, not %s"
                                  % col.__class__.__name__)
         if col[1] not in _DEFINED_TYPES:
             raise OTSClientError("Wrong type for defined column, only support "
                                  "[STRING, INTEGER, DOUBLE, BOOLEAN, BINARY].")
-        defined.append((check_name(col[0]), col[1]))
-    if len(defined) > MAX_DEFINED_COLUMNS:
-        raise service_error("defined_columns_limit")
-    return table, names, types, auto_incr, defined
+        name = check_name(col[0])
+        if name in seen:
+            raise service_error("defined_column_exists", column=name)
+        seen.add(name)
+        defined.append((name, col[1]))
+    return defined
 
 
 def check_table_options(options, partial=False):
