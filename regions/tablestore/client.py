@@ -111,12 +111,6 @@ class OTSClient:
         # auto-increment values: microsecond-like, as the service's
         self._writer = RowWriter(server, locks, cells.Generations(), cells.Generations(1000),
                                  self._transactions)
-        # put_row of a plain row in one C call (its twin: prepare + RowWriter.run);
-        # it knows only the tables without indexes (an indexed table's writes
-        # feed its indexes, an index table's are refused: the Python path)
-        self._plain_schemas = {}
-        self._plain_writer = _writes.PlainWriter(self._plain_schemas, server, locks,
-                                               self._writer.gens, self._transactions)
         for name in server.list_tables():
             attrs = server.table_attributes(name) or {}
             if ATTRIBUTE in attrs:
@@ -125,6 +119,13 @@ class OTSClient:
         # secondary indexes (indexes.py): the writers feed them
         self._indexer = Indexer(server, locks, self._writer.gens, self._schemas, self._configure)
         self._writer.indexer = self._transactions.indexer = self._indexer
+        # put_row of a plain row in one C call (its twin: prepare + RowWriter.run);
+        # it knows the data tables (an index table's writes are refused by
+        # the Python path) and feeds the indexes of those that have some
+        self._plain_schemas = {}
+        self._plain_writer = _writes.PlainWriter(self._plain_schemas, server, locks,
+                                               self._writer.gens, self._transactions,
+                                               self._indexer)
         self._indexer.open()
         for name in self._schemas:
             self._refresh_plain(name)
@@ -198,7 +199,7 @@ class OTSClient:
     def _refresh_plain(self, name):
         """Whether the C writer may write table ``name`` (see __init__)."""
         schema = self._schemas.get(name)
-        if schema is None or schema.indexes or name in self._indexer.index_of:
+        if schema is None or name in self._indexer.index_of:
             self._plain_schemas.pop(name, None)
         else:
             self._plain_schemas[name] = schema

@@ -59,6 +59,8 @@ import struct
 import threading
 import time
 
+from regions.errors import UnknownTableError
+
 from . import _rowcodec, cells, pkcodec
 from .errors import OTSClientError, service_error
 from .metadata import SecondaryIndexMeta, SecondaryIndexType
@@ -231,6 +233,7 @@ class Indexer:
         self._lags = collections.deque(maxlen=100_000)   # ms, of applied global entries
         self._backfills = {}         # index name -> Thread
         self._thread = None
+        self._idle = False           # the maintainer waits for a write (after_write wakes it)
 
     # -- the catalogue --------------------------------------------------------
     @staticmethod
@@ -281,7 +284,15 @@ class Indexer:
                 self._start_backfill(self.index_of[index_name], index_name)
 
     def _attach(self, base, schema):
-        """Start following ``base``'s feed (its tables exist)."""
+        """Follow ``base``'s feed with the indexes ``schema`` lists: a table
+        already followed changes in place (a writer never sees it without
+        indexes meanwhile, so no write goes unfed)."""
+        table = self.tables.get(base)
+        if table is not None:
+            table.schema, table.indexes = schema, self.index_defs(schema)
+            if any(not i.local for i in table.indexes):
+                self._ensure_thread()
+            return
         table = _Table(base, schema, self.index_defs(schema))
         if not self.server.has_table(table.feed):
             self.server.create_table(table.feed)
@@ -335,7 +346,6 @@ class Indexer:
                 raise
             self.index_of[index.name] = base
             self._set_phase(index.name, phase)
-            self.tables.pop(base, None)
             self._attach(base, new)
             if include_base_data:
                 self._start_backfill(base, index.name)
@@ -349,11 +359,12 @@ class Indexer:
             commit(new)
             self.index_of.pop(index_name, None)
             self.phase.pop(index_name, None)
-            self.tables.pop(base, None)
             if new.indexes:
                 self._attach(base, new)
-            elif self.server.has_table(base + FEED_SUFFIX):
-                self.server.delete_table(base + FEED_SUFFIX)
+            else:
+                self.tables.pop(base, None)
+                if self.server.has_table(base + FEED_SUFFIX):
+                    self.server.delete_table(base + FEED_SUFFIX)
         thread = self._backfills.pop(index_name, None)
         if thread is not None:
             thread.join()
@@ -394,13 +405,18 @@ class Indexer:
         stamp = _ENTRY_TIME.pack(time.time_ns() // 1000)
         with table.append_lock:
             keys = [_SEQ.pack(next(table.seq)) for _ in row_keys]
-            if len(keys) == 1:
-                self.server.put(table.feed, keys[0], row_keys[0] + stamp)
-            else:
-                batch = _batch()
-                for key, row_key in zip(keys, row_keys):
-                    batch.put(key, row_key + stamp)
-                self.server.write(table.feed, batch)
+            try:
+                if len(keys) == 1:
+                    self.server.put(table.feed, keys[0], row_keys[0] + stamp)
+                else:
+                    batch = _batch()
+                    for key, row_key in zip(keys, row_keys):
+                        batch.put(key, row_key + stamp)
+                    self.server.write(table.feed, batch)
+            except UnknownTableError:
+                if self.tables.get(base) is table:
+                    raise
+                return None           # its last index was dropped meanwhile
         return keys
 
     def after_write(self, base, row_keys, feed_keys, locked=True):
@@ -419,7 +435,7 @@ class Indexer:
                     self.reconcile(base, row_key, local)
         if len(local) == len(table.indexes):
             self._forget(table, feed_keys)
-        else:
+        elif self._idle:
             with self._wake:
                 self._wake.notify()
 
@@ -511,7 +527,9 @@ class Indexer:
                 with self._wake:
                     if self._closed:
                         return
+                    self._idle = True
                     self._wake.wait(0.05)
+                    self._idle = False
 
     def _drain(self, table, limit):
         """Apply up to ``limit`` (None: all) of ``table``'s feed entries; True

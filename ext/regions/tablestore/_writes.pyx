@@ -164,17 +164,27 @@ cdef class PlainWriter:
     ``cells.now_ms``), one ``server.put``; it
     returns ``(consumed, None)``.  Anything else returns None before doing
     anything, and the Python path decides.  Thread-safe.
+
+    ``indexer`` (indexes.Indexer, or None), handed in at construction: a
+    table in its ``tables`` has secondary indexes, and its writes are framed
+    by ``indexer.before_write`` (the feed entry, before the base write) and
+    ``indexer.after_write`` (its local indexes), under the row locks, as
+    ``RowWriter`` frames them.
     """
     cdef dict _schemas
-    cdef object _server, _gens, _transactions
+    cdef object _server, _gens, _transactions, _indexer
     cdef list _locks
+    cdef dict _indexed
 
-    def __init__(self, dict schemas not None, server, list locks not None, gens, transactions):
+    def __init__(self, dict schemas not None, server, list locks not None, gens, transactions,
+                 indexer=None):
         self._schemas = schemas
         self._server = server
         self._locks = locks
         self._gens = gens
         self._transactions = transactions
+        self._indexer = indexer
+        self._indexed = indexer.tables if indexer is not None else {}
 
     def put(self, table_name, row, condition, return_type):
         """``put_row``'s answer, or None (see the class doc)."""
@@ -282,6 +292,10 @@ cdef class PlainWriter:
             written.append(i)
         if not written:
             return 0
+        feed = keys = None
+        if table_name in self._indexed:
+            keys = [(<tuple>rows[i])[0] for i in written]
+            feed = self._indexer.before_write(table_name, keys)
         try:
             self._server.write(table_name, _WriteBatch.of_ops(ops))
             applied = None
@@ -290,6 +304,8 @@ cdef class PlainWriter:
                        len(written), table_name, exc)
             applied = getattr(exc, "applied_keys", frozenset())
             failure = exc
+        if feed is not None:
+            self._indexer.after_write(table_name, keys, feed)
         for i in written:
             r = <tuple>rows[i]
             if applied is None or <bytes>r[0] + _HEAD in applied:
@@ -323,6 +339,9 @@ cdef class PlainWriter:
         with self._locks[_stripe(row_key, len(self._locks))]:
             if self._transactions._locked:
                 self._transactions.check_write(table_name, row_key, None, size)
+            feed = None
+            if table_name in self._indexed:
+                feed = self._indexer.before_write(table_name, [row_key])
             if not update:
                 head = put_head(self._gens.next(), got[2], _now_ms())
                 self._server.put(table_name, row_key + _HEAD, head)
@@ -336,6 +355,8 @@ cdef class PlainWriter:
                                                        self._gens.next()),
                                 _put_delta(now, cell[2])))
                 self._server.write(table_name, _WriteBatch.of_ops(ops))
+            if feed is not None:
+                self._indexer.after_write(table_name, [row_key], feed)
         return _make_cu(0, max(1, (size + _UNIT - 1) // _UNIT)), None
 
 
