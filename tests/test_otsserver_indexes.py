@@ -1,15 +1,25 @@
 """Secondary indexes over the wire: CreateTable's ``index_metas``, CreateIndex,
 DropIndex and DescribeTable's ``index_metas`` (regions.otsserver.protocol and
-convert), decoded and encoded on the messages alone.
+convert).  The decoding and encoding are tested on the messages alone; the rest
+drives the official SDK, unchanged, against a server on a free loopback port.
 """
+import logging
+import time
+
 import pytest
+import tablestore as ts
 from google.protobuf import unknown_fields
 from tablestore.protobuf import table_store_pb2 as pb
 
+import regions.tablestore as emb
 from regions.otsserver import convert as cv
 from regions.otsserver.errors import WireError
 from regions.otsserver.protocol import TablestoreService
 from regions.tablestore import metadata as md
+from test_otsserver_sdk import error_of, raw_post, sdk, server, service_error  # noqa: F401 (server: a fixture)
+
+logging.getLogger("tablestore").addHandler(logging.NullHandler())
+logging.getLogger("tablestore").setLevel(logging.CRITICAL)
 
 PK = [("gid", "INTEGER"), ("uid", "STRING")]
 DEFINED = [("i", "INTEGER"), ("bool", "BOOLEAN"), ("d", "DOUBLE"), ("s", "STRING"), ("b", "BINARY")]
@@ -132,3 +142,177 @@ def test_a_create_index_without_its_index_meta_is_a_bad_message():
     with pytest.raises(WireError) as e:
         service.handle("CreateIndex", body)
     assert e.value.message == "Parse PBMessage from RawString failed."
+
+
+# ------------------------------------------------------- the official SDK
+
+def create(client, name="t", indexes=None):
+    client.create_table(ts.TableMeta(name, PK, DEFINED), ts.TableOptions(-1, 1),
+                        ts.ReservedThroughput(ts.CapacityUnit(0, 0)), secondary_indexes=indexes)
+
+
+LOADING = "Disallow read index table in building base state"
+
+
+def index_rows(client, index, pk_names, timeout=10.0, expect=None):
+    """The rows of ``index`` (a whole-range get_range), polled until they are
+    ``expect`` (a global index is updated asynchronously; an index loading its
+    base data refuses reads, as the vendor's test expects) or ``timeout`` ends."""
+    start = [(n, ts.INF_MIN) for n in pk_names]
+    end = [(n, ts.INF_MAX) for n in pk_names]
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            _, _, rows, _ = client.get_range(index, ts.Direction.FORWARD, start, end, max_version=1)
+            got = [(r.primary_key, [(c[0], c[1]) for c in r.attribute_columns]) for r in rows]
+        except ts.OTSServiceError as e:
+            if e.get_error_message() != LOADING or time.monotonic() > deadline:
+                raise
+            got = None
+        if got is not None and (expect is None or got == expect or time.monotonic() > deadline):
+            return got
+        time.sleep(0.02)
+
+
+def test_create_table_with_a_global_index_and_read_it(server):
+    client = sdk(server)
+    create(client, indexes=[ts.SecondaryIndexMeta("by_i", ["i", "s"], ["bool", "d"])])
+    desc = client.describe_table("t")
+    assert desc.table_meta.defined_columns == DEFINED
+    [index] = desc.secondary_indexes
+    assert (index.index_name, index.defined_column_names, index.index_type) == \
+        ("by_i", ["bool", "d"], ts.SecondaryIndexType.GLOBAL_INDEX)
+    client.put_row("t", ts.Row([("gid", 1), ("uid", "a")],
+                               [("i", 7), ("s", "x"), ("bool", True), ("d", 1.5), ("b", bytearray(b"z"))]))
+    client.put_row("t", ts.Row([("gid", 2), ("uid", "b")], [("i", 3), ("s", "y"), ("d", 2.5)]))
+    expect = [([("i", 3), ("s", "y"), ("gid", 2), ("uid", "b")], [("d", 2.5)]),
+              ([("i", 7), ("s", "x"), ("gid", 1), ("uid", "a")], [("bool", True), ("d", 1.5)])]
+    assert index_rows(client, "by_i", ["i", "s", "gid", "uid"], expect=expect) == expect
+
+
+def test_describe_gives_the_index_columns_as_created(server):
+    """The vendor's table_operation_test compares them with what it created:
+    the index columns alone, without the data table's key appended."""
+    client = sdk(server)
+    create(client, indexes=[ts.SecondaryIndexMeta("by_i", ["i", "s"], ["bool"])])
+    client.create_secondary_index("t", ts.SecondaryIndexMeta("by_gid", ["gid", "s"], [],
+                                                             ts.SecondaryIndexType.LOCAL_INDEX), False)
+    assert [(m.index_name, m.primary_key_names) for m in client.describe_table("t").secondary_indexes] \
+        == [("by_i", ["i", "s"]), ("by_gid", ["gid", "s"])]
+
+
+def test_a_local_index_is_readable_as_soon_as_the_write_returns(server):
+    client = sdk(server)
+    create(client)
+    client.create_secondary_index(
+        "t", ts.SecondaryIndexMeta("by_gid_s", ["gid", "s"], ["i"], ts.SecondaryIndexType.LOCAL_INDEX),
+        False)
+    [index] = client.describe_table("t").secondary_indexes
+    assert index.index_type == ts.SecondaryIndexType.LOCAL_INDEX
+    client.put_row("t", ts.Row([("gid", 5), ("uid", "u")], [("s", "k"), ("i", 9)]))
+    assert index_rows(client, "by_gid_s", ["gid", "s", "uid"]) == \
+        [([("gid", 5), ("s", "k"), ("uid", "u")], [("i", 9)])]
+    _, row, _ = client.get_row("by_gid_s", [("gid", 5), ("s", "k"), ("uid", "u")], max_version=1)
+    assert row.attribute_columns[0][:2] == ("i", 9)
+
+
+def test_create_index_with_base_data_then_drop_it(server):
+    client = sdk(server)
+    create(client)
+    for n in range(3):
+        client.put_row("t", ts.Row([("gid", n), ("uid", str(n))], [("s", "s%d" % (2 - n))]))
+    client.create_secondary_index("t", ts.SecondaryIndexMeta("by_s", ["s"], []), True)
+    expect = [([("s", "s%d" % (2 - n)), ("gid", n), ("uid", str(n))], []) for n in (2, 1, 0)]
+    assert index_rows(client, "by_s", ["s", "gid", "uid"], expect=expect) == expect
+    client.delete_secondary_index("t", "by_s")
+    assert client.describe_table("t").secondary_indexes == []
+    status, code, _ = service_error(client.get_row, "by_s", [("s", "s0"), ("gid", 2), ("uid", "2")])
+    assert (status, code) == (404, "OTSObjectNotExist")
+
+
+def test_the_wire_describe_carries_update_mode_and_sync_phase(server):
+    client = sdk(server)
+    create(client, indexes=[ts.SecondaryIndexMeta("g", ["s"], []),
+                            ts.SecondaryIndexMeta("l", ["gid", "i"], [],
+                                                  ts.SecondaryIndexType.LOCAL_INDEX)])
+    status, data = raw_post(server, "DescribeTable",
+                            pb.DescribeTableRequest(table_name="t").SerializeToString())
+    assert status == 200
+    resp = pb.DescribeTableResponse()
+    resp.ParseFromString(data)
+    assert resp.IsInitialized()
+    by_name = {m.name: m for m in resp.index_metas}
+    assert (by_name["g"].index_type, by_name["g"].index_update_mode) == \
+        (pb.IT_GLOBAL_INDEX, pb.IUM_ASYNC_INDEX)
+    assert (by_name["l"].index_type, by_name["l"].index_update_mode) == \
+        (pb.IT_LOCAL_INDEX, pb.IUM_SYNC_INDEX)
+    assert {_sync_phase(m) for m in resp.index_metas} == {2}      # ISP_INCR: nothing to load
+
+
+def test_a_mismatched_update_mode_over_the_wire_is_refused(server):
+    create(sdk(server))
+    req = pb.CreateIndexRequest(main_table_name="t", index_meta=_index_proto(
+        "l", ["gid", "s"], [], pb.IT_LOCAL_INDEX, pb.IUM_ASYNC_INDEX))
+    status, data = raw_post(server, "CreateIndex", req.SerializeToString())
+    assert (status, error_of(data)[0]) == (400, "OTSParameterInvalid")
+    assert "IUM_ASYNC_INDEX" in error_of(data)[1]
+    assert sdk(server).describe_table("t").secondary_indexes == []
+
+
+def embedded_error(fn, *args, **kw):
+    with pytest.raises(emb.OTSServiceError) as e:
+        fn(*args, **kw)
+    return e.value.http_status, e.value.code, e.value.message
+
+
+def test_index_errors_are_the_data_apis(server, tmp_path):
+    """Refused index operations come back over the wire with the embedded
+    client's status, code and message."""
+    client = sdk(server)
+    local = emb.OTSClient(str(tmp_path / "embedded"))
+    try:
+        for c in (client, local):
+            create(c, indexes=[ts.SecondaryIndexMeta("by_s", ["s"], [])])
+        cases = [
+            ("create_secondary_index", ("nope", ts.SecondaryIndexMeta("x", ["s"], []), False)),
+            ("create_secondary_index", ("t", ts.SecondaryIndexMeta("x", ["undeclared"], []), False)),
+            ("create_secondary_index", ("t", ts.SecondaryIndexMeta("x", ["d"], []), False)),
+            ("create_secondary_index", ("t", ts.SecondaryIndexMeta("by_s", ["i"], []), False)),
+            ("create_secondary_index", ("t", ts.SecondaryIndexMeta(
+                "x", ["s"], [], ts.SecondaryIndexType.LOCAL_INDEX), False)),
+            ("delete_secondary_index", ("t", "no_such_index")),
+            ("delete_secondary_index", ("nope", "by_s")),
+            ("put_row", ("by_s", ts.Row([("s", "a"), ("gid", 1), ("uid", "u")], [("v", 1)]))),
+        ]
+        for method, args in cases:
+            wire = service_error(getattr(client, method), *args)
+            assert wire == embedded_error(getattr(local, method), *args), (method, args)
+            assert wire[0] in (400, 404, 409)
+        assert [m.index_name for m in client.describe_table("t").secondary_indexes] == ["by_s"]
+    finally:
+        local.close()
+
+
+def test_index_requests_are_metered_under_their_api(server):
+    client = sdk(server)
+    create(client)
+    client.create_secondary_index("t", ts.SecondaryIndexMeta("x", ["s"], []), False)
+    client.delete_secondary_index("t", "x")
+    requests = server.service.client.metrics()["api"]["requests"]
+    assert (requests.get("CreateIndex"), requests.get("DropIndex")) == (1, 1)
+
+
+def test_embedded_and_wire_describe_agree(server, tmp_path):
+    client = sdk(server)
+    indexes = [ts.SecondaryIndexMeta("g", ["i"], ["d"]),
+               ts.SecondaryIndexMeta("l", ["gid", "s"], [], ts.SecondaryIndexType.LOCAL_INDEX)]
+    create(client, indexes=indexes)
+    with emb.OTSClient(str(tmp_path / "embedded")) as local:
+        local.create_table(emb.TableMeta("t", PK, DEFINED), emb.TableOptions(-1, 1),
+                           secondary_indexes=indexes)
+        embedded = local.describe_table("t").secondary_indexes
+    wire = client.describe_table("t").secondary_indexes
+    assert [(m.index_name, m.primary_key_names, m.defined_column_names, int(m.index_type))
+            for m in wire] == \
+        [(m.index_name, m.primary_key_names, m.defined_column_names, int(m.index_type))
+         for m in embedded]
