@@ -316,3 +316,66 @@ def test_embedded_and_wire_describe_agree(server, tmp_path):
             for m in wire] == \
         [(m.index_name, m.primary_key_names, m.defined_column_names, int(m.index_type))
          for m in embedded]
+
+
+def test_describe_table_says_the_table_is_active_for_the_go_sdk(server):
+    create(sdk(server))
+    status, data = raw_post(server, "DescribeTable",
+                            pb.DescribeTableRequest(table_name="t").SerializeToString())
+    resp = pb.DescribeTableResponse()
+    resp.ParseFromString(data)
+    assert status == 200
+    assert [(f.field_number, f.data) for f in unknown_fields.UnknownFieldSet(resp)] == [(4, 1)]
+
+
+# ------------------------------------------- AddDefinedColumn, DeleteDefinedColumn
+
+def _add_defined(table, columns):
+    req = cv.EXTRA["AddDefinedColumnRequest"](table_name=table)
+    for name, kind in columns:
+        req.columns.add(name=name, type=cv.DEFINED_TYPES_PB[kind])
+    return req.SerializeToString()
+
+
+def _delete_defined(table, names):
+    return cv.EXTRA["DeleteDefinedColumnRequest"](table_name=table,
+                                                  columns=names).SerializeToString()
+
+
+def test_defined_columns_added_and_deleted_over_the_wire(server):
+    client = sdk(server)
+    create(client, indexes=[ts.SecondaryIndexMeta("by_s", ["s"], ["d"])])
+    assert raw_post(server, "AddDefinedColumn",
+                    _add_defined("t", [("x", "STRING"), ("y", "DOUBLE")])) == (200, b"")
+    assert client.describe_table("t").table_meta.defined_columns == \
+        DEFINED + [("x", "STRING"), ("y", "DOUBLE")]
+    client.create_secondary_index("t", ts.SecondaryIndexMeta("by_x", ["x"], ["y"]), False)
+    assert raw_post(server, "DeleteDefinedColumn", _delete_defined("t", ["i", "bool"])) == \
+        (200, b"")
+    assert [c for c, _ in client.describe_table("t").table_meta.defined_columns] == \
+        ["d", "s", "b", "x", "y"]
+    requests = server.service.client.metrics()["api"]["requests"]
+    assert (requests.get("AddDefinedColumn"), requests.get("DeleteDefinedColumn")) == (1, 1)
+
+
+def test_defined_column_errors_are_the_data_apis(server, tmp_path):
+    create(sdk(server), indexes=[ts.SecondaryIndexMeta("by_s", ["s"], ["d"])])
+    with emb.OTSClient(str(tmp_path / "embedded")) as local:
+        create(local, indexes=[ts.SecondaryIndexMeta("by_s", ["s"], ["d"])])
+        for api, body, method, args in [
+                ("AddDefinedColumn", _add_defined("t", [("s", "STRING")]),
+                 "add_defined_column", ("t", [("s", "STRING")])),
+                ("AddDefinedColumn", _add_defined("t", [("gid", "INTEGER")]),
+                 "add_defined_column", ("t", [("gid", "INTEGER")])),
+                ("AddDefinedColumn", _add_defined("nope", [("z", "INTEGER")]),
+                 "add_defined_column", ("nope", [("z", "INTEGER")])),
+                ("DeleteDefinedColumn", _delete_defined("t", ["d"]),
+                 "delete_defined_column", ("t", ["d"])),
+                ("DeleteDefinedColumn", _delete_defined("t", ["never"]),
+                 "delete_defined_column", ("t", ["never"]))]:
+            status, data = raw_post(server, api, body)
+            code, message = error_of(data)
+            assert (status, code, message) == embedded_error(getattr(local, method), *args), api
+    status, data = raw_post(server, "AddDefinedColumn", b"\x12\x05\x0a\x01x\x10\x04")  # no table
+    assert (status, error_of(data)) == (400, ("OTSParameterInvalid",
+                                              "Parse PBMessage from RawString failed."))

@@ -11,6 +11,7 @@ Stateless apart from the codec; thread-safe.
 """
 from __future__ import annotations
 
+from google.protobuf import descriptor_pb2, message_factory
 from google.protobuf.message import DecodeError
 from tablestore.protobuf import table_store_filter_pb2 as fpb
 from tablestore.protobuf import table_store_pb2 as pb
@@ -314,8 +315,7 @@ def table_meta(proto) -> md.TableMeta:
         if col.HasField("option") and col.option == pb.AUTO_INCREMENT:
             entry += (md.PK_AUTO_INCR,)
         schema.append(entry)
-    defined = [(c.name, DEFINED_TYPES.get(c.type, str(c.type))) for c in proto.defined_column]
-    return md.TableMeta(proto.table_name, schema, defined)
+    return md.TableMeta(proto.table_name, schema, defined_columns(proto.defined_column))
 
 
 def table_options(proto, defaults: bool) -> md.TableOptions:
@@ -362,6 +362,13 @@ def fill_table_meta(proto, meta) -> None:
         col = proto.defined_column.add()
         col.name = name
         col.type = DEFINED_TYPES_PB[kind]
+
+
+#: DescribeTableResponse's ``table_status`` (field 4, TableStatus ACTIVE = 1): required in
+#: the Go SDK's proto (whose decoder refuses a response without it), absent from the
+#: Python SDK's, so appended to the response as an unknown field; a table here is always
+#: active (table operations are immediate).
+TABLE_STATUS_ACTIVE = bytes((4 << 3, 1))
 
 
 def fill_table_options(proto, opts) -> None:
@@ -430,3 +437,39 @@ def fill_index_meta(repeated, index) -> None:
     if phase is not None:
         data += bytes((SYNC_PHASE_FIELD << 3, phase))      # varint field: tag, one-byte value
     repeated.add().MergeFromString(data)
+
+
+# ------------------------------------------------------------ predefined columns
+
+def _messages_the_sdk_lacks():
+    """AddDefinedColumnRequest/Response and DeleteDefinedColumnRequest/Response,
+    as the service's proto (the Go and Java SDKs') defines them; the Python
+    SDK's has no such messages.  Built in a package of ours, so a later SDK
+    defining them in its own package does not clash; once per process (a
+    module reloaded finds them in the pool)."""
+    field = descriptor_pb2.FieldDescriptorProto
+    own = "regions.otsserver.extra"
+    file = descriptor_pb2.FileDescriptorProto(name="regions_otsserver_extra.proto", package=own,
+                                              syntax="proto2", dependency=[pb.DESCRIPTOR.name])
+    schema = "." + pb.DefinedColumnSchema.DESCRIPTOR.full_name
+    for name, columns in (("AddDefinedColumn", dict(type=field.TYPE_MESSAGE, type_name=schema)),
+                          ("DeleteDefinedColumn", dict(type=field.TYPE_STRING))):
+        req = file.message_type.add(name=name + "Request")
+        req.field.add(name="table_name", number=1, label=field.LABEL_REQUIRED,
+                      type=field.TYPE_STRING)
+        req.field.add(name="columns", number=2, label=field.LABEL_REPEATED, **columns)
+        file.message_type.add(name=name + "Response")
+    try:
+        pb.DESCRIPTOR.pool.FindFileByName(file.name)
+    except KeyError:
+        pb.DESCRIPTOR.pool.Add(file)
+    return {m.name: message_factory.GetMessageClass(
+        pb.DESCRIPTOR.pool.FindMessageTypeByName(own + "." + m.name)) for m in file.message_type}
+
+
+EXTRA = _messages_the_sdk_lacks()
+
+
+def defined_columns(repeated) -> list:
+    """DefinedColumnSchema messages -> ``[(name, type)]`` as TableMeta's ``defined_columns``."""
+    return [(c.name, DEFINED_TYPES.get(c.type, str(c.type))) for c in repeated]

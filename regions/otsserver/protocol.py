@@ -47,7 +47,9 @@ class TablestoreService:
             "UpdateRow": self.update_row, "DeleteRow": self.delete_row,
             "BatchGetRow": self.batch_get_row, "BatchWriteRow": self.batch_write_row,
             "GetRange": self.get_range, "CreateIndex": self.create_index,
-            "DropIndex": self.drop_index, "ListSearchIndex": self.list_search_index,
+            "DropIndex": self.drop_index, "AddDefinedColumn": self.add_defined_column,
+            "DeleteDefinedColumn": self.delete_defined_column,
+            "ListSearchIndex": self.list_search_index,
             "StartLocalTransaction": self.start_local_transaction,
             "CommitTransaction": self.commit_transaction,
             "AbortTransaction": self.abort_transaction,
@@ -119,6 +121,7 @@ class TablestoreService:
             resp.shard_splits.append(cv.shard_split(pk_name, value))
         for index in desc.secondary_indexes or ():
             cv.fill_index_meta(resp.index_metas, index)
+        resp.MergeFromString(cv.TABLE_STATUS_ACTIVE)
         return resp
 
     def update_table(self, body):
@@ -149,6 +152,17 @@ class TablestoreService:
         req = cv.parse(pb.DropIndexRequest, body)
         self.client.delete_secondary_index(req.main_table_name, req.index_name)
         return pb.DropIndexResponse()
+
+    # ------------------------------------------------- predefined columns
+    def add_defined_column(self, body):
+        req = cv.parse(cv.EXTRA["AddDefinedColumnRequest"], body)
+        self.client.add_defined_column(req.table_name, cv.defined_columns(req.columns))
+        return cv.EXTRA["AddDefinedColumnResponse"]()
+
+    def delete_defined_column(self, body):
+        req = cv.parse(cv.EXTRA["DeleteDefinedColumnRequest"], body)
+        self.client.delete_defined_column(req.table_name, list(req.columns))
+        return cv.EXTRA["DeleteDefinedColumnResponse"]()
 
     def list_search_index(self, body):
         cv.parse(spb.ListSearchIndexRequest, body)
