@@ -65,15 +65,27 @@ def get(srv, path, auth=None):
         conn.close()
 
 
-def create_events(srv, name="events", split_at=("m",)):
-    """A table (pk STRING, n INTEGER) pre-split at partition keys ``split_at``
-    (the SDK 6.4.8 create_table has no split points: the server's own client
-    creates it, as the wire's CreateTable with partitions would)."""
+def create_events(srv, name="events", split_at=("m",), indexed=False, index_split_at=None):
+    """``create_table`` through the server's own client (the SDK 6.4.8
+    create_table has no split points; the wire's CreateTable with partitions
+    would do the same)."""
+    create_table(srv.service.client, name, split_at, indexed, index_split_at)
+
+
+def create_table(client, name="events", split_at=("m",), indexed=False, index_split_at=None):
+    """A table (pk STRING, n INTEGER) of an embedded client, pre-split at
+    partition keys ``split_at``.  With ``indexed``: defined columns v STRING
+    and n2 INTEGER, and two indexes: ``<name>_by_n2`` (global: n2, attribute
+    v; pre-split at ``index_split_at``) and ``<name>_local`` (local: pk, n2)."""
     import regions.tablestore as emb
-    meta = emb.TableMeta(name, [("pk", "STRING"), ("n", "INTEGER")])
-    srv.service.client.create_table(meta, emb.TableOptions(),
-                                    emb.ReservedThroughput(emb.CapacityUnit(0, 0)),
-                                    split_points=list(split_at))
+    defined = [("v", "STRING"), ("n2", "INTEGER")] if indexed else []
+    indexes = [emb.SecondaryIndexMeta(name + "_by_n2", ["n2"], ["v"],
+                                      split_points=index_split_at),
+               emb.SecondaryIndexMeta(name + "_local", ["pk", "n2"], [],
+                                      emb.SecondaryIndexType.LOCAL_INDEX)] if indexed else None
+    meta = emb.TableMeta(name, [("pk", "STRING"), ("n", "INTEGER")], defined_columns=defined)
+    client.create_table(meta, emb.TableOptions(), emb.ReservedThroughput(emb.CapacityUnit(0, 0)),
+                        secondary_indexes=indexes, split_points=list(split_at))
 
 
 def put_rows(client, name, keys, value_bytes=200, hostile=False):

@@ -38,14 +38,24 @@ def jget(srv, path, **kw):
     return json.loads(body)
 
 
-def scrape(srv):
-    status, headers, body = get(srv, "/metrics")
-    assert status == 200 and headers["content-type"].startswith("text/plain")
+def samples(text):
+    """{(name, sorted labels): value} of a Prometheus text exposition."""
     out = {}
-    for fam in text_string_to_metric_families(body.decode()):
+    for fam in text_string_to_metric_families(text):
         for s in fam.samples:
             out[(s.name, tuple(sorted(s.labels.items())))] = s.value
     return out
+
+
+def scrape(srv):
+    status, headers, body = get(srv, "/metrics")
+    assert status == 200 and headers["content-type"].startswith("text/plain")
+    return samples(body.decode())
+
+
+def scrape_client(client):
+    from regions.otsserver.metrics import exposition
+    return samples(exposition(client).decode())
 
 
 # -- the numbers, embedded -----------------------------------------------------
@@ -486,3 +496,173 @@ def test_no_console_answers_get_with_405(tmp_path):
         assert get(srv, "/")[0] == 405 and get(srv, "/metrics")[0] == 405
     finally:
         srv.stop()
+
+
+# -- secondary indexes -----------------------------------------------------------
+def test_indexes_show_with_their_base_table_and_the_helper_tables_apart(server):
+    create_events(server, indexed=True, index_split_at=[150])
+    create_events(server, name="plain")
+    put_rows(sdk(server), "events", [("a%03d" % i, i) for i in range(40)])
+    assert server.service.client.wait_for_indexes("events")
+    o = jget(server, "/?format=json")
+    assert [(t["name"], t["index_of"], t["index_type"], t["indexes"]) for t in o["tables"]] == [
+        ("events", None, None, ["events_by_n2", "events_local"]),
+        ("events_by_n2", "events", "global", []), ("events_local", "events", "local", []),
+        ("plain", None, None, [])]
+    assert [(t["name"], t["kind"], t["of"], t["base"], t["regions"]) for t in o["internal_tables"]
+            ] == [("events.feed", "feed", "events", "events", 1),
+                  ("events_by_n2.refs", "refs", "events_by_n2", "events", 1),
+                  ("events_local.refs", "refs", "events_local", "events", 1)]
+    html = get(server, "/")[2].decode()
+    assert '<span class="sub" title="index of events">&#8627;</span> <a class="table-link" ' \
+           'href="/tables/events_by_n2">events_by_n2</a> <span class="tag">global index</span>' \
+           in html
+    assert '<details class="internal"><summary>Internal tables (3)' in html
+    assert 'change feed of <a class="table-link" href="/tables/events">events</a>' in html
+    assert html.index(">events_local</a>") < html.index(">plain</a>")     # grouped, then on
+
+    d = jget(server, "/tables/events?format=json")
+    assert d["index_of"] is None and d["index"] is None
+    by_n2, local = d["indexes"]
+    assert {k: by_n2[k] for k in ("name", "type", "columns", "primary_key", "attributes",
+                                  "phase", "regions", "key_count")} == {
+        "name": "events_by_n2", "type": "global", "columns": ["n2"],
+        "primary_key": [["n2", "INTEGER"], ["pk", "STRING"], ["n", "INTEGER"]],
+        "attributes": ["v"], "phase": "ISP_INCR", "regions": 2, "key_count": 40}
+    assert (local["type"], local["columns"], local["attributes"], local["regions"]) == \
+        ("local", ["pk", "n2"], [], 1)
+    assert local["key_count"] >= 40     # entries: a row rewritten counts again until compacted
+    assert by_n2["stored_bytes"] + by_n2["memtable_bytes"] > 40 * 200
+    assert (d["feed"]["table"], d["feed"]["backlog"], d["feed"]["oldest_pending"]) == \
+        ("events.feed", 0, None)
+    html = get(server, "/tables/events")[2].decode()
+    assert "<h2>Secondary indexes (2)</h2>" in html
+    assert '<a class="table-link" href="/tables/events_local">events_local</a>' in html
+    assert 'n2 <span class="auto">+ pk, n</span>' in html and "ISP_INCR: in step" in html
+    assert "<b>nothing pending</b>: the global indexes hold every write" in html
+    plain = jget(server, "/tables/plain?format=json")
+    assert (plain["indexes"], plain["feed"], plain["index"]) == ([], None, None)
+    assert "Secondary indexes" not in get(server, "/tables/plain")[2].decode()
+
+    d = jget(server, "/tables/events_by_n2?format=json")
+    assert d["index_of"] == "events" and d["indexes"] == [] and d["feed"] is None
+    assert d["index"]["refs_table"] == "events_by_n2.refs" and d["index"]["type"] == "global"
+    assert [(r["start"], r["end"]) for r in d["regions"]] == [
+        ({"type": "INF_MIN", "value": None}, {"type": "INTEGER", "value": 150}),
+        ({"type": "INTEGER", "value": 150}, {"type": "INF_MAX", "value": None})]
+    html = get(server, "/tables/events_by_n2")[2].decode()
+    assert "<h1>Index events_by_n2</h1>" in html
+    assert '<dt>Index of</dt><dd><a class="table-link" href="/tables/events">events</a>: a ' \
+           'global index, kept in step from the change feed of events' in html
+    assert '<a href="/">overview</a> &rsaquo; <a href="/tables/events">events</a> &rsaquo; ' \
+           '<a href="/tables/events_by_n2">events_by_n2</a>' in html
+    assert "Reserved CU" not in html     # an index has none of its own
+
+    d = jget(server, rows_url("events_by_n2", format="json", limit=3, **{"start.n2": "30"}))
+    assert d["index_of"] == "events"
+    assert [[v["value"] for _n, v in r["primary_key"]] for r in d["rows"]] == [
+        [30, "a030", 30], [31, "a031", 31], [32, "a032", 32]]
+    assert [a[0] for a in d["rows"][0]["attributes"]] == ["v"]
+    d = jget(server, rows_url("events_local", format="json", get=1,
+                              **{"pk.pk": "a007", "pk.n2": "7", "pk.n": "7"}))
+    assert d["rows"][0]["primary_key"][1] == ["n2", {"type": "INTEGER", "value": 7}]
+    html = get(server, rows_url("events_by_n2", limit=2))[2].decode()
+    assert 'An index of <a href="/tables/events">events</a>: written only by its base table' \
+        in html and '<label>n2 <input name="start.n2"' in html
+
+
+def test_the_feed_backlog_is_the_global_indexes_lag_and_a_back_fill_shows(tmp_path,
+                                                                         monkeypatch):
+    """The maintainer held: the base table's page, the overview and /metrics
+    count the feed's entries pending; released, they drain to none."""
+    import threading
+    from consoleserver import create_table
+    with emb.OTSClient(str(tmp_path / "s")) as client:
+        create_table(client, indexed=True)
+        indexer = client._indexer
+        gate, held, drain, backfill = threading.Event(), threading.Event(), indexer._drain, \
+            indexer._backfill
+
+        def held_drain(table, limit):
+            held.set()
+            gate.wait()
+            return drain(table, limit)
+
+        def held_backfill(base, index_name):
+            gate.wait()
+            return backfill(base, index_name)
+        monkeypatch.setattr(indexer, "_drain", held_drain)
+        monkeypatch.setattr(indexer, "_backfill", held_backfill)
+        c = Console(client, "i", {}, open_access=True, sample_seconds=0, render_seconds=0)
+
+        def page(path):
+            reply = c.handle(path, {})
+            assert reply.status == 200, reply
+            return json.loads(reply.body) if "format=json" in path else reply.body.decode()
+        try:
+            assert held.wait(10)            # the maintainer waits at the gate
+            before = time.time()
+            for i in range(25):
+                client.put_row("events", emb.Row([("pk", "k%02d" % i), ("n", i)],
+                                                  [("n2", i), ("v", "x")]))
+            feed = page("/tables/events?format=json")["feed"]
+            assert feed["backlog"] == 25 and before - 1 < feed["oldest_pending"] <= time.time()
+            assert "<b>25 entries pending</b>: the global indexes' lag in rows, the oldest " \
+                   "written" in page("/tables/events")
+            m = scrape_client(client)
+            assert m[("regions_index_feed_backlog", (("table", "events"),))] == 25
+            assert m[("regions_index_feed_oldest_pending_seconds", (("table", "events"),))] >= 0
+            local = page(rows_url("events_local", format="json", limit=100))["rows"]
+            assert len(local) == 25          # a local index is in step before the write returns
+            assert page(rows_url("events_by_n2", format="json"))["rows"] == []
+            client.create_secondary_index("events", emb.SecondaryIndexMeta(
+                "events_by_v", ["v"], []), include_base_data=True)
+            d = page("/tables/events?format=json")
+            assert [i["phase"] for i in d["indexes"]] == ["ISP_INCR", "ISP_INCR", "ISP_FULL"]
+            assert "ISP_FULL: loading the table&#x27;s rows" in page("/tables/events")
+            # not yet a table of the data API, already one of the console
+            assert [t["name"] for t in page("/?format=json")["tables"]] == [
+                "events", "events_by_n2", "events_local", "events_by_v"]
+            assert page("/tables/events_by_v?format=json")["primary_key"] == [
+                ["v", "STRING"], ["pk", "STRING"], ["n", "INTEGER"]]
+            assert "<dt>Sync phase</dt><dd>ISP_FULL: loading" in page("/tables/events_by_v")
+            reply = c.handle(rows_url("events_by_v"), {})    # the service refuses the read
+            assert reply.status == 400 and b"building base state" in reply.body
+        finally:
+            gate.set()
+        assert client.wait_for_indexes("events")
+        d = page("/tables/events?format=json")
+        assert d["feed"]["backlog"] == 0 and d["feed"]["oldest_pending"] is None
+        assert [i["phase"] for i in d["indexes"]] == ["ISP_INCR"] * 3
+        assert len(page(rows_url("events_by_n2", format="json", limit=100))["rows"]) == 25
+        m = scrape_client(client)
+        assert m[("regions_index_feed_backlog", (("table", "events"),))] == 0
+        assert m[("regions_index_feed_oldest_pending_seconds", (("table", "events"),))] == 0
+
+
+def test_metrics_count_index_tables_and_tell_them_apart(server):
+    create_events(server, indexed=True, index_split_at=[10, 20])
+    create_events(server, name="local_only")
+    server.service.client.create_secondary_index("local_only", emb.SecondaryIndexMeta(
+        "local_only_idx", ["pk", "n"], [], emb.SecondaryIndexType.LOCAL_INDEX))
+    put_rows(sdk(server), "events", [("a%03d" % i, i) for i in range(30)])
+    assert server.service.client.wait_for_indexes("events")
+    m = scrape(server)
+    info = {dict(labels)["table"]: (dict(labels)["kind"], dict(labels)["base"])
+            for (name, labels), v in m.items() if name == "regions_table_info" and v == 1}
+    assert info == {"events": ("table", ""), "events_by_n2": ("global_index", "events"),
+                    "events_local": ("local_index", "events"), "events.feed": ("feed", "events"),
+                    "events_by_n2.refs": ("refs", "events"),
+                    "events_local.refs": ("refs", "events"), "local_only": ("table", ""),
+                    "local_only_idx": ("local_index", "local_only"),
+                    "local_only.feed": ("feed", "local_only"),
+                    "local_only_idx.refs": ("refs", "local_only")}
+    # every table of the region server has its series, the index tables too
+    assert m[("regions_table_regions", (("table", "events_by_n2"),))] == 3   # pre-split
+    writes = sum(v for (name, labels), v in m.items() if name == "regions_region_writes_total"
+                 and dict(labels)["table"] == "events_by_n2")
+    assert writes == 30
+    # a backlog only where a global index can lag
+    assert m[("regions_index_feed_backlog", (("table", "events"),))] == 0
+    assert not [k for k in m if k[0] == "regions_index_feed_backlog"
+                and dict(k[1])["table"] == "local_only"]

@@ -115,7 +115,7 @@ def test_console_in_headless_chromium(tmp_path, browser):
     from selenium.webdriver.common.by import By
     srv = start(tmp_path)
     try:
-        create_events(srv, split_at=("m", LONG_KEY))
+        create_events(srv, split_at=("m", LONG_KEY), indexed=True, index_split_at=[150])
         c = sdk(srv)
         put_rows(c, "events", [("a%03d" % i, i) for i in range(300)])
         put_rows(c, "events", [("n%02d" % i, i) for i in range(40)])
@@ -131,6 +131,7 @@ def test_console_in_headless_chromium(tmp_path, browser):
                 all(r["writes_per_second"] is not None for r in d["regions"])
         wait_for(ready, timeout=60, what="a split, a hot key and sampled write rates")
         put_rows(c, "events", [("zhot", 1000 + i) for i in range(200)])   # a hot spot now
+        assert srv.service.client.wait_for_indexes("events")
         os.makedirs(images, exist_ok=True)
         base = "http://127.0.0.1:%d" % srv.server_address[1]
 
@@ -147,6 +148,14 @@ def test_console_in_headless_chromium(tmp_path, browser):
                                                          "table.tables tbody td")]
         assert cells[1] == "pk STRING, n INTEGER" and re.match(r"^[\d.]+ KiB$", cells[3])
         assert re.match(SHOWN_TIME, cells[5]), cells[5]
+        # the indexes under their table; the helper tables folded away, counted
+        assert [a.text for a in browser.find_elements(By.CSS_SELECTOR, "table.tables a")] == [
+            "events", "events_by_n2", "events_local"]
+        assert [t.text for t in browser.find_elements(By.CSS_SELECTOR, "table.tables .tag")] == [
+            "global index", "local index"]
+        summary = browser.find_element(By.CSS_SELECTOR, "details.internal summary")
+        assert summary.text.startswith("Internal tables (3): ")
+        assert not browser.find_element(By.CSS_SELECTOR, "table.internal").is_displayed()
         browser.save_screenshot(os.path.join(images, "console-overview.png"))
 
         _navigate(browser, link)
@@ -186,7 +195,36 @@ def test_console_in_headless_chromium(tmp_path, browser):
                 td.text for td in row.find_elements(By.TAG_NAME, "td")]
             assert re.match(SHOWN_TIME, time_cell), time_cell
             assert re.match(r"^\d+ \+ \d+$", daughters) and re.match(r"^(\d+ ms|[\d.]+ s)$", took)
+        # its secondary indexes, each linked, and the change feed's lag, above the regions
+        indexes = [[td.text for td in r.find_elements(By.TAG_NAME, "td")]
+                   for r in browser.find_elements(By.CSS_SELECTOR, "table.indexes tbody tr")]
+        assert [r[:5] for r in indexes] == [
+            ["events_by_n2", "global", "n2 + pk, n", "v", "ISP_INCR: in step"],
+            ["events_local", "local", "pk, n2 + n", "\u2013", "ISP_INCR: in step"]]
+        assert int(indexes[0][5].replace(",", "")) >= 843 and indexes[0][8] != "1"  # split
+        _assert_one_line(browser, "indexes")
+        assert browser.execute_script(
+            "return document.querySelector('table.indexes').getBoundingClientRect().right"
+        ) <= WIDTH
+        assert re.match(r"^Change feed events\.feed, [\d.]+ (B|KiB) in \d+ regions?: nothing "
+                        r"pending: the global indexes hold every write\.$",
+                        browser.find_element(By.ID, "feed").text)
         browser.save_screenshot(os.path.join(images, "console-table.png"))
+
+        # an index's own page says whose it is; its rows browse like any table's
+        _navigate(browser, browser.find_element(By.CSS_SELECTOR, "table.indexes a"))
+        assert browser.find_element(By.TAG_NAME, "h1").text == "Index events_by_n2"
+        facts = browser.find_element(By.CSS_SELECTOR, "dl.facts").text
+        assert "Index of\nevents: a global index, kept in step from the change feed of events" \
+            in facts
+        assert len(browser.find_elements(By.CSS_SELECTOR, "table.regions tbody tr")) >= 2
+        _assert_one_line(browser, "regions")
+        browser.save_screenshot(os.path.join(images, "console-index.png"))
+        _navigate(browser, browser.find_element(By.ID, "browse"))
+        assert [th.text for th in browser.find_elements(By.CSS_SELECTOR, "table.rows th")] == [
+            "n2", "pk", "n", "v", "Last write (UTC)"]
+        assert browser.find_element(By.CSS_SELECTOR, "table.rows tbody td").text == "0"
+        browser.get(base + "/tables/events")
 
         _navigate(browser, browser.find_element(By.ID, "browse"))
         headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "table.rows th")]

@@ -7,8 +7,12 @@ Pages (server-rendered HTML, no JavaScript; each has a JSON twin with
 - ``/``: overview: instance, data directory, uptime, durability mode,
   requests and errors per second over the last minute, block cache, split
   counters, and every table with its row-key schema, region count, stored
-  and memtable bytes, and its last split.
-- ``/tables/<name>``: schema and options, the split policy in words,
+  and memtable bytes, and its last split; each data table followed by its
+  secondary indexes (marked), and the indexes' helper tables (change feeds,
+  refs) folded apart as internal.
+- ``/tables/<name>``: schema and options (an index: whose index, its
+  columns and sync phase; a base table: its indexes and its change feed's
+  backlog), the split policy in words,
   regions in key order (start/end keys as typed partition-key values, state,
   stored bytes, store files per level, memtable bytes, reads/writes per
   second, split threshold, split blocker with its hot key), bars of region
@@ -31,8 +35,10 @@ times in UTC with how long ago (``utc_text``, ``ago_text``), and keys and
 values on one line, cut with an ellipsis (the whole value is the title);
 the JSON twins keep bytes, seconds since the epoch and cell timestamps in ms.
 
-Every number comes from ``OTSClient.metrics()`` (regions.metrics); the
-console only formats.  Every value shown is user data and escaped.
+Every number comes from ``OTSClient.metrics()`` (regions.metrics), and what
+is known of secondary indexes from ``index_catalogue`` (the client's
+index catalogue); the console only formats.  Every value shown is user data
+and escaped.
 
 Access: when the server listens on a loopback address everything is open;
 otherwise every GET needs HTTP basic auth with one of the server's access key
@@ -56,10 +62,12 @@ from importlib import resources
 from typing import NamedTuple
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, unquote
 
+from regions.errors import UnknownTableError
 from regions.extras import MissingExtra
 from regions.meta import SPLIT_HISTORY
 from regions.reports import human_bytes
 from regions.tablestore import pkcodec
+from regions.tablestore.indexes import _ENTRY_TIME, _SEQ, FEED_SUFFIX, REFS_SUFFIX
 from regions.tablestore.errors import OTSClientError, OTSServiceError
 from regions.tablestore.metadata import INF_MAX, INF_MIN, Direction
 
@@ -156,6 +164,95 @@ def parse_key_value(text: str, pk_type: str, default):
     except ValueError:
         raise _Fail(400, "%r is not a valid %s value" % (text, pk_type)) from None
     return text
+
+
+# -- secondary indexes ---------------------------------------------------------
+def index_catalogue(client, feeds: bool = True) -> dict:
+    """The secondary indexes of ``client``'s tables, as the console and
+    ``/metrics`` show them: ``index_of`` (index table -> its base table),
+    ``indexes`` (base table -> a dict per index: ``name``, ``type`` (global,
+    local), ``columns`` (the index columns as declared), ``primary_key``
+    (``[[name, type]]``: those, then the base key's other columns),
+    ``attributes``, ``phase`` (ISP_FULL while back-filling, then ISP_INCR)),
+    and with ``feeds``, ``feeds`` (base table -> ``feed_state``).
+
+    The data API has no call for this (``OTSClient.metrics()`` lists an index
+    table as a table, without its base; ``describe_table`` refuses an index's
+    name), so this reads the client's private ``Indexer``
+    (regions/tablestore/indexes.py): the one place the console does."""
+    indexer = getattr(client, "_indexer", None)
+    out = {"index_of": {}, "indexes": {}, "feeds": {}}
+    if indexer is None:
+        return out
+    out["index_of"] = index_of = dict(indexer.index_of)
+    for base in sorted(set(index_of.values())):
+        entries = out["indexes"][base] = []
+        for index in indexer.indexes_of(base):
+            # the client's own schemas lack an index until it is readable (ISP_INCR)
+            schema = indexer.index_schemas.get(index.name)
+            if schema is None:          # being made or dropped
+                continue
+            entries.append({"name": index.name, "type": "local" if index.local else "global",
+                            "columns": list(index.columns),
+                            "primary_key": [list(c) for c in zip(schema.names, schema.types)],
+                            "attributes": list(index.attributes),
+                            "phase": indexer.phase.get(index.name, "ISP_INCR"),
+                            "options": {"defined_columns": [list(d) for d in schema.defined],
+                                        "time_to_live": schema.ttl,
+                                        "max_versions": schema.max_versions,
+                                        "max_time_deviation": schema.deviation,
+                                        "allow_update": schema.allow_update}})
+        if feeds:
+            out["feeds"][base] = feed_state(indexer, base, entries)
+    return out
+
+
+def feed_state(indexer, base, indexes) -> dict:
+    """``{"table", "backlog", "oldest_pending"}`` of ``base``'s change feed:
+    entries not yet applied to its global indexes (the seqs from the oldest
+    pending entry to the newest: two seeks, not a count) and the wall-clock
+    time (seconds) the oldest was written, or None.  With local indexes only
+    the writer applies its entries before it returns: backlog and time are
+    None (nothing lags)."""
+    state = {"table": base + FEED_SUFFIX, "backlog": None, "oldest_pending": None}
+    table = indexer.tables.get(base)
+    if table is None or all(i["type"] == "local" for i in indexes):
+        return state
+    try:
+        first = next(iter(indexer.server.scan(table.feed, table.position or None)), None)
+        last = next(iter(indexer.server.scan(table.feed, reverse=True)), None) if first else None
+    except UnknownTableError:          # the last index dropped meanwhile
+        return state
+    state["backlog"] = 0
+    if first is not None and last is not None:
+        state["backlog"] = max(1, _SEQ.unpack(last[0])[0] - _SEQ.unpack(first[0])[0] + 1)
+        state["oldest_pending"] = _ENTRY_TIME.unpack(first[1][-_ENTRY_TIME.size:])[0] / 1e6
+    return state
+
+
+def table_kinds(tables, server_tables, catalogue) -> dict:
+    """``{name: (kind, base)}`` of every region-server table: kind ``table``
+    (base ``""``), ``global_index`` or ``local_index`` (base: its data
+    table), ``feed`` (a data table's change feed), ``refs`` (an index's
+    base row -> index row map; base: the index's data table) or ``internal``
+    (a helper table left without its owner, deleted at the next open).
+    ``tables``: the Tablestore tables (``OTSClient.metrics()["tables"]``)."""
+    index_of = catalogue["index_of"]
+    types = {i["name"]: i["type"] for v in catalogue["indexes"].values() for i in v}
+    kinds = {}
+    for name in server_tables:
+        owner = name[:-len(FEED_SUFFIX)]
+        if name in index_of:
+            kinds[name] = (types.get(name, "global") + "_index", index_of[name])
+        elif name in tables:
+            kinds[name] = ("table", "")
+        elif name.endswith(FEED_SUFFIX) and owner in catalogue["indexes"]:
+            kinds[name] = ("feed", owner)
+        elif name.endswith(REFS_SUFFIX) and name[:-len(REFS_SUFFIX)] in index_of:
+            kinds[name] = ("refs", index_of[name[:-len(REFS_SUFFIX)]])
+        else:
+            kinds[name] = ("internal", "")
+    return kinds
 
 
 # -- HTML helpers -------------------------------------------------------------
@@ -397,16 +494,33 @@ class Console:
     def overview(self) -> dict:
         m = self._metrics()
         server, api = m["server"], m["api"]
-        tables = []
         splits = server["splits"]
-        for name, schema in m["tables"].items():
-            regs = server["tables"].get(name, [])
-            tables.append({"name": name, "primary_key": schema["primary_key"],
-                           "regions": len(regs),
-                           "stored_bytes": sum(r["size_bytes"] for r in regs),
-                           "memtable_bytes": sum(r["memtable_bytes"] for r in regs),
+        cat = index_catalogue(self.client, feeds=False)
+        kinds = table_kinds(m["tables"], server["tables"], cat)
+        keys = {name: t["primary_key"] for name, t in m["tables"].items()}
+        order = []                  # each data table, then its indexes (readable or not yet)
+        for name in m["tables"]:
+            if name not in cat["index_of"]:
+                order.append(name)
+                for index in cat["indexes"].get(name, ()):
+                    if index["name"] in server["tables"]:
+                        order.append(index["name"])
+                        keys[index["name"]] = index["primary_key"]
+        order += [n for n in m["tables"] if n not in order]     # an index whose base went
+        tables = []
+        for name in order:
+            kind, base = kinds.get(name, ("table", ""))
+            tables.append({"name": name, "primary_key": keys[name],
+                           **_totals(server["tables"].get(name, [])),
                            "last_split": next((s["time"] for s in splits["recent"]
-                                               if s["table"] == name), None)})
+                                               if s["table"] == name), None),
+                           "index_of": base or None,
+                           "index_type": kind[:-len("_index")] if base else None,
+                           "indexes": [i["name"] for i in cat["indexes"].get(name, ())]})
+        internal = [{"name": name, "kind": kind, "of": _owner(name, kind), "base": base,
+                     **_totals(server["tables"][name])}
+                    for name, (kind, base) in kinds.items()
+                    if kind in ("feed", "refs", "internal")]
         return {"instance": self.instance, "data_directory": server["path"],
                 "started_at": server["opened_at"], "uptime_seconds": server["uptime_seconds"],
                 "durability": "sync" if server["sync"] else "async",
@@ -416,11 +530,17 @@ class Console:
                 "errors_total": sum(sum(c.values()) for c in api["errors"].values()),
                 "block_cache": server["block_cache"],
                 "splits": {k: splits[k] for k in ("started", "finished", "rolled_back")},
-                "tables": tables}
+                "tables": tables, "internal_tables": internal}
 
     def table(self, name: str) -> dict:
         m = self._metrics()
+        cat = index_catalogue(self.client, feeds=True)
+        base = cat["index_of"].get(name)
+        index = next((i for i in cat["indexes"].get(base, ()) if i["name"] == name), None)
         schema = m["tables"].get(name)
+        if schema is None and index is not None:      # an index still loading its base data
+            schema = {"primary_key": index["primary_key"], **index["options"],
+                      "reserved_read_cu": 0, "reserved_write_cu": 0}
         regs = m["server"]["tables"].get(name)
         if schema is None or regs is None:
             raise _Fail(404, "No table %s" % name)
@@ -442,19 +562,33 @@ class Console:
                    "time": s["time"], "time_utc": utc_iso(s["time"]),
                    "duration_seconds": s["duration_seconds"]}
                   for s in m["server"]["splits"]["recent"] if s["table"] == name]
+        if index is not None:
+            index = {**_shown(index), "refs_table": name + REFS_SUFFIX}
+        indexes = [{**_shown(i), **_totals(m["server"]["tables"].get(i["name"], []))}
+                   for i in cat["indexes"].get(name, ())]
+        feed = cat["feeds"].get(name)
+        if feed is not None:
+            feed = {**feed, **_totals(m["server"]["tables"].get(feed["table"], []))}
         return {"name": name, **schema, "split_policy": m["server"]["split_policy"],
+                "index_of": base, "index": index, "indexes": indexes, "feed": feed,
                 "regions": regions, "recent_splits": splits}
 
     def _schema(self, name):
-        """[(pk name, pk type)] of the table (404 if none)."""
+        """([(pk name, pk type)], the base table of an index or None) of the
+        table or index table (404 if none)."""
+        cat = index_catalogue(self.client, feeds=False)
+        base = cat["index_of"].get(name)
+        for index in cat["indexes"].get(base, ()):
+            if index["name"] == name:     # describe_table refuses an index's name
+                return [tuple(c) for c in index["primary_key"]], base
         try:
             desc = self.client.describe_table(name)
         except (OTSServiceError, OTSClientError):
             raise _Fail(404, "No table %s" % name) from None
-        return [(c[0], c[1]) for c in desc.table_meta.schema_of_primary_key]
+        return [(c[0], c[1]) for c in desc.table_meta.schema_of_primary_key], None
 
     def rows(self, name: str, q: dict) -> dict:
-        pk = self._schema(name)
+        pk, base = self._schema(name)
         columns = [c.strip() for c in q.get("columns", "").split(",") if c.strip()] or None
         try:
             if q.get("get"):
@@ -464,8 +598,8 @@ class Console:
                     raise _Fail(400, "GetRow needs every primary key column: %s"
                                 % ", ".join(missing))
                 _, row, _ = self.client.get_row(name, key, columns_to_get=columns)
-                return {"table": name, "mode": "GetRow", "primary_key": self._pk_typed(key),
-                        "columns_to_get": columns,
+                return {"table": name, "index_of": base, "mode": "GetRow",
+                        "primary_key": self._pk_typed(key), "columns_to_get": columns,
                         "rows": [self._row(row)] if row is not None else [], "next_start": None}
             direction = q.get("direction", "FORWARD").upper()
             if direction not in ("FORWARD", "BACKWARD"):
@@ -484,8 +618,8 @@ class Console:
                 start, end, columns_to_get=columns, limit=limit)
         except (OTSServiceError, OTSClientError) as err:
             raise _Fail(400, getattr(err, "message", str(err))) from None
-        return {"table": name, "mode": "GetRange", "direction": direction, "limit": limit,
-                "columns_to_get": columns, "start": self._pk_typed(start),
+        return {"table": name, "index_of": base, "mode": "GetRange", "direction": direction,
+                "limit": limit, "columns_to_get": columns, "start": self._pk_typed(start),
                 "end": self._pk_typed(end), "rows": [self._row(r) for r in rows],
                 "next_start": self._pk_typed(next_start) if next_start else None,
                 "next_query": self._next_query(q, next_start) if next_start else None}
@@ -526,8 +660,7 @@ class Console:
                  ("Splits since start", "%(started)d started, %(finished)d finished, "
                   "%(rolled_back)d rolled back" % d["splits"])]
         body = _facts(facts)
-        rows = [('<a class="table-link" href="/tables/%s">%s</a>' % (quote(t["name"], safe=""),
-                                                                   e(t["name"])),
+        rows = [(_table_link(t["name"], t["index_of"], t["index_type"]),
                  _pk_text(t["primary_key"]), str(t["regions"]), human_bytes(t["stored_bytes"]),
                  human_bytes(t["memtable_bytes"]),
                  when(t["last_split"], now) if t["last_split"] is not None else "never")
@@ -535,6 +668,16 @@ class Console:
         body += "<h2>Tables</h2>" + (table_html(
             ("Table", "Primary key", "Regions", "Stored", "Memtable", "Last split (UTC)"), rows,
             "tables", ("", "", "num", "num", "num", "")) if rows else "<p>No tables.</p>")
+        internal = d["internal_tables"]
+        if internal:
+            rows = [('<span class="mono">%s</span>' % e(t["name"]), _helper_text(t),
+                     str(t["regions"]), human_bytes(t["stored_bytes"]),
+                     human_bytes(t["memtable_bytes"])) for t in internal]
+            body += ('<details class="internal"><summary>Internal tables (%d): the change feeds '
+                     'and refs that keep the secondary indexes in step, not tables of the data '
+                     'API</summary>%s</details>' % (len(internal), table_html(
+                         ("Table", "Holds", "Regions", "Stored", "Memtable"), rows, "internal",
+                         ("", "", "num", "num", "num"))))
         body += '<p class="links"><a href="/?format=json">JSON</a> &middot; ' \
                 '<a href="/metrics">Prometheus metrics</a></p>'
         return page("Overview", body)
@@ -544,21 +687,28 @@ class Console:
         name = d["name"]
         q = quote(name, safe="")
         policy = d["split_policy"]
-        facts = [("Primary key", _pk_text(d["primary_key"])),
-                 ("Defined columns", e(", ".join("%s %s" % tuple(c) for c in d["defined_columns"]))
-                  or "&ndash;"),
-                 ("Time to live", "forever" if d["time_to_live"] == -1
-                  else "%s (%d s)" % (span_text(d["time_to_live"]), d["time_to_live"])),
-                 ("Max versions", str(d["max_versions"])),
-                 ("Reserved CU (read / write)", "%d / %d" % (d["reserved_read_cu"],
-                                                             d["reserved_write_cu"])),
-                 ("Split policy", '<span class="policy" title="%s">%s</span>' % (
+        index = d["index"]
+        if index is not None:
+            facts = _index_facts(d["index_of"], index)
+        else:
+            facts = [("Primary key", _pk_text(d["primary_key"])),
+                     ("Defined columns", e(", ".join("%s %s" % tuple(c)
+                                                     for c in d["defined_columns"])) or "&ndash;")]
+        facts += [("Time to live", "forever" if d["time_to_live"] == -1
+                   else "%s (%d s)" % (span_text(d["time_to_live"]), d["time_to_live"])),
+                  ("Max versions", str(d["max_versions"]))]
+        if index is None:
+            facts.append(("Reserved CU (read / write)", "%d / %d" % (d["reserved_read_cu"],
+                                                                     d["reserved_write_cu"])))
+        facts += [("Split policy", '<span class="policy" title="%s">%s</span>' % (
                      e("%s(%s)" % (policy["class"], ", ".join(
                          "%s=%s" % kv for kv in sorted(policy["parameters"].items())))),
                      e(policy["description"])))]
         body = _facts(facts)
         body += '<p class="links"><a id="browse" href="/tables/%s/rows">Browse rows</a> &middot; ' \
                 '<a href="/tables/%s?format=json">JSON</a></p>' % (q, q)
+        if d["indexes"]:
+            body += _indexes_html(d["indexes"], d["feed"], now)
         regs = d["regions"]
         top_size = max((r["stored_bytes"] + r["memtable_bytes"] for r in regs), default=0)
         top_rate = max((r["writes_per_second"] or 0 for r in regs), default=0)
@@ -595,7 +745,8 @@ class Console:
                 ("Time (UTC)", "Parent", "Daughters", "Split key", "Duration"), splits, "splits",
                 ("", "num", "", "key", "num"))
             if splits else "<p>No split yet.</p>")
-        return page("Table " + name, body, (("/tables/" + q, name),))
+        return page(("Index " if index is not None else "Table ") + name, body,
+                    _crumbs(name, d["index_of"]))
 
     def _rows_html(self, d) -> bytes:
         now = time.time()
@@ -656,8 +807,105 @@ class Console:
             pk_names + attr_names + ["Last write (UTC)"], out, "rows",
             ["key pk"] * len(pk_names) + ["key"] * len(attr_names) + [""]) if out else \
             "<p>No rows.</p>"
-        return page("Rows of " + name, body, (("/tables/" + q, name), ("/tables/%s/rows" % q,
-                                                                        "rows")))
+        if d.get("index_of"):
+            body = '<p class="note">An index of <a href="/tables/%s">%s</a>: written only by ' \
+                   'its base table.</p>' % (quote(d["index_of"], safe=""), e(d["index_of"])) + body
+        return page("Rows of " + name, body,
+                    _crumbs(name, d.get("index_of")) + (("/tables/%s/rows" % q, "rows"),))
+
+
+def _totals(regs) -> dict:
+    """Regions, stored and memtable bytes and keys (entries, tombstones
+    included: about the rows) of a table's region dicts."""
+    return {"regions": len(regs), "stored_bytes": sum(r["size_bytes"] for r in regs),
+            "memtable_bytes": sum(r["memtable_bytes"] for r in regs),
+            "key_count": sum(r["key_count"] for r in regs)}
+
+
+def _shown(index) -> dict:
+    """An index of ``index_catalogue`` as a page shows it (its table's
+    options are the page's own)."""
+    return {k: v for k, v in index.items() if k != "options"}
+
+
+def _owner(name, kind):
+    """What a helper table serves: a feed its data table, a refs table its index."""
+    suffix = {"feed": FEED_SUFFIX, "refs": REFS_SUFFIX}.get(kind)
+    return name[:-len(suffix)] if suffix else None
+
+
+_PHASES = {"ISP_FULL": "ISP_FULL: loading the table's rows", "ISP_INCR": "ISP_INCR: in step"}
+
+
+def _table_link(name, base=None, index_type=None) -> str:
+    """A table's link; an index's is marked as one, under its base table."""
+    link = '<a class="table-link" href="/tables/%s">%s</a>' % (quote(name, safe=""), e(name))
+    if not base:
+        return link
+    return '<span class="sub" title="%s">&#8627;</span> %s <span class="tag">%s index</span>' % (
+        e("index of " + base), link, e(index_type))
+
+
+def _crumbs(name, base):
+    """The breadcrumbs of a table's page: an index's go through its base table."""
+    crumbs = (("/tables/" + quote(base, safe=""), base),) if base else ()
+    return crumbs + (("/tables/" + quote(name, safe=""), name),)
+
+
+def _helper_text(t) -> str:
+    if t["kind"] == "feed":
+        return "change feed of %s" % _table_link(t["of"])
+    if t["kind"] == "refs":
+        return "refs of index %s (base row &rarr; index row)" % _table_link(t["of"])
+    return "left by a dropped index (deleted at the next open)"
+
+
+def _index_columns(index) -> str:
+    """The declared index columns, then (dimmed) the base key's columns the
+    index's primary key adds; the whole key with types is the title."""
+    rest = [c[0] for c in index["primary_key"][len(index["columns"]):]]
+    text = e(", ".join(index["columns"]))
+    if rest:
+        text += ' <span class="auto">+ %s</span>' % e(", ".join(rest))
+    return '<span title="%s">%s</span>' % (
+        e("primary key: " + ", ".join("%s %s" % tuple(c) for c in index["primary_key"])), text)
+
+
+def _index_facts(base, index):
+    how = ("kept in step by each write of %s, before the write returns" if index["type"] ==
+           "local" else "kept in step from the change feed of %s, in the background")
+    return [("Index of", '%s: a %s index, %s' % (_table_link(base), e(index["type"]),
+                                                 how % e(base))),
+            ("Index columns", _index_columns(index)),
+            ("Primary key", _pk_text(index["primary_key"])),
+            ("Attribute columns", e(", ".join(index["attributes"])) or "&ndash;"),
+            ("Sync phase", e(_PHASES.get(index["phase"], index["phase"])))]
+
+
+def _indexes_html(indexes, feed, now) -> str:
+    """A base table's indexes, and how far behind its change feed is."""
+    rows = [(_table_link(i["name"]), e(i["type"]), clip(_index_columns(i)),
+             clip(e(", ".join(i["attributes"])) or "&ndash;"),
+             e(_PHASES.get(i["phase"], i["phase"])), "{:,}".format(i["key_count"]),
+             human_bytes(i["stored_bytes"]), human_bytes(i["memtable_bytes"]), str(i["regions"]))
+            for i in indexes]
+    out = "<h2>Secondary indexes (%d)</h2>" % len(indexes) + table_html(
+        ("Index", "Type", "Index columns", "Attribute columns", "Sync phase", "Entries (≈ rows)",
+         "Stored",
+         "Memtable", "Regions"), rows, "indexes",
+        ("", "", "key", "key", "", "num", "num", "num", "num"))
+    where = '<span class="mono">%s</span>, %s in %d region%s' % (
+        e(feed["table"]), human_bytes(feed["stored_bytes"] + feed["memtable_bytes"]),
+        feed["regions"], "" if feed["regions"] == 1 else "s")
+    if feed["backlog"] is None:
+        lag = "local indexes only: each write updates them before it returns"
+    elif feed["backlog"] == 0:
+        lag = "<b>nothing pending</b>: the global indexes hold every write"
+    else:
+        lag = "<b>%s entr%s pending</b>: the global indexes' lag in rows, the oldest written " \
+              "%s" % ("{:,}".format(feed["backlog"]), "y" if feed["backlog"] == 1 else "ies",
+                      ago_text(now - feed["oldest_pending"]))
+    return out + '<p class="feed" id="feed">Change feed %s: %s.</p>' % (where, lag)
 
 
 def _facts(facts) -> str:

@@ -22,6 +22,9 @@ regions_region_compacted_bytes_total        counter    table, region
 regions_region_wal_appends_total            counter    table, region
 regions_region_wal_fsyncs_total             counter    table, region
 regions_table_regions                       gauge      table
+regions_table_info (always 1)               gauge      table, kind, base
+regions_index_feed_backlog                  gauge      table
+regions_index_feed_oldest_pending_seconds   gauge      table
 regions_splits_started_total / _finished_total / _rolled_back_total   counter
 regions_split_duration_seconds              histogram
 regions_block_cache_hits_total / _misses_total                        counter
@@ -32,13 +35,26 @@ regions_uptime_seconds                      gauge
 A region's counters start at zero when its store opens (server start, or a
 split creating it); the ``region`` label is the region id, never reused.
 
+Every table of the region server has its series, secondary indexes and their
+helper tables too; ``regions_table_info`` tells them apart: ``kind`` is
+``table``, ``global_index``, ``local_index``, ``feed`` (a table's change
+feed), ``refs`` (an index's base row -> index row map) or ``internal`` (left
+by a dropped index), and ``base`` the data table an index or helper serves
+(``""`` for a data table), so ``sum by (base)`` of a join gives what a table
+costs with its indexes.  Per data table with a global index, the change
+feed's entries not yet applied (the global indexes' lag in rows) and the age
+of the oldest of them (0 when none is pending).
+
 ``prometheus_client`` is an optional dependency (the ``server`` extra);
 this module imports it only when first used, and without it a scrape raises
 ``regions.extras.MissingExtra`` (the console answers 503 with its line).
 """
 from __future__ import annotations
 
+import time
+
 from regions.extras import require
+from regions.otsserver.console import index_catalogue, table_kinds
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -115,6 +131,7 @@ class ClientCollector:
         yield from gauges.values()
         yield files
         yield count
+        yield from _index_families(self.client, m)
 
         splits = server["splits"]
         for name, doc in (("started", "Splits started"), ("finished", "Splits finished"),
@@ -135,6 +152,31 @@ class ClientCollector:
                                 value=cache["capacity"])
         yield GaugeMetricFamily("regions_uptime_seconds", "Seconds since the server opened",
                                 value=server["uptime_seconds"])
+
+
+def _index_families(client, m):
+    """regions_table_info and the change feeds' gauges (module docstring)."""
+    from prometheus_client.core import GaugeMetricFamily
+    catalogue = index_catalogue(client)
+    info = GaugeMetricFamily("regions_table_info", "Each table of the region server: what it is "
+                             "(kind) and the data table it serves (base)",
+                             labels=["table", "kind", "base"])
+    for name, (kind, base) in sorted(table_kinds(m["tables"], m["server"]["tables"],
+                                                 catalogue).items()):
+        info.add_metric([name, kind, base], 1)
+    yield info
+    backlog = GaugeMetricFamily("regions_index_feed_backlog", "Change-feed entries of the table "
+                                "not yet applied to its global indexes", labels=["table"])
+    oldest = GaugeMetricFamily("regions_index_feed_oldest_pending_seconds", "Age of the oldest "
+                               "change-feed entry not yet applied (0: none)", labels=["table"])
+    now = time.time()
+    for base, feed in sorted(catalogue["feeds"].items()):
+        if feed["backlog"] is not None:       # None: local indexes only, nothing lags
+            backlog.add_metric([base], feed["backlog"])
+            oldest.add_metric([base], max(0.0, now - feed["oldest_pending"])
+                              if feed["oldest_pending"] is not None else 0.0)
+    yield backlog
+    yield oldest
 
 
 def exposition(client) -> bytes:
