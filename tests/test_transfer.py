@@ -416,3 +416,68 @@ def test_import_and_export_through_the_sdk(tmp_path, endpoint, capsys):
     got = [json.loads(line) for line in open(dump)]
     assert len(got) == 3000
     assert got[0] == {"uid": 0, "oid": "o0", "price": 0.0, "item": "item 0", "paid": False}
+
+
+# -- secondary indexes: exported like any table, never imported into ---------
+
+def _orders_with_an_index(client):
+    """orders (uid, oid) with defined columns and a global index by item."""
+    meta = emb.TableMeta("orders", [("uid", "INTEGER"), ("oid", "STRING")],
+                         defined_columns=[("price", "DOUBLE"), ("item", "STRING")])
+    client.create_table(meta, emb.TableOptions(), emb.ReservedThroughput(emb.CapacityUnit(0, 0)),
+                        secondary_indexes=[emb.SecondaryIndexMeta("by_item", ["item"], ["price"])])
+
+
+def _index_rows(n):
+    """The rows of orders_csv(n) as by_item holds them: item, then the base key."""
+    return sorted(({"item": f"item {i}", "uid": i % 97, "oid": f"o{i}", "price": i / 4}
+                   for i in range(n)), key=lambda r: (r["item"], r["uid"], r["oid"]))
+
+
+def test_an_index_exports_like_a_table_and_refuses_an_import(tmp_path, capsys):
+    with emb.OTSClient(str(tmp_path / "db")) as c:
+        _orders_with_an_index(c)
+    assert load(tmp_path, orders_csv(tmp_path, 300), "--columns", "price:DOUBLE",
+                create=False) == 0
+    out = tmp_path / "by_item.jsonl"
+    assert export_main([str(out), "--data", str(tmp_path / "db"), "--table", "by_item",
+                        "--page-rows", "40"]) == 0
+    assert "rows exported: 300 in 8 GetRange pages" in capsys.readouterr().out
+    assert [json.loads(line) for line in out.read_text().splitlines()] == _index_rows(300)
+    # an import into the index is refused before its input is read: this file
+    # lacks the key's columns, and the index, not the file, is named
+    bad = write(tmp_path / "bad.csv", "nothing,here\n1,2\n")
+    for args in ((), ("--create", "--primary-key", "item:STRING")):
+        assert load(tmp_path, bad, *args, table="by_item", create=False) == 2
+        assert capsys.readouterr().err == ("regions-import: error: table 'by_item' is an index "
+                                           "of 'orders': indexes are written only by their "
+                                           "base table\n")
+    assert not (tmp_path / "bad.csv.rejects.jsonl").exists()
+    with emb.OTSClient(str(tmp_path / "db")) as c:
+        assert c.list_table() == ("orders",)      # no table 'by_item' was made either
+
+
+def test_an_index_through_the_sdk_exports_and_refuses_an_import(tmp_path, capsys):
+    srv = consoleserver.start(tmp_path)
+    try:
+        _orders_with_an_index(srv.service.client)
+        endpoint = ["--endpoint", srv.endpoint, "--instance", consoleserver.INSTANCE,
+                    "--access-key-id", consoleserver.KEY_ID,
+                    "--access-key-secret", consoleserver.SECRET]
+        assert import_main([orders_csv(tmp_path, 500), *endpoint, "--table", "orders",
+                            "--columns", "price:DOUBLE"]) == 0
+        assert srv.service.client.wait_for_indexes("orders")
+        out = str(tmp_path / "by_item.csv")
+        assert export_main([out, *endpoint, "--table", "by_item"]) == 0
+        with open(out, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        assert lines[0] == "item,uid,oid,price" and len(lines) == 501
+        assert lines[1:4] == [f"{r['item']},{r['uid']},{r['oid']},{r['price']}"
+                              for r in _index_rows(500)[:3]]
+        capsys.readouterr()
+        assert import_main([out, *endpoint, "--table", "by_item"]) == 2
+        assert capsys.readouterr().err == ("regions-import: error: table 'by_item' is an index "
+                                           "of 'orders': indexes are written only by their "
+                                           "base table\n")
+    finally:
+        srv.stop()

@@ -317,7 +317,7 @@ def import_file(path: str, target, opts: ImportOptions) -> ImportResult:
     """Load ``path`` into ``opts.table`` through ``target`` (target.py).
 
     Raises TransferError, having written nothing, when the run cannot start
-    (unreadable file, table missing or of another key, bad options); bad
+    (unreadable file, table missing, of another key or an index, bad options); bad
     rows do not raise: they are in the result's rejects.
     """
     if opts.workers < 1:
@@ -328,6 +328,10 @@ def import_file(path: str, target, opts: ImportOptions) -> ImportResult:
     if os.path.exists(result.rejects_path) and os.path.exists(path) \
             and os.path.samefile(result.rejects_path, path):
         raise TransferError(f"the rejects file {result.rejects_path} is the input itself")
+    base = target.index_base(opts.table)
+    if base is not None:  # the service would refuse every row: say why before reading any
+        raise TransferError(f"table {opts.table!r} is an index of {base!r}: indexes are written "
+                            "only by their base table")
     started = time.monotonic()
     source = path  # as the user named it, in every message
     reader = open_reader(path, opts.fmt)

@@ -75,6 +75,26 @@ class Target:
         except Exception as e:  # noqa: BLE001
             raise self._fail("cannot list tables", e) from None
 
+    def index_base(self, table: str) -> str | None:
+        """The table whose secondary index ``table`` is, or None.  ListTable
+        lists data tables only, and DescribeTable of an index names no base:
+        a name ListTable does not list is looked for among the indexes each
+        listed table's DescribeTable gives (one call per table)."""
+        try:
+            tables = list(self.client.list_table())
+        except Exception as e:  # noqa: BLE001
+            raise self._fail("cannot list tables", e) from None
+        if table in tables:
+            return None
+        for base in tables:
+            try:
+                indexes = self.client.describe_table(base).secondary_indexes or ()
+            except Exception:  # noqa: BLE001 - dropped meanwhile: not its base
+                continue
+            if any(index.index_name == table for index in indexes):
+                return base
+        return None
+
     def create_table(self, table: str, schema, split_points=()) -> None:
         lib = self.lib
         args = (lib.TableMeta(table, list(schema)), lib.TableOptions(),
@@ -157,6 +177,9 @@ class EmbeddedTarget(Target):
 
     def exists(self, table: str) -> bool:
         return self.client is not None and super().exists(table)
+
+    def index_base(self, table: str) -> str | None:
+        return super().index_base(table) if self.client is not None else None
 
     def schema(self, table: str) -> list[tuple[str, str]]:
         if self.client is None:
