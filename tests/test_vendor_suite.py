@@ -40,7 +40,7 @@ class RowOpTest(APITestBase):
     def test_installed_sdk(self):
         assert "site-packages" in tablestore.__file__, tablestore.__file__
 
-    def test_create_secondary_index(self):
+    def test_create_search_index(self):
         raise AssertionError("excluded: never runs")
 '''
 
@@ -84,3 +84,12 @@ def test_runner_exit_status_is_zero_when_all_pass(tmp_path, capsys):
     status = vendor_suite.main([str(src), "--module", "row_op_test", "-k", "test_put_and_get"])
     out = capsys.readouterr().out
     assert status == 0 and "1 passed" in out and "vendor suite: all passed" in out
+
+
+def test_naming_only_an_example_runs_no_module(tmp_path, capsys):
+    src = _fake_source(tmp_path / "sdk")
+    status = vendor_suite.main([str(src), "--example", "put_row"])
+    out = capsys.readouterr().out
+    assert status == 0, out     # row_op_test, which fails on purpose, did not run
+    assert "row_op_test" not in out
+    assert "examples/put_row.py                      passed" in out
