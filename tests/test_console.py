@@ -583,10 +583,10 @@ def test_the_feed_backlog_is_the_global_indexes_lag_and_a_back_fill_shows(tmp_pa
         gate, held, drain, backfill = threading.Event(), threading.Event(), indexer._drain, \
             indexer._backfill
 
-        def held_drain(table, limit):
+        def held_drain(*args):
             held.set()
             gate.wait()
-            return drain(table, limit)
+            return drain(*args)
 
         def held_backfill(base, index_name):
             gate.wait()

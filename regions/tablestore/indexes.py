@@ -278,7 +278,7 @@ class Indexer:
             own = server.table_attributes(index_name)[INDEX_ATTRIBUTE]
             self._set_phase(index_name, own.get("phase", "ISP_INCR"))
         for table in list(self.tables.values()):
-            self._drain(table, None)
+            self._drain(table, None, table.indexes)   # a crash may have cut a local one short
         for index_name, phase in self.phase.items():
             if phase == "ISP_FULL":
                 self._start_backfill(self.index_of[index_name], index_name)
@@ -517,7 +517,8 @@ class Indexer:
             busy = False
             for table in tables:
                 try:
-                    busy |= self._drain(table, _FEED_BATCH)
+                    busy |= self._drain(table, _FEED_BATCH,
+                                        [i for i in table.indexes if not i.local])
                 except Exception:   # noqa: BLE001 -- retried on the next pass
                     if self._closed:
                         return
@@ -531,8 +532,9 @@ class Indexer:
                     self._wake.wait(0.05)
                     self._idle = False
 
-    def _drain(self, table, limit):
-        """Apply up to ``limit`` (None: all) of ``table``'s feed entries; True
+    def _drain(self, table, limit, indexes):
+        """Apply up to ``limit`` (None: all) of ``table``'s feed entries to
+        ``indexes`` (the writers keep the local ones in step themselves); True
         if any was applied."""
         applied = False
         while True:
@@ -546,7 +548,8 @@ class Indexer:
             now_us = time.time_ns() // 1000
             for key, value in entries:
                 row_key = value[:-_ENTRY_TIME.size]
-                self.reconcile(table.name, row_key)
+                if indexes:
+                    self.reconcile(table.name, row_key, indexes)
                 if any(not i.local for i in table.indexes):
                     self._lags.append((now_us - _ENTRY_TIME.unpack(value[-8:])[0]) / 1000)
             self._forget(table, [k for k, _ in entries])
