@@ -62,12 +62,11 @@ from importlib import resources
 from typing import NamedTuple
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, unquote
 
-from regions.errors import UnknownTableError
 from regions.extras import MissingExtra
 from regions.meta import SPLIT_HISTORY
 from regions.reports import human_bytes
 from regions.tablestore import pkcodec
-from regions.tablestore.indexes import _ENTRY_TIME, _SEQ, FEED_SUFFIX, REFS_SUFFIX
+from regions.tablestore.indexes import FEED_SUFFIX, REFS_SUFFIX
 from regions.tablestore.errors import OTSClientError, OTSServiceError
 from regions.tablestore.metadata import INF_MAX, INF_MIN, Direction
 
@@ -169,65 +168,12 @@ def parse_key_value(text: str, pk_type: str, default):
 # -- secondary indexes ---------------------------------------------------------
 def index_catalogue(client, feeds: bool = True) -> dict:
     """The secondary indexes of ``client``'s tables, as the console and
-    ``/metrics`` show them: ``index_of`` (index table -> its base table),
-    ``indexes`` (base table -> a dict per index: ``name``, ``type`` (global,
-    local), ``columns`` (the index columns as declared), ``primary_key``
-    (``[[name, type]]``: those, then the base key's other columns),
-    ``attributes``, ``phase`` (ISP_FULL while back-filling, then ISP_INCR)),
-    and with ``feeds``, ``feeds`` (base table -> ``feed_state``).
-
-    The data API has no call for this (``OTSClient.metrics()`` lists an index
-    table as a table, without its base; ``describe_table`` refuses an index's
-    name), so this reads the client's private ``Indexer``
-    (regions/tablestore/indexes.py): the one place the console does."""
-    indexer = getattr(client, "_indexer", None)
-    out = {"index_of": {}, "indexes": {}, "feeds": {}}
-    if indexer is None:
-        return out
-    out["index_of"] = index_of = dict(indexer.index_of)
-    for base in sorted(set(index_of.values())):
-        entries = out["indexes"][base] = []
-        for index in indexer.indexes_of(base):
-            # the client's own schemas lack an index until it is readable (ISP_INCR)
-            schema = indexer.index_schemas.get(index.name)
-            if schema is None:          # being made or dropped
-                continue
-            entries.append({"name": index.name, "type": "local" if index.local else "global",
-                            "columns": list(index.columns),
-                            "primary_key": [list(c) for c in zip(schema.names, schema.types)],
-                            "attributes": list(index.attributes),
-                            "phase": indexer.phase.get(index.name, "ISP_INCR"),
-                            "options": {"defined_columns": [list(d) for d in schema.defined],
-                                        "time_to_live": schema.ttl,
-                                        "max_versions": schema.max_versions,
-                                        "max_time_deviation": schema.deviation,
-                                        "allow_update": schema.allow_update}})
-        if feeds:
-            out["feeds"][base] = feed_state(indexer, base, entries)
-    return out
-
-
-def feed_state(indexer, base, indexes) -> dict:
-    """``{"table", "backlog", "oldest_pending"}`` of ``base``'s change feed:
-    entries not yet applied to its global indexes (the seqs from the oldest
-    pending entry to the newest: two seeks, not a count) and the wall-clock
-    time (seconds) the oldest was written, or None.  With local indexes only
-    the writer applies its entries before it returns: backlog and time are
-    None (nothing lags)."""
-    state = {"table": base + FEED_SUFFIX, "backlog": None, "oldest_pending": None}
-    table = indexer.tables.get(base)
-    if table is None or all(i["type"] == "local" for i in indexes):
-        return state
-    try:
-        first = next(iter(indexer.server.scan(table.feed, table.position or None)), None)
-        last = next(iter(indexer.server.scan(table.feed, reverse=True)), None) if first else None
-    except UnknownTableError:          # the last index dropped meanwhile
-        return state
-    state["backlog"] = 0
-    if first is not None and last is not None:
-        state["backlog"] = max(1, _SEQ.unpack(last[0])[0] - _SEQ.unpack(first[0])[0] + 1)
-        state["oldest_pending"] = _ENTRY_TIME.unpack(first[1][-_ENTRY_TIME.size:])[0] / 1e6
-    return state
+    ``/metrics`` show them (``OTSClient.index_catalogue``; see
+    ``indexes.Indexer.catalogue`` for its shape)."""
+    catalogue = getattr(client, "index_catalogue", None)
+    if catalogue is None:
+        return {"index_of": {}, "indexes": {}, "feeds": {}}
+    return catalogue(feeds)
 
 
 def table_kinds(tables, server_tables, catalogue) -> dict:

@@ -365,6 +365,12 @@ class OTSClient:
             raise service_error("table_not_exist")
         return name, schema
 
+    def index_catalogue(self, feeds=True) -> dict:
+        """The instance's secondary indexes and their change feeds, for
+        operators (ours; the console and /metrics show it):
+        ``indexes.Indexer.catalogue``."""
+        return self._indexer.catalogue(feeds)
+
     def wait_for_indexes(self, table_name, timeout=10.0) -> bool:
         """Block until every write to the table so far is in its global
         indexes and their back-fills are done (False: ``timeout`` passed).

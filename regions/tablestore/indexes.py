@@ -382,6 +382,57 @@ class Indexer:
             if table is not None:
                 table.schema = schema
 
+    def catalogue(self, feeds=True) -> dict:
+        """What is known of the indexes, for operators (the console, /metrics):
+        ``index_of`` (index -> base table), ``indexes`` (base table -> a dict
+        per index: ``name``, ``type`` (global, local), ``columns`` (as
+        declared), ``primary_key`` (``[[name, type]]``: those, then the base
+        key's other columns), ``attributes``, ``phase``, ``options`` (the
+        index table's)), and with ``feeds``, ``feeds`` (base table ->
+        ``feed_state``)."""
+        out = {"index_of": dict(self.index_of), "indexes": {}, "feeds": {}}
+        for base in sorted(set(out["index_of"].values())):
+            entries = out["indexes"][base] = []
+            for index in self.indexes_of(base):
+                schema = self.index_schemas.get(index.name)
+                if schema is None:          # being made or dropped
+                    continue
+                entries.append({"name": index.name, "type": "local" if index.local else "global",
+                                "columns": list(index.columns),
+                                "primary_key": [list(c) for c in zip(schema.names, schema.types)],
+                                "attributes": list(index.attributes),
+                                "phase": self.phase.get(index.name, "ISP_INCR"),
+                                "options": {"defined_columns": [list(d) for d in schema.defined],
+                                            "time_to_live": schema.ttl,
+                                            "max_versions": schema.max_versions,
+                                            "max_time_deviation": schema.deviation,
+                                            "allow_update": schema.allow_update}})
+            if feeds:
+                out["feeds"][base] = self.feed_state(base)
+        return out
+
+    def feed_state(self, base) -> dict:
+        """``{"table", "backlog", "oldest_pending"}`` of ``base``'s change feed:
+        entries not yet applied to its global indexes (the seqs from the oldest
+        pending entry to the newest: two seeks, not a count, exact while the
+        maintainer deletes in order) and the wall-clock time (seconds) the
+        oldest was written, or None.  With local indexes only, nothing lags
+        (the writers apply their entries): backlog and time are None."""
+        state = {"table": base + FEED_SUFFIX, "backlog": None, "oldest_pending": None}
+        table = self.tables.get(base)
+        if table is None or all(i.local for i in table.indexes):
+            return state
+        try:
+            first = next(iter(self.server.scan(table.feed, table.position or None)), None)
+            last = next(iter(self.server.scan(table.feed, reverse=True)), None) if first else None
+        except UnknownTableError:          # the last index dropped meanwhile
+            return state
+        state["backlog"] = 0
+        if first is not None and last is not None:
+            state["backlog"] = max(1, _SEQ.unpack(last[0])[0] - _SEQ.unpack(first[0])[0] + 1)
+            state["oldest_pending"] = _ENTRY_TIME.unpack(first[1][-_ENTRY_TIME.size:])[0] / 1e6
+        return state
+
     def building(self, name) -> bool:
         """Whether ``name`` is an index still loading its base data (ISP_FULL)."""
         return self.phase.get(name) == "ISP_FULL"
