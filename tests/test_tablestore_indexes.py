@@ -329,3 +329,17 @@ def test_defined_columns_are_added_and_deleted_but_not_one_an_index_uses(client)
         client.delete_defined_column("users", ["score"])
     with pytest.raises(OTSServiceError, match="primary key column"):
         make(client, defined=[("uid", "STRING")], name="t2")
+
+
+def test_the_index_calls_are_metered_by_their_wire_names(client):
+    make(client)
+    client.create_secondary_index("users", SecondaryIndexMeta("by_name", ["name"], []), False)
+    client.add_defined_column("users", [("extra", "STRING")])
+    client.delete_defined_column("users", ["extra"])
+    client.delete_secondary_index("users", "by_name")
+    with pytest.raises(OTSServiceError):
+        client.delete_secondary_index("users", "by_name")
+    api = client.metrics()["api"]
+    assert {k: v for k, v in api["requests"].items() if k != "CreateTable"} == \
+        {"CreateIndex": 1, "AddDefinedColumn": 1, "DeleteDefinedColumn": 1, "DropIndex": 2}
+    assert api["errors"] == {"DropIndex": {"OTSParameterInvalid": 1}}

@@ -821,6 +821,8 @@ METERED_APIS = {
     "update_row": "UpdateRow", "delete_row": "DeleteRow", "batch_write_row": "BatchWriteRow",
     "start_local_transaction": "StartLocalTransaction",
     "commit_transaction": "CommitTransaction", "abort_transaction": "AbortTransaction",
+    "create_secondary_index": "CreateIndex", "delete_secondary_index": "DropIndex",
+    "add_defined_column": "AddDefinedColumn", "delete_defined_column": "DeleteDefinedColumn",
 }
 for _name, _api in METERED_APIS.items():
     setattr(OTSClient, _name, metered(_api, getattr(OTSClient, _name), _front_end, _error_code))
