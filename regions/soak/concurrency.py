@@ -35,7 +35,17 @@ with the union of the models, ``RegionServer.check()`` must pass, and once
 the server is closed no file it opened may still be open, and
 ``lsm.tools verify`` must pass.
 
+With ``--indexes`` the table declares its columns and carries a global
+index on ``a`` (every write moves its row), a local one on ``(p, n)`` and a
+global one on ``anchor``.  A GetRange of an own partition also reads that
+partition of the local index, which must already hold exactly what the
+worker's model calls for (a local index is in step when the write returns);
+every ``--check-every`` seconds the workers pause, the global indexes catch
+up (``wait_for_indexes``) and every index is compared with the whole table
+(regions.tablestore.indexcheck), and once more at the end.
+
     python -m regions.soak concurrency --seed 1 --seconds 60
+    python -m regions.soak concurrency --seed 1 --seconds 60 --indexes
 """
 import faulthandler
 import os
@@ -50,8 +60,9 @@ from regions import cliutil
 from regions.tablestore import (BatchWriteRowRequest, CapacityUnit, ComparatorType, Condition,
                                 DeleteRowItem, Direction, INF_MAX, INF_MIN, OTSClient,
                                 OTSServiceError, PutRowItem, ReservedThroughput, Row,
-                                RowExistenceExpectation, SingleColumnCondition,
-                                TableInBatchWriteRowItem, TableMeta, TableOptions)
+                                RowExistenceExpectation, SecondaryIndexMeta, SecondaryIndexType,
+                                SingleColumnCondition, TableInBatchWriteRowItem, TableMeta,
+                                TableOptions)
 
 from . import Summary
 from . import workload
@@ -68,6 +79,13 @@ SPAN = 32               # partitions a cross-partition GetRange covers
 HANG_S = 30.0
 KiB = 1 << 10
 _IGNORE = Condition(RowExistenceExpectation.IGNORE)
+#: with --indexes: the columns declared, and the indexes (module doc)
+COLUMNS = [("a", "STRING"), ("b", "STRING"), ("pad", "STRING"), ("n", "INTEGER"),
+           ("anchor", "INTEGER"), ("count", "INTEGER"), ("cas", "INTEGER")]
+INDEXES = [SecondaryIndexMeta("conc_a", ["a"], ["b"]),
+           SecondaryIndexMeta("conc_pn", ["p", "n"], ["a"], SecondaryIndexType.LOCAL_INDEX),
+           SecondaryIndexMeta("conc_anchor", ["anchor"], [])]
+LOCAL = "conc_pn"
 _CONDITION_FAILED = "OTSConditionCheckFail"
 
 
@@ -97,16 +115,43 @@ class _Shared:
         self.stop = threading.Event()
         self.progress = [0] * n
         self.counts = {"ops": 0, "scans": 0, "pages": 0, "increments": 0, "cas": 0,
-                       "cas_failed": 0}
+                       "cas_failed": 0, "local_index_reads": 0}
+        # the pause of an index check: workers park between operations
+        self.paused = False
+        self._gate = threading.Condition()
+        self._parked = 0
 
     def fail(self, kind, text):
         with self.lock:
             self.summary.failure(kind, text)
 
+    def park(self):
+        """A worker between two operations: wait while the run is paused."""
+        with self._gate:
+            self._parked += 1
+            self._gate.notify_all()
+            while self.paused and not self.stop.is_set():
+                self._gate.wait(0.1)
+            self._parked -= 1
+
+    def pause(self, workers, timeout) -> bool:
+        """Stop the workers between operations; False if they did not all
+        stop within ``timeout`` (or the run is stopping)."""
+        with self._gate:
+            self.paused = True
+            return self._gate.wait_for(lambda: self._parked == workers or self.stop.is_set(),
+                                       timeout) and not self.stop.is_set()
+
+    def resume(self):
+        with self._gate:
+            self.paused = False
+            self._gate.notify_all()
+
 
 class _Worker:
-    def __init__(self, number, client, shared, threads, seed):
+    def __init__(self, number, client, shared, threads, seed, indexes=False):
         self.n, self.client, self.shared, self.threads = number, client, shared, threads
+        self.indexes = indexes
         self.rng = random.Random(seed)
         self.model = {}                 # (p, r) -> {column: value}
         self.partitions = []            # the window: the newest WINDOW partitions
@@ -119,6 +164,8 @@ class _Worker:
     def run(self):
         try:
             while not self.shared.stop.is_set():
+                if self.shared.paused:
+                    self.shared.park()
                 if self.ops % MOVE_EVERY == 0:
                     self._new_partition()
                 self._step()
@@ -255,6 +302,29 @@ class _Worker:
                                       f"({'FORWARD' if forward else 'BACKWARD'}): missing "
                                       f"{missing[:5]}, extra {extra[:5]}, order ok: "
                                       f"{keys == sorted(got, reverse=not forward)}")
+        if self.indexes:
+            self._local_index(p)
+
+    def _local_index(self, p):
+        """Partition ``p`` of the local index: exactly the entries of the
+        model's rows that have a counter ``n`` (key ``(p, n, r)``, attribute
+        ``a``), as soon as the writes returned."""
+        want = {(k[0], c["n"], k[1]): {"a": c["a"]} if "a" in c else {}
+                for k, c in self.model.items() if k[0] == p and "n" in c}
+        got, start = {}, [("p", p), ("n", INF_MIN), ("r", INF_MIN)]
+        while start is not None:
+            _, start, rows, _ = self.client.get_range(
+                LOCAL, Direction.FORWARD, start, [("p", p), ("n", INF_MAX), ("r", INF_MAX)],
+                limit=self.rng.randint(1, 8))
+            got.update((tuple(v for _, v in r.primary_key), _cols(r)) for r in rows)
+            self._tick()
+        if got != want:
+            self.shared.fail("wrong", f"worker {self.n}: local index of partition {p}: missing "
+                                      f"{sorted(set(want) - set(got))[:5]}, extra "
+                                      f"{sorted(set(got) - set(want))[:5]}, wrong "
+                                      f"{[k for k in want if k in got and got[k] != want[k]][:5]}")
+        with self.shared.lock:
+            self.shared.counts["local_index_reads"] += 1
 
     def _range_across(self):
         with self.shared.lock:
@@ -302,6 +372,9 @@ def _watchdog(shared, workers):
     last, since = list(shared.progress), [time.monotonic()] * len(workers)
     while not shared.stop.wait(1.0):
         now = time.monotonic()
+        if shared.paused:               # an index check: nobody is meant to progress
+            since = [now] * len(workers)
+            continue
         for i, n in enumerate(shared.progress):
             if n != last[i]:
                 last[i], since[i] = n, now
@@ -314,7 +387,8 @@ def _watchdog(shared, workers):
 
 
 def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
-        threads: int = 8, stats: dict = None) -> Summary:
+        threads: int = 8, stats: dict = None, indexes: bool = False,
+        check_every: float = 15.0) -> Summary:
     """Run ``threads`` workers for ``seconds`` (60 when neither ``seconds``
     nor ``count`` is given; ``count``: stop once the workers made that many
     operations in all) in ``dir`` (harness.WorkDir).  ``summary.cycles`` is
@@ -322,20 +396,27 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     outcome is checked: a write's in the model, a read against it) plus the
     rows of the final comparison.  ``stats``, if given, receives operations,
     scans, pages, increments, CAS outcomes, splits, regions and descriptors
-    left open."""
+    left open; with ``indexes`` (module doc; every index checked each
+    ``check_every`` seconds and at the end) the reads of the local index, the
+    index checks and the problems they found."""
     if count is None and seconds is None:
         seconds = 60.0
-    summary, work, _rng, st = start("concurrency", f"{threads} threads, splits, switch interval 1e-5",
-                                    seed, dir, stats)
+    summary, work, _rng, st = start(
+        "concurrency", f"{threads} threads, splits, switch interval 1e-5"
+        + (", with indexes" if indexes else ""), seed, dir, stats,
+        ("index_checks", "index_problems") if indexes else ())
     path = work.path("store")
     shared = _Shared(summary, threads)
     fds = _open_fds()
     server = regions.RegionServer.open(path, server_options())
     client = OTSClient(path, server=server)
-    client.create_table(TableMeta(TABLE, [("p", "INTEGER"), ("r", "INTEGER")]), TableOptions(),
-                        ReservedThroughput(CapacityUnit(0, 0)))
+    client.create_table(TableMeta(TABLE, [("p", "INTEGER"), ("r", "INTEGER")],
+                                  COLUMNS if indexes else None), TableOptions(),
+                        ReservedThroughput(CapacityUnit(0, 0)),
+                        secondary_indexes=INDEXES if indexes else None)
     rng = random.Random(seed)
-    workers = [_Worker(i, client, shared, threads, rng.getrandbits(32)) for i in range(threads)]
+    workers = [_Worker(i, client, shared, threads, rng.getrandbits(32), indexes)
+               for i in range(threads)]
     pool = [threading.Thread(target=w.run, name=f"soak-worker-{w.n}", daemon=True) for w in workers]
     dog = threading.Thread(target=_watchdog, args=(shared, workers), daemon=True)
     switch = sys.getswitchinterval()
@@ -343,11 +424,15 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     try:
         for t in pool + [dog]:
             t.start()
+        next_check = time.monotonic() + check_every
         while not shared.stop.is_set():
             if seconds is not None and time.monotonic() - work.began >= seconds:
                 break
             if count is not None and sum(w.ops for w in workers) >= count:
                 break
+            if indexes and time.monotonic() >= next_check:
+                _paused_index_check(summary, client, workers, shared, st)
+                next_check = time.monotonic() + check_every
             time.sleep(0.05)
         shared.stop.set()
         for t in pool:
@@ -361,8 +446,11 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         return work.finish(summary)     # a stuck thread holds the store: leave it open
     served = []
     try:
+        if indexes:     # first: the regions _final_check lists are verified once closed
+            workload.check_indexes(summary, client, st, TABLE, "at the end")
         served = _final_check(summary, server, client, workers, shared, st)
     finally:
+        client.close()                  # its index maintainer stops; the server stays open
         server.close()
     leaked = _open_fds() - fds
     st["leaked_fds"] = len(leaked)
@@ -370,6 +458,20 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         summary.failure("wrong", f"file descriptors left open after close: {sorted(leaked)[:10]}")
     workload.check_files(summary, path, served)
     return work.finish(summary)
+
+
+def _paused_index_check(summary, client, workers, shared, st):
+    """Pause the workers, let the global indexes catch up and compare every
+    index with the table (workload.check_indexes), resume."""
+    try:
+        if shared.pause(len(workers), HANG_S):
+            ops = sum(w.ops for w in workers)
+            workload.check_indexes(summary, client, st, TABLE, f"after {ops} operations")
+        elif not shared.stop.is_set():
+            summary.failure("hangs", f"the workers did not pause within {HANG_S:.0f} s")
+            shared.stop.set()
+    finally:
+        shared.resume()
 
 
 def _final_check(summary, server, client, workers, shared, st):
@@ -398,6 +500,8 @@ def _final_check(summary, server, client, workers, shared, st):
               splits=splits["finished"], rolled_back=splits["rolled_back"],
               regions=len(server.regions(TABLE)), rows=len(rows))
     st.update(scans=shared.counts["scans"], pages=shared.counts["pages"])
+    if workers[0].indexes:
+        st["local_index_reads"] = shared.counts["local_index_reads"]
     return served
 
 
@@ -421,6 +525,12 @@ def main(argv=None) -> int:
                 "run this many seconds (default 60)", doc=__doc__)
     ap.add_argument("--threads", type=cliutil.positive_int, default=8,
                     help="worker threads (8)")
+    ap.add_argument("--indexes", action="store_true",
+                    help="the table carries secondary indexes: the local one read with each "
+                         "partition, every one checked each --check-every seconds and at the end")
+    ap.add_argument("--check-every", type=cliutil.positive_float, default=15.0,
+                    help="with --indexes: seconds between two pauses that check every index (15)")
     args = ap.parse_args(argv)
     stats = {}
-    return report(run(args.seed, args.count, args.seconds, args.dir, args.threads, stats), stats)
+    return report(run(args.seed, args.count, args.seconds, args.dir, args.threads, stats,
+                      args.indexes, args.check_every), stats)

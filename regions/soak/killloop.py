@@ -15,7 +15,16 @@ created again, so that pre-split regions keep splitting in a long run.
 The default durability (no fsync) is the contract under test: a kill -9
 loses no acknowledged write.
 
+With ``--indexes`` the table carries secondary indexes (workload.INDEXES:
+two global, one local), and one child in three first drops or creates a
+fourth with its base data (workload.churn_index), whose back-fill then runs
+beside the workload; after each kill the reopen applies what the kill left
+in the change feed, and the parent waits for the global indexes and
+back-fills and compares every index with the table (workload.check_indexes):
+a missing, phantom or wrong entry is a wrong result.
+
     python -m regions.soak killloop --seed 1 --count 150
+    python -m regions.soak killloop --seed 1 --count 150 --indexes
 """
 import logging
 import os
@@ -30,6 +39,7 @@ import regions
 from lsm.fs import OSFileSystem
 from regions import cliutil
 from regions.tablestore import OTSClient
+from regions.tablestore.indexes import FEED_SUFFIX, INDEX_ATTRIBUTE
 
 from . import Summary
 from . import workload
@@ -43,15 +53,20 @@ _START_TIMEOUT_S = 60.0
 
 
 def child(argv=None) -> None:
-    """The child: ``PATH LOG SEED NEXT_ID NEXT_NODE``; runs until killed (or
-    until its parent is gone)."""
-    path, log_path, seed, next_id, next_node = (argv or sys.argv[1:])[:5]
+    """The child: ``PATH LOG SEED NEXT_ID NEXT_NODE [indexes]``; runs until
+    killed (or until its parent is gone)."""
+    args = (argv or sys.argv[1:])
+    path, log_path, seed, next_id, next_node = args[:5]
+    indexes = args[5:6] == ["indexes"]
     log = workload.AckFile(log_path)
     server = regions.RegionServer.open(path, workload.server_options(fs=_TableNotingFS(log)))
     client = OTSClient(path, server=server)
-    workload.create_table(client)
+    workload.create_table(client, indexes)
+    rng = random.Random(int(seed))
+    if indexes and rng.random() < 1 / 3:
+        log.note("I", workload.churn_index(client))
     os.write(1, _READY)
-    wl = workload.Workload(client, random.Random(int(seed)), log, int(next_id), int(next_node))
+    wl = workload.Workload(client, rng, log, int(next_id), int(next_node))
     parent = os.getppid()
     while os.getppid() == parent:       # an orphan (its parent killed) stops
         wl.step()
@@ -114,18 +129,23 @@ def _wait_ready(proc, timeout):
 
 
 def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
-        window: float = 0.4, epoch: int = 25, stats: dict = None) -> Summary:
+        window: float = 0.4, epoch: int = 25, stats: dict = None,
+        indexes: bool = False) -> Summary:
     """Run ``count`` kill cycles (or as many as fit in ``seconds``; 150 when
     neither is given) in ``dir`` (harness.WorkDir).  ``stats``, if given,
     receives the operations acknowledged, the kills with one in flight, the
     kills during the child's start, inside a table write (a flush or a
     compaction) and inside a split (one the reopen rolled back or forward),
-    the splits seen and the regions."""
+    the splits seen and the regions; with ``indexes`` (module doc) also the
+    index checks and the problems they found, the indexes created and
+    dropped, the kills that left entries in the change feed and those that
+    stopped a back-fill."""
     if count is None and seconds is None:
         count = 150
-    summary, work, rng, st = start("killloop", "SIGKILL at a random moment", seed, dir, stats, (
-        "ops", "pending", "kills_in_start", "kills_in_table_write", "kills_in_split", "splits",
-        "regions"))
+    summary, work, rng, st = start(
+        "killloop", "SIGKILL at a random moment" + (", with indexes" if indexes else ""), seed,
+        dir, stats, ("ops", "pending", "kills_in_start", "kills_in_table_write", "kills_in_split",
+                     "splits", "regions") + (_INDEX_STATS if indexes else ()))
     path, log_path = work.path("store"), work.path("acks.log")
     recoveries = _SplitRecoveries()
     logging.getLogger("regions").addHandler(recoveries)
@@ -136,7 +156,7 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
             os.remove(log_path)
         proc = subprocess.Popen(
             [sys.executable, "-c", _CHILD, path, log_path, str(rng.getrandbits(32)),
-             str(next_id), str(workload.next_node(model))],
+             str(next_id), str(workload.next_node(model))] + (["indexes"] if indexes else []),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         if rng.random() < 0.1:
             time.sleep(rng.uniform(0.0, 0.3))
@@ -156,6 +176,8 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         acked, pending = (workload.read_log(log_path, notes) if os.path.exists(log_path)
                           else ([], None))
         st["kills_in_table_write"] += bool(set(notes.get("T+", ())) - set(notes.get("T-", ())))
+        for done in notes.get("I", ()):
+            st["indexes_" + done] += 1
         st["ops"] += len(acked)
         st["pending"] += pending is not None
         next_id += len(acked) + (pending is not None)
@@ -166,8 +188,11 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         except Exception as e:      # a store that does not reopen: the worst outcome
             summary.failure("crashes", f"cycle {summary.cycles}: reopen failed: {e!r}")
             continue
+        if indexes:
+            _count_index_kills(server, st)
         model, n = workload.verify_reopened(summary, server, path, model, acked, pending,
-                                            drop=summary.cycles % epoch == 0)
+                                            drop=summary.cycles % epoch == 0,
+                                            indexes=st if indexes else None)
         st["splits"] += max(0, n - regions_before)
         st["regions"] = regions_before = n
     logging.getLogger("regions").removeHandler(recoveries)
@@ -175,11 +200,31 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     return work.finish(summary)
 
 
+_INDEX_STATS = ("index_checks", "index_problems", "indexes_created", "indexes_dropped",
+                "kills_with_feed_left", "kills_in_backfill")
+
+
+def _count_index_kills(server, st) -> None:
+    """Before the client reopens (and applies them): whether the kill left
+    change-feed entries unapplied, and stopped a back-fill (an index still
+    loading its base data)."""
+    feed = workload.TABLE + FEED_SUFFIX
+    if server.has_table(feed) and next(iter(server.scan(feed)), None) is not None:
+        st["kills_with_feed_left"] += 1
+    for name in server.list_tables():
+        own = (server.table_attributes(name) or {}).get(INDEX_ATTRIBUTE)
+        if own is not None and own.get("phase") == "ISP_FULL":
+            st["kills_in_backfill"] += 1
+
+
 def main(argv=None) -> int:
     ap = parser("killloop", "kill cycles (default 150)", doc=__doc__)
     ap.add_argument("--window", type=cliutil.positive_float, default=0.4,
                     help="longest run of a child after it is ready, in seconds (0.4)")
+    ap.add_argument("--indexes", action="store_true",
+                    help="the table carries secondary indexes, checked after every kill")
     args = ap.parse_args(argv)
     stats = {}
-    summary = run(args.seed, args.count, args.seconds, args.dir, window=args.window, stats=stats)
+    summary = run(args.seed, args.count, args.seconds, args.dir, window=args.window, stats=stats,
+                  indexes=args.indexes)
     return report(summary, stats)

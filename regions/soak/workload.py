@@ -46,6 +46,17 @@ back as its state after a *prefix* of its writes (a row of a batch, a single
 write, or a whole transaction each count as one write): a later write kept
 while an earlier one is lost (a hole) is a loss.
 
+**Secondary indexes** (``create_table(client, indexes=True)``: killloop
+``--indexes``, tests/test_tablestore_index_crash.py): the table then declares
+its columns and carries ``INDEXES``: a global index on ``v`` (every write
+moves its row to a new key), a local one on ``(p, n)`` (rows without a
+counter have no entry; an INCREMENT moves the row) and a global one on
+``node`` (the linked list's nodes only); ``churn_index`` drops or creates
+(with its base data, back-filled in the background) a fourth, on ``pad``.
+``check_indexes`` waits for the global indexes and back-fills and compares
+every index with the table (regions.tablestore.indexcheck): a missing, a
+phantom or a wrong entry is a wrong result.
+
 The caller then carries the state it read as the next cycle's model.
 ``check_regions`` and ``check_files`` add the store-level checks:
 ``RegionServer.check()`` (regions sorted, contiguous, covering the key space;
@@ -63,11 +74,14 @@ from regions.meta import region_dir_name
 from regions.tablestore import (BatchWriteRowRequest, CapacityUnit, Condition, DeleteRowItem,
                                 Direction, INF_MAX, INF_MIN, OTSClient, OTSServiceError,
                                 PutRowItem, ReservedThroughput, Row, RowExistenceExpectation,
-                                TableInBatchWriteRowItem, TableMeta, TableOptions, UpdateRowItem)
+                                SecondaryIndexMeta, SecondaryIndexType, TableInBatchWriteRowItem,
+                                TableMeta, TableOptions, UpdateRowItem)
+from regions.tablestore import indexcheck
 
 __all__ = ["TABLE", "INITIAL_REGIONS", "server_options", "create_table", "node_key", "Workload",
            "AckFile", "MemoryLog", "read_log", "read_state", "check_state", "check_prefix",
-           "check_regions", "check_files", "next_node", "verify_reopened"]
+           "check_regions", "check_files", "next_node", "verify_reopened", "INDEXES",
+           "CHURN_INDEX", "churn_index", "check_indexes"]
 
 TABLE = "soak"
 PARTITIONS = 32
@@ -93,12 +107,60 @@ def server_options(**changes) -> regions.ServerOptions:
     return opts.copy(**changes)
 
 
-def create_table(client) -> None:
-    """Create the workload's table, pre-split, unless it exists."""
+#: the columns the operations write, declared when the table has indexes
+COLUMNS = [("v", "STRING"), ("n", "INTEGER"), ("pad", "STRING"), ("node", "INTEGER"),
+           ("prev", "INTEGER")]
+_GLOBAL, _LOCAL = SecondaryIndexType.GLOBAL_INDEX, SecondaryIndexType.LOCAL_INDEX
+#: (name, index columns, attribute columns, type) of the table's indexes (module doc)
+INDEXES = (("soak_v", ["v"], ["n"], _GLOBAL), ("soak_pn", ["p", "n"], ["v"], _LOCAL),
+           ("soak_node", ["node"], ["prev"], _GLOBAL))
+CHURN_INDEX = ("soak_pad", ["pad"], ["v"], _GLOBAL)
+
+
+def _index_meta(index) -> SecondaryIndexMeta:
+    name, columns, attributes, kind = index
+    return SecondaryIndexMeta(name, list(columns), list(attributes), kind)
+
+
+def create_table(client, indexes: bool = False) -> None:
+    """Create the workload's table, pre-split, unless it exists; ``indexes``:
+    with its columns declared and ``INDEXES``."""
     if TABLE not in client.list_table():
-        client.create_table(TableMeta(TABLE, [("p", "INTEGER"), ("r", "INTEGER")]),
+        client.create_table(TableMeta(TABLE, [("p", "INTEGER"), ("r", "INTEGER")],
+                                      COLUMNS if indexes else None),
                             TableOptions(), ReservedThroughput(CapacityUnit(0, 0)),
+                            secondary_indexes=[_index_meta(i) for i in INDEXES] if indexes else None,
                             split_points=SPLIT_POINTS)
+
+
+def churn_index(client) -> str:
+    """Drop ``CHURN_INDEX`` if the table has it, else create it with its base
+    data (the back-fill runs in the background); returns what was done."""
+    name = CHURN_INDEX[0]
+    if any(m.index_name == name for m in client.describe_table(TABLE).secondary_indexes):
+        client.delete_secondary_index(TABLE, name)
+        return "dropped"
+    client.create_secondary_index(TABLE, _index_meta(CHURN_INDEX), True)
+    return "created"
+
+
+def check_indexes(summary, client, stats: dict, table: str = TABLE, when: str = None,
+                  timeout: float = 120.0) -> None:
+    """Wait for ``table``'s global indexes and back-fills (``timeout``: a hang
+    past it), then compare every index with the table
+    (indexcheck.check_indexes); each problem is a wrong result, ``when``
+    (default: the cycle) naming it.  Counts ``index_checks`` and
+    ``index_problems`` in ``stats``."""
+    when = when if when is not None else f"cycle {summary.cycles}"
+    if not client.wait_for_indexes(table, timeout):
+        summary.failure("hangs", f"{when}: the indexes of {table!r} did not catch up within "
+                                 f"{timeout:g} s")
+        return
+    problems = indexcheck.check_indexes(client, table)
+    stats["index_checks"] = stats.get("index_checks", 0) + 1
+    stats["index_problems"] = stats.get("index_problems", 0) + len(problems)
+    for problem in problems:
+        summary.failure("wrong", f"{when}: index {problem}")
 
 
 def node_key(k: int) -> tuple:
@@ -487,25 +549,30 @@ def check_files(summary, path: str, region_ids) -> None:
             summary.failure("wrong", f"lsm.tools verify {name}: {problem}")
 
 
-def verify_reopened(summary, server, path, model, acked, pending, drop=False, check=check_state):
+def verify_reopened(summary, server, path, model, acked, pending, drop=False, check=check_state,
+                    indexes=None):
     """Check the reopened ``server`` (at ``path``) against ``model`` and the
     log (``check``: ``check_state`` or ``check_prefix``; ``check_regions``,
-    ``check_files``);
-    close it.  Returns ``(next model,
+    ``check_files``); ``indexes`` (a stats dict): the table's indexes too
+    (``check_indexes``); close it.  Returns ``(next model,
     regions of the table)``; ``drop``: delete the table afterwards (the next
     model is then empty).  An exception counts as a crash."""
     try:
-        client = OTSClient(path, server=server)
+        client = OTSClient(path, server=server)   # applies what a kill left in the feed
         exists = TABLE in client.list_table()
         actual = read_state(client) if exists else {}
         model = check(summary, model, acked, pending, actual)
+        if indexes is not None and exists:
+            check_indexes(summary, client, indexes)
+        client.close()                  # its index maintainer stops; the server stays open
         served = check_regions(summary, server)
         n = len(server.regions(TABLE)) if exists else INITIAL_REGIONS
         server.close()
         check_files(summary, path, served)
         if drop and exists:
             with regions.RegionServer.open(path, server.options) as server:
-                OTSClient(path, server=server).delete_table(TABLE)
+                with OTSClient(path, server=server) as client:
+                    client.delete_table(TABLE)
             model, n = {}, INITIAL_REGIONS
         return model, n
     except Exception as e:
