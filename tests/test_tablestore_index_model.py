@@ -8,6 +8,7 @@ once, the global ones after ``wait_for_indexes``.  The checker itself is
 shown to see a missing, a phantom and a wrong entry, and a refs table out of
 step."""
 import random
+import threading
 import time
 
 import pytest
@@ -500,3 +501,67 @@ def test_the_check_command_refuses_bad_input_in_one_line_and_makes_no_store(tmp_
     assert capsys.readouterr().err == ("python -m regions.tablestore.indexcheck: error: %s\n"
                                        % error.format(**paths))
     assert list((tmp_path / "empty").iterdir()) == [] and not (tmp_path / "missing").exists()
+
+
+# -- races the seeded steps cannot time: each made certain with a slow write ----------
+
+def _slow(monkeypatch, server, method, table, seconds, started=None):
+    """``server.method`` delayed by ``seconds`` for ``table`` (``started`` set
+    when the delayed call begins) until ``monkeypatch.undo()``."""
+    real = getattr(server, method)
+
+    def slow(name, *args, **kwargs):
+        if name == table:
+            if started is not None:
+                started.set()
+            time.sleep(seconds)
+        return real(name, *args, **kwargs)
+    monkeypatch.setattr(server, method, slow)
+
+
+def test_a_committed_transaction_reaches_a_global_index_however_late_its_write_lands(
+        monkeypatch):
+    """TransactionManager.commit appends the feed entries of its rows, then
+    writes them, without their row locks: a maintainer pass between the two
+    reconciles the rows against their state before the commit and deletes
+    the entries, and the index never sees the transaction's rows (killloop
+    --indexes and the crash tests meet it every few cycles: a transaction's
+    WAL write lets the maintainer run).  Here the commit's write is 0.3 s
+    late."""
+    client = open_client(":memory:")
+    client.create_table(TableMeta(TABLE, [("p", "INTEGER"), ("s", "STRING")], DEFINED),
+                        secondary_indexes=[_meta("g_a")])
+    client.put_row(TABLE, Row(_pk((1, "x")), [("a", "A")]))
+    assert client.wait_for_indexes(TABLE)
+    tid = client.start_local_transaction(TABLE, [("p", 1)])
+    client.put_row(TABLE, Row(_pk((1, "x")), [("a", "B")]), None, None, tid)
+    _slow(monkeypatch, client._server, "write", TABLE, 0.3)
+    client.commit_transaction(tid)
+    monkeypatch.undo()
+    assert client.wait_for_indexes(TABLE)
+    assert [str(p) for p in check_indexes(client, TABLE)] == []
+    client.close()
+
+
+@pytest.mark.parametrize("index", ["g_a", "l_pb"])
+def test_an_index_created_with_its_base_data_holds_a_write_in_flight_meanwhile(monkeypatch,
+                                                                              index):
+    """A write that began before create_secondary_index (its feed looked up:
+    no index yet) and lands after the back-fill read its row's place: no
+    feed entry, no back-fill of it, the acknowledged row never indexed.
+    Here the write is 0.3 s late; the index is created meanwhile."""
+    client = open_client(":memory:")
+    client.create_table(TableMeta(TABLE, [("p", "INTEGER"), ("s", "STRING")], DEFINED))
+    client.put_row(TABLE, Row(_pk((1, "x")), [("a", "A"), ("b", 1)]))
+    started = threading.Event()
+    _slow(monkeypatch, client._server, "put", TABLE, 0.3, started)
+    writer = threading.Thread(target=client.put_row, args=(
+        TABLE, Row(_pk((2, "y")), [("a", "B"), ("b", 2)])))
+    writer.start()
+    assert started.wait(10)
+    client.create_secondary_index(TABLE, _meta(index), True)
+    writer.join()
+    monkeypatch.undo()
+    assert client.wait_for_indexes(TABLE)
+    assert [str(p) for p in check_indexes(client, TABLE)] == []
+    client.close()
