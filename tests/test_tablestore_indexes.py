@@ -343,3 +343,24 @@ def test_the_index_calls_are_metered_by_their_wire_names(client):
     assert {k: v for k, v in api["requests"].items() if k != "CreateTable"} == \
         {"CreateIndex": 1, "AddDefinedColumn": 1, "DeleteDefinedColumn": 1, "DropIndex": 2}
     assert api["errors"] == {"DropIndex": {"OTSParameterInvalid": 1}}
+
+
+def test_no_feed_entry_is_consumed_before_the_reopened_indexer_knows_its_indexes(tmp_path,
+                                                                                 monkeypatch):
+    import time
+    from regions.tablestore import indexes
+    path = str(tmp_path / "store")
+    with OTSClient(path) as c:
+        make(c, [SecondaryIndexMeta("by_name", ["name"], [])])
+        c._indexer.close()                                   # the backlog stays in the feed
+        for i in range(300):
+            put(c, "u%03d" % i, i, name="n%d" % i)
+    real = indexes.Indexer._attach
+
+    def slow_attach(self, *args):                            # widen open()'s window
+        real(self, *args)
+        time.sleep(0.3)
+    monkeypatch.setattr(indexes.Indexer, "_attach", slow_attach)
+    with OTSClient(path) as c:
+        assert c.wait_for_indexes("users")
+        assert len(rows_of(c, "by_name")) == 300

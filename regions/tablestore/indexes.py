@@ -234,6 +234,7 @@ class Indexer:
         self._backfills = {}         # index name -> Thread
         self._thread = None
         self._idle = False           # the maintainer waits for a write (after_write wakes it)
+        self._opening = False        # open() runs: no maintainer yet
 
     # -- the catalogue --------------------------------------------------------
     @staticmethod
@@ -268,17 +269,24 @@ class Indexer:
                     server.delete_table(name)
         for index_name, base in listed.items():
             self.index_of[index_name] = base
+        # The maintainer starts once every index is known and the feed left
+        # is applied (before: it would find indexes without their schema).
+        self._opening = True
         for base in sorted(set(listed.values())):
             self._attach(base, self.schemas[base])
         for index_name, base in listed.items():
             if not server.has_table(index_name):     # listed but never made: make it now
                 index = next(i for i in self.tables[base].indexes if i.name == index_name)
                 self._make_tables(base, self.schemas[base], index, "ISP_FULL")
-            self.index_schemas[index_name] = self.schemas.pop(index_name)
+            else:
+                self.index_schemas[index_name] = self.schemas.pop(index_name)
             own = server.table_attributes(index_name)[INDEX_ATTRIBUTE]
             self._set_phase(index_name, own.get("phase", "ISP_INCR"))
         for table in list(self.tables.values()):
             self._drain(table, None, table.indexes)   # a crash may have cut a local one short
+        self._opening = False
+        if any(not i.local for t in self.tables.values() for i in t.indexes):
+            self._ensure_thread()
         for index_name, phase in self.phase.items():
             if phase == "ISP_FULL":
                 self._start_backfill(self.index_of[index_name], index_name)
@@ -520,7 +528,9 @@ class Indexer:
     def _apply(self, index, row_key, values, live, now):
         ischema = self.index_schemas.get(index.name)
         if ischema is None:
-            return
+            if index.name in self.index_of:   # never: the entry must not be dropped unapplied
+                raise RuntimeError("index %r has no schema" % index.name)
+            return                            # dropped meanwhile
         want = None
         if live is not None:
             key_values = []
@@ -554,7 +564,7 @@ class Indexer:
 
     # -- the maintainer (global indexes) ----------------------------------------
     def _ensure_thread(self):
-        if self._thread is None and not self._closed:
+        if self._thread is None and not self._closed and not self._opening:
             self._thread = threading.Thread(target=self._follow, name="index-maintainer",
                                             daemon=True)
             self._thread.start()
