@@ -355,9 +355,18 @@ class Indexer:
             self.index_of[index.name] = base
             self._set_phase(index.name, phase)
             self._attach(base, new)
-            if include_base_data:
-                self._start_backfill(base, index.name)
-            return ischema
+        # Every write from now on is fed (writers look the table up under their
+        # row lock); one that looked before holds its lock until its row is
+        # written: pass each lock once (not under the mutex, which a writer may
+        # want while it holds its lock), and the back-fill sees them all.
+        for lock in self.locks:
+            with lock:
+                pass
+        if include_base_data:
+            with self._mutex:
+                if index.name in self.index_of:
+                    self._start_backfill(base, index.name)
+        return ischema
 
     def drop(self, base, schema, index_name, commit):
         """Remove index ``index_name`` of ``base``: ``commit(new_base_schema)``
@@ -478,20 +487,17 @@ class Indexer:
                 return None           # its last index was dropped meanwhile
         return keys
 
-    def after_write(self, base, row_keys, feed_keys, locked=True):
-        """The base write of ``row_keys`` is done (their row locks held, or
-        not: ``locked``): reconcile the local indexes now; wake the maintainer
-        for the global ones (or, with none, drop the feed entries)."""
+    def after_write(self, base, row_keys, feed_keys):
+        """The base write of ``row_keys`` is done (their row locks still held):
+        reconcile the local indexes now; wake the maintainer for the global
+        ones (or, with none, drop the feed entries)."""
         table = self.tables.get(base)
         if table is None or feed_keys is None:
             return
         local = [i for i in table.indexes if i.local]
         if local:
             for row_key in dict.fromkeys(row_keys):
-                if locked:
-                    self._reconcile(table, row_key, local)
-                else:
-                    self.reconcile(base, row_key, local)
+                self._reconcile(table, row_key, local)
         if len(local) == len(table.indexes):
             self._forget(table, feed_keys)
         elif self._idle:

@@ -206,15 +206,26 @@ class TransactionManager:
         with self.use(txn_id) as txn:
             batch = txn.batch()
             try:
-                if batch.ops:
-                    feed = rows = None
-                    if self.indexer is not None:
-                        rows = list(dict.fromkeys(key[:pkcodec.row_key_len(key)]
-                                                  for _, key, _ in batch.ops))
-                        feed = self.indexer.before_write(txn.table, rows)
+                if batch.ops and self.indexer is None:
                     self.server.write(txn.table, batch)
-                    if feed is not None:
-                        self.indexer.after_write(txn.table, rows, feed, locked=False)
+                elif batch.ops:
+                    # under the rows' locks, as every write that feeds indexes
+                    # (indexes.py: a reconcile must not see the rows between
+                    # their feed entries and their write)
+                    rows = list(dict.fromkeys(key[:pkcodec.row_key_len(key)]
+                                              for _, key, _ in batch.ops))
+                    n = len(self._row_locks)
+                    locks = [self._row_locks[i] for i in sorted({hash(r) % n for r in rows})]
+                    for lock in locks:
+                        lock.acquire()
+                    try:
+                        feed = self.indexer.before_write(txn.table, rows)
+                        self.server.write(txn.table, batch)
+                        if feed is not None:
+                            self.indexer.after_write(txn.table, rows, feed)
+                    finally:
+                        for lock in reversed(locks):
+                            lock.release()
             finally:
                 self._finish(txn)
 
