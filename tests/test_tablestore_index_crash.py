@@ -214,13 +214,12 @@ def test_kill_inside_a_split_of_the_base_table_or_of_an_index(tmp_path, table, p
 def test_feed_entries_a_crash_left_reach_a_global_index_whatever_the_maintainer_does_first(
         tmp_path, monkeypatch):
     """Entries left in the feed (a kill after the acknowledgements, before the
-    maintainer applied them) are applied at open.  Indexer.open starts the
-    maintainer thread (``_attach``) before it has loaded the index tables'
-    schemas (``index_schemas``); a maintainer that drains the feed in that
-    window reconciles each row against no index (``_apply`` returns at once
-    for an index without a schema) and deletes the entries: the rows never
-    reach the index.  The window is widened here (0.3 s after ``_attach``);
-    a reopen hits it by itself often (killloop --indexes: most cycles)."""
+    maintainer applied them) are applied at open.  Indexer.open once started
+    the maintainer thread (in ``_attach``) before it had loaded the index
+    tables' schemas; a maintainer pass in that window reconciled each row
+    against no index and deleted the entries: the rows never reached the
+    index (killloop --indexes met it in most cycles; fixed in 006eda7).  The
+    window is widened here: 0.3 s after each ``_attach``."""
     path = str(tmp_path / "store")
     client = OTSClient(path)
     client.create_table(TableMeta("t", [("p", "INTEGER")], [("a", "STRING")]),

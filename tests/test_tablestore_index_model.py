@@ -521,12 +521,11 @@ def _slow(monkeypatch, server, method, table, seconds, started=None):
 
 def test_a_committed_transaction_reaches_a_global_index_however_late_its_write_lands(
         monkeypatch):
-    """TransactionManager.commit appends the feed entries of its rows, then
-    writes them, without their row locks: a maintainer pass between the two
-    reconciles the rows against their state before the commit and deletes
-    the entries, and the index never sees the transaction's rows (killloop
-    --indexes and the crash tests meet it every few cycles: a transaction's
-    WAL write lets the maintainer run).  Here the commit's write is 0.3 s
+    """A commit appends the feed entries of its rows, then writes them; it
+    once did so without their row locks, and a maintainer pass between the
+    two reconciled the rows' state before the commit and deleted the
+    entries: the index never saw the transaction's rows (the crash tests met
+    it every run; fixed in 149c4d5).  Here the commit's write is 0.3 s
     late."""
     client = open_client(":memory:")
     client.create_table(TableMeta(TABLE, [("p", "INTEGER"), ("s", "STRING")], DEFINED),
@@ -547,8 +546,9 @@ def test_a_committed_transaction_reaches_a_global_index_however_late_its_write_l
 def test_an_index_created_with_its_base_data_holds_a_write_in_flight_meanwhile(monkeypatch,
                                                                               index):
     """A write that began before create_secondary_index (its feed looked up:
-    no index yet) and lands after the back-fill read its row's place: no
-    feed entry, no back-fill of it, the acknowledged row never indexed.
+    no index yet) and lands after the back-fill read its row's place wrote
+    no feed entry and was never back-filled: the acknowledged row was never
+    indexed (fixed in 149c4d5: the create passes every row lock once).
     Here the write is 0.3 s late; the index is created meanwhile."""
     client = open_client(":memory:")
     client.create_table(TableMeta(TABLE, [("p", "INTEGER"), ("s", "STRING")], DEFINED))
