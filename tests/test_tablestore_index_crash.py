@@ -254,7 +254,7 @@ def test_the_kill_loop_with_indexes_loses_nothing_and_finds_every_index_right():
 
 def test_eight_threads_during_splits_keep_their_indexes_right():
     stats = {}
-    s = concurrency.run(seed=1, seconds=20, stats=stats, indexes=True, check_every=5)
+    s = concurrency.run(seed=1, seconds=20, stats=stats, indexes=True, check_every=4)
     assert s.ok, s.details
     assert stats["index_checks"] >= 3 and stats["index_problems"] == 0     # paused ones, the last
     assert stats["local_index_reads"] > 100 and stats["splits"] >= 5

@@ -474,6 +474,9 @@ def test_the_check_command_reads_a_store_and_exits_1_on_a_problem(tmp_path, caps
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("m/l_pb: missing index row (2, 2, '') (base row (2, ''))")
     assert out[-1] == "indexes checked: 2, problems: 2"
+    # made without its base data, the index may lack the entry; refs still names it
+    assert check_main(["--data", data, "--no-base-data", "l_pb"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == "indexes checked: 2, problems: 1"
 
 
 def _status(main, argv):
