@@ -364,3 +364,59 @@ def test_no_feed_entry_is_consumed_before_the_reopened_indexer_knows_its_indexes
     with OTSClient(path) as c:
         assert c.wait_for_indexes("users")
         assert len(rows_of(c, "by_name")) == 300
+
+
+def test_writers_wait_while_a_global_index_lags_too_far(client, monkeypatch):
+    import threading
+    import time
+    from regions.tablestore import indexes
+    monkeypatch.setattr(indexes, "MAX_BACKLOG", 5)
+    monkeypatch.setattr(indexes, "_ADMIT_WAIT_S", 30.0)
+    make(client, [SecondaryIndexMeta("by_name", ["name"], [])])
+    gate, drain = threading.Event(), client._indexer._drain
+
+    def held_drain(*args):
+        gate.wait()
+        return drain(*args)
+    monkeypatch.setattr(client._indexer, "_drain", held_drain)
+    done = []
+
+    def writer():
+        for i in range(10):
+            put(client, "u%d" % i, i, name="n")
+            done.append(i)
+    thread = threading.Thread(target=writer)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while len(done) < 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert len(done) == 6 and thread.is_alive()      # 6 entries pending: the 7th waits
+    gate.set()
+    thread.join(10)
+    assert not thread.is_alive() and len(done) == 10
+    assert client.wait_for_indexes("users")
+    assert len(rows_of(client, "by_name")) == 10
+
+
+def test_the_maintainer_leaves_a_local_only_tables_feed_to_its_writers(client, monkeypatch):
+    import threading
+    import time
+    make(client, [SecondaryIndexMeta("g", ["name"], [])], name="other")   # a maintainer runs
+    make(client, [SecondaryIndexMeta("loc", ["uid", "name"], [], LOCAL)])
+    real, reached, go = client._indexer.after_write, threading.Event(), threading.Event()
+
+    def slow_after_write(*args):
+        reached.set()
+        go.wait(10)
+        return real(*args)
+    monkeypatch.setattr(client._indexer, "after_write", slow_after_write)
+    writer = threading.Thread(target=put, args=(client, "u", 1), kwargs={"name": "a"})
+    writer.start()
+    assert reached.wait(10)
+    time.sleep(0.3)                       # the maintainer's passes come and go
+    assert len(list(client._server.scan("users" + FEED_SUFFIX))) == 1   # still the writer's
+    go.set()
+    writer.join(10)
+    assert [pk for pk, _ in rows_of(client, "loc")] == [("u", "a", 1)]
+    assert list(client._server.scan("users" + FEED_SUFFIX)) == []

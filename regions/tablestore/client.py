@@ -651,6 +651,7 @@ class OTSClient:
     # columns (writes.RowWriter._success); the protocol carries it on every write.
     def put_row(self, table_name, row, condition=None, return_type=None, transaction_id=None,
                 return_column_names=None):
+        self._indexer.admit(table_name)     # a table whose global indexes lag waits
         if transaction_id is None and return_column_names is None \
                 and self._plain_writer is not None:
             got = self._plain_writer.put(table_name, row, condition, return_type)
@@ -661,6 +662,7 @@ class OTSClient:
 
     def update_row(self, table_name, row, condition, return_type=None, transaction_id=None,
                    return_column_names=None):
+        self._indexer.admit(table_name)
         if transaction_id is None and return_column_names is None \
                 and self._plain_writer is not None:
             got = self._plain_writer.update(table_name, row, condition, return_type)
@@ -671,6 +673,7 @@ class OTSClient:
 
     def delete_row(self, table_name, row=None, condition=None, return_type=None,
                    transaction_id=None, return_column_names=None, **kwargs):
+        self._indexer.admit(table_name)
         primary_key = kwargs.get("primary_key", None)
         if row is not None:
             primary_key = row
@@ -711,6 +714,8 @@ class OTSClient:
                 raise service_error("batch_no_operation", table=table_name)
             total += len(item.row_items)
         check_batch_rows(total, BATCH_WRITE_ROWS)
+        for table_name in request.items:
+            self._indexer.admit(table_name)
         if self._plain_writer is not None:
             # plain unconditional puts in one C call (its twin: the loops below)
             response = self._plain_writer.batch(request.items, BATCH_WRITE_BYTES)

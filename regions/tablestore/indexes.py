@@ -64,9 +64,10 @@ from regions.errors import UnknownTableError
 from . import _rowcodec, cells, pkcodec
 from .errors import OTSClientError, service_error
 from .metadata import SecondaryIndexMeta, SecondaryIndexType
-from .reads import row_entries, visible
+from .reads import row_entries
 from .schema import ATTRIBUTE, Schema
 from .validate import check_name
+from .writes import _new_batch as _batch
 
 __all__ = ["IndexDef", "Indexer", "check_index_meta", "check_index_shape", "MAX_INDEXES", "MAX_INDEX_COLUMNS",
            "MAX_INDEX_ATTRIBUTES", "FEED_SUFFIX", "REFS_SUFFIX", "INDEX_ATTRIBUTE"]
@@ -85,6 +86,10 @@ _SEQ = struct.Struct(">Q")
 _ENTRY_TIME = struct.Struct("<q")
 _FEED_BATCH = 256            # feed entries the maintainer applies per pass
 _CURSOR_EVERY = 1000         # back-filled rows between two saved cursors
+# Feed entries a table's global indexes may lag behind before its writers
+# wait for the maintainer (admit): the lag stays bounded at any write rate.
+MAX_BACKLOG = 1000
+_ADMIT_WAIT_S = 1.0          # at most, per write: a stuck maintainer slows writes, never stops them
 
 
 class IndexDef:
@@ -195,7 +200,8 @@ def check_index_meta(base_name, base: Schema, index_meta, taken) -> IndexDef:
 class _Table:
     """What the Indexer keeps of one base table with indexes."""
 
-    __slots__ = ("name", "schema", "indexes", "feed", "seq", "position", "append_lock")
+    __slots__ = ("name", "schema", "indexes", "feed", "seq", "position", "append_lock",
+                 "lagging", "last_seq", "applied_seq")
 
     def __init__(self, name, schema, indexes):
         self.name, self.schema, self.indexes = name, schema, indexes
@@ -205,6 +211,8 @@ class _Table:
         # Appends are serialised, so an entry is visible only after every
         # entry of a lower seq: the maintainer's position never skips one.
         self.append_lock = threading.Lock()
+        self.lagging = False     # it has a global index (its entries wait for the maintainer)
+        self.last_seq = self.applied_seq = 0   # the newest entry appended, the newest applied
 
 
 class Indexer:
@@ -298,7 +306,8 @@ class Indexer:
         table = self.tables.get(base)
         if table is not None:
             table.schema, table.indexes = schema, self.index_defs(schema)
-            if any(not i.local for i in table.indexes):
+            table.lagging = any(not i.local for i in table.indexes)
+            if table.lagging:
                 self._ensure_thread()
             return
         table = _Table(base, schema, self.index_defs(schema))
@@ -309,8 +318,10 @@ class Indexer:
             last = _SEQ.unpack(key)[0]
             break
         table.seq = itertools.count(last + 1)
+        table.last_seq = table.applied_seq = last
+        table.lagging = any(not i.local for i in table.indexes)
         self.tables[base] = table
-        if any(not i.local for i in table.indexes):
+        if table.lagging:
             self._ensure_thread()
 
     def _make_tables(self, base, schema, index, phase):
@@ -473,6 +484,7 @@ class Indexer:
         stamp = _ENTRY_TIME.pack(time.time_ns() // 1000)
         with table.append_lock:
             keys = [_SEQ.pack(next(table.seq)) for _ in row_keys]
+            table.last_seq = _SEQ.unpack(keys[-1])[0]
             try:
                 if len(keys) == 1:
                     self.server.put(table.feed, keys[0], row_keys[0] + stamp)
@@ -504,6 +516,25 @@ class Indexer:
             with self._wake:
                 self._wake.notify()
 
+    def admit(self, base):
+        """Called by a writer of table ``base`` before it takes its row lock:
+        while its global indexes lag more than MAX_BACKLOG feed entries, wait
+        for the maintainer (up to _ADMIT_WAIT_S), so the lag stays bounded."""
+        table = self.tables.get(base) if type(base) is str else None
+        if table is None or not table.lagging:
+            return
+        deadline = None
+        while table.last_seq - table.applied_seq > MAX_BACKLOG and not self._closed:
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + _ADMIT_WAIT_S
+            elif now > deadline:
+                return
+            if self._idle:
+                with self._wake:
+                    self._wake.notify()
+            time.sleep(0.0005)
+
     # -- reconciling ------------------------------------------------------------
     def reconcile(self, base, row_key, indexes=None):
         """Bring ``indexes`` (default: all of ``base``'s) in step with row
@@ -517,12 +548,17 @@ class Indexer:
     def _reconcile(self, table, row_key, indexes):
         """``reconcile`` with the row lock held."""
         schema, server = table.schema, self.server
-        head, deltas = cells.split_entries(len(row_key), row_entries(server, table.name, row_key))
+        # the row's newest version of each column, decoded in C (an index
+        # needs max_versions 1), then TTL as reads.visible applies it
+        row_cells = _rowcodec.row_cells(len(row_key), row_entries(server, table.name, row_key),
+                                        1)[0]
         now = cells.now_ms()
-        live = visible(len(row_key), head, deltas, schema.ttl, schema.max_versions, now)
-        values = None
-        if live is not None:
-            values = dict(zip(schema.names, pkcodec.decode_pk(row_key, len(schema.names))[0]))
+        live = values = None
+        if row_cells is not None:
+            min_ts = now - schema.ttl * 1000 if schema.ttl > 0 else None
+            live = {name: [(ts, value)] for name, value, ts in row_cells
+                    if min_ts is None or ts >= min_ts}
+            values = dict(zip(schema.names, _rowcodec.decode_pk(row_key, len(schema.names))[0]))
         for index in indexes:
             try:
                 self._apply(index, row_key, values, live, now)
@@ -580,7 +616,10 @@ class Indexer:
             with self._wake:
                 if self._closed:
                     return
-                tables = list(self.tables.values())
+                # a table with local indexes only: its writers apply and drop
+                # its entries under their row locks (never the maintainer,
+                # which would drop an entry before its writer applied it)
+                tables = [t for t in self.tables.values() if any(not i.local for i in t.indexes)]
             busy = False
             for table in tables:
                 try:
@@ -621,6 +660,7 @@ class Indexer:
                     self._lags.append((now_us - _ENTRY_TIME.unpack(value[-8:])[0]) / 1000)
             self._forget(table, [k for k, _ in entries])
             table.position = entries[-1][0] + b"\x00"
+            table.applied_seq = max(table.applied_seq, _SEQ.unpack(entries[-1][0])[0])
             applied = True
             if limit is not None:
                 return applied
@@ -708,11 +748,6 @@ class Indexer:
         for thread in [self._thread, *self._backfills.values()]:
             if thread is not None:
                 thread.join()
-
-
-def _batch():
-    from .writes import _new_batch
-    return _new_batch()
 
 
 def _is_type(value, typ):
