@@ -11,7 +11,10 @@ prepares every row first (an OTSClientError or a whole-request error refuses
 the request before any row is written; a row's service error becomes that
 row's result), then writes each table's rows together (writes.RowWriter
 .run_batch: one region write per region): every row gets its own result, and
-no exception leaves a batch half-applied and unreported.
+no exception leaves a batch half-applied and unreported.  An atomic
+BatchWriteRow (``is_atomic``, ours on the embedded client: metadata.py) writes
+each table's rows, one partition key value, all or nothing
+(writes.check_atomic, RowWriter.run_atomic), never by the C path.
 
 Thread-safety: one client may be used by many threads.  Writes hold their
 row's striped lock (writes.RowWriter); a row's entries always live in one
@@ -48,7 +51,7 @@ from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_
                        MAX_DEFINED_COLUMNS, RANGE_BYTES, RANGE_ROWS, check_batch_rows,
                        check_defined_columns, check_pk, check_read_params, check_reserved_cu,
                        check_table_meta, check_table_options, decode_name)
-from .writes import LOCK_STRIPES, RowWriter, check_repeated, prepare
+from .writes import LOCK_STRIPES, RowWriter, check_atomic, check_repeated, prepare
 
 __all__ = ["OTSClient"]
 
@@ -716,7 +719,8 @@ class OTSClient:
         check_batch_rows(total, BATCH_WRITE_ROWS)
         for table_name in request.items:
             self._indexer.admit(table_name)
-        if self._plain_writer is not None:
+        atomic = bool(getattr(request, "is_atomic", False))   # ours (metadata.py); the SDK's has none
+        if self._plain_writer is not None and not atomic:
             # plain unconditional puts in one C call (its twin: the loops below)
             response = self._plain_writer.batch(request.items, BATCH_WRITE_BYTES)
             if response is not None:
@@ -734,12 +738,14 @@ class OTSClient:
                     plans.append(p)
                 except OTSServiceError as exc:
                     plans.append(exc)
-            prepared[table_name] = check_repeated(plans)
+            plans = check_repeated(plans)
+            prepared[table_name] = check_atomic(plans) if atomic else plans
         if size > BATCH_WRITE_BYTES:
             raise service_error("batch_write_size", limit=BATCH_WRITE_BYTES, size=size)
         response = {}
         for table_name, plans in prepared.items():
-            response[table_name] = self._writer.run_batch(plans, self._schemas.get(table_name))
+            run = self._writer.run_atomic if atomic else self._writer.run_batch
+            response[table_name] = run(plans, self._schemas.get(table_name))
         return BatchWriteRowResponse(request, response)
 
     # -- local transactions (state in transactions.py) ------------------------

@@ -225,6 +225,11 @@ ERRORS = {
     "data_out_of_range": (400, "OTSDataOutOfRange",  # (ours: the status)
                           "Data out of scope of transaction. Transaction PartKey:{txn}. "
                           "Data PartKey:{data}"),
+    # an atomic BatchWriteRow whose rows of one table have two partition key values: every row
+    # of that table gets it (the Java SDK's OTSAPIBehaviorTest.testAtomicBatchWriteRowWithDiffPartKey
+    # asserts code and text for a STRING key; the status is ours: it is a row's error)
+    "atomic_out_of_range": (400, "OTSDataOutOfRange",
+                            "Data out of scope of atomic. Atomic PartKey:{atomic}. Data PartKey:{data}"),
     "transaction_other_table": (400, "OTSDataOutOfRange",  # (ours)
                                 "Data out of scope of transaction. Transaction table:{txn_table}. "
                                 "Data table:{table}"),

@@ -623,9 +623,15 @@ class TableInBatchWriteRowItem(_Value):
 
 
 class BatchWriteRowRequest(_Value):
-    def __init__(self):
+    """``is_atomic`` (ours: the Python SDK 6.4.8 has no such attribute; the
+    Go SDK's ``BatchWriteRowRequest.IsAtomic``, the Java SDK's
+    ``setAtomic``, the wire's ``is_atomic``): the rows of each table must
+    share one partition key value and are written all or nothing."""
+
+    def __init__(self, is_atomic=False):
         self.items = {}
         self.transaction_id = None
+        self.is_atomic = is_atomic
 
     def add(self, table_item):
         if not isinstance(table_item, TableInBatchWriteRowItem):
@@ -636,6 +642,10 @@ class BatchWriteRowRequest(_Value):
 
     def set_transaction_id(self, transcation_id):
         self.transaction_id = transcation_id
+
+    def set_atomic(self, is_atomic):
+        """(ours, as the Java SDK's ``setAtomic``) see the class."""
+        self.is_atomic = is_atomic
 
 
 class BatchWriteRowResponseItem(_Value):

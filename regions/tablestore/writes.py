@@ -27,7 +27,7 @@ into the transaction's view instead of the server.
 """
 import logging
 
-from . import _rowcodec, _writes, cells
+from . import _rowcodec, _writes, cells, pkcodec
 from .capacity import failed_condition_cu, write_cu
 from .conditions import check_condition, evaluate
 from .errors import OTSClientError, OTSServiceError, service_error
@@ -37,7 +37,7 @@ from .reads import row_entries, visible
 from .validate import (INT64_MAX, INT64_MIN, check_pk, check_put_columns, check_return_columns,
                        check_row_size, check_update_columns)
 
-__all__ = ["Prepared", "prepare", "check_repeated", "RowWriter", "LOCK_STRIPES"]
+__all__ = ["Prepared", "prepare", "check_repeated", "check_atomic", "RowWriter", "LOCK_STRIPES"]
 
 log = logging.getLogger("regions.tablestore")
 
@@ -149,6 +149,28 @@ def check_repeated(plans) -> list:
     return plans
 
 
+def check_atomic(plans) -> list:
+    """The service's rule of an atomic BatchWriteRow (``is_atomic``), for one
+    table's rows: they all share the first row's partition key value (the
+    first primary-key column); otherwise every row gets OTSDataOutOfRange
+    naming the first row's value and the first other one (the Java SDK's
+    tests: all rows fail, each with that text).  Rows whose preparation
+    failed are skipped here (their error fails the batch anyway, see
+    RowWriter.run_atomic).  Returns ``plans``, or the error once per row."""
+    first = None
+    for p in plans:
+        if isinstance(p, OTSServiceError):
+            continue
+        value = p.pk_values[0]          # never PK_AUTO_INCR: the first column cannot be one
+        if first is None:
+            first = value
+        elif value != first:
+            error = service_error("atomic_out_of_range", atomic=pkcodec.value_text(first),
+                                  data=pkcodec.value_text(value))
+            return [error] * len(plans)
+    return plans
+
+
 def failed_item(kind, table, exc) -> BatchWriteRowResponseItem:
     """The BatchWriteRow result item of a row of ``kind`` that failed with ``exc``."""
     if isinstance(exc, OTSServiceError):
@@ -231,17 +253,21 @@ class RowWriter:
         self._assign_auto(p, schema)
         with self.locks[hash(p.row_key) % len(self.locks)]:
             ops = self._row_ops(p, schema, cells.now_ms())
-            feed = (self.indexer.before_write(p.table, [p.row_key])
+            feed = (self.indexer.before_write(p.table, [p.row_key], [ops])
                     if self.indexer is not None else None)
-            if len(ops) == 1:
-                self.server.put(p.table, *ops[0])
-            else:
-                batch = _new_batch()
-                for key, value in ops:
-                    batch.put(key, value)
-                self.server.write(p.table, batch)
-            if feed is not None:
-                self.indexer.after_write(p.table, [p.row_key], feed)
+            landed = ()
+            try:
+                if len(ops) == 1:
+                    self.server.put(p.table, *ops[0])
+                else:
+                    batch = _new_batch()
+                    for key, value in ops:
+                        batch.put(key, value)
+                    self.server.write(p.table, batch)
+                landed = None
+            finally:
+                if feed is not None:
+                    self.indexer.after_write(p.table, [p.row_key], feed, landed)
         return self._success(p, schema)
 
     def _update_ops(self, p, live, now):
@@ -312,14 +338,46 @@ class RowWriter:
             self._run_group(plans, group, schema, results)
         return results
 
-    def _run_group(self, plans, group, schema, results):
-        """Write the rows ``group`` (indexes of ``plans``, distinct row keys) as one batch."""
+    def run_atomic(self, plans, schema) -> list:
+        """One table's rows of an atomic BatchWriteRow (check_atomic passed),
+        run all or nothing: their result items, in order.
+
+        If any row cannot be written (its preparation failed, its condition
+        failed, an INCREMENT error), no row is: that row gets its own error
+        and every other row the first such error (ours: the service's text for
+        rows failed by another is not known).  Otherwise all rows, repeated
+        ones included (check_repeated refused conditions and increments on
+        them, so no row reads another's write), are written as one batch under
+        the locks of all of them, after every condition was checked.  One
+        table's rows are one partition key value, hence in one region (splits
+        never divide a partition key: split_boundary, and pre-split points are
+        partition key values), so the batch is one region write: one WAL
+        record, all or nothing, also across a crash.
+        """
+        results = [None] * len(plans)
+        first = next((p for p in plans if isinstance(p, OTSServiceError)), None)
+        if first is not None or schema is None:
+            if first is None:
+                first = service_error("table_not_exist")
+            for i, p in enumerate(plans):
+                results[i] = self.run_reported(p if isinstance(p, OTSServiceError) else first,
+                                               schema)
+            return results
+        for p in plans:
+            self._assign_auto(p, schema)
+        self._run_group(plans, list(range(len(plans))), schema, results, atomic=True)
+        return results
+
+    def _run_group(self, plans, group, schema, results, atomic=False):
+        """Write the rows ``group`` (indexes of ``plans``; distinct row keys
+        unless ``atomic``) as one batch; ``atomic``: a row that fails fails
+        them all, before anything is written (run_atomic)."""
         n = len(self.locks)
         locks = [self.locks[s] for s in sorted({hash(plans[i].row_key) % n for i in group})]
         for lock in locks:
             lock.acquire()
         try:
-            batch, written, first_key = _new_batch(), [], {}
+            batch, written, first_key, row_ops = _new_batch(), [], {}, []
             now = cells.now_ms()
             for i in group:
                 p = plans[i]
@@ -327,16 +385,25 @@ class RowWriter:
                     ops = self._row_ops(p, schema, now)
                 except Exception as exc:  # noqa: BLE001 -- the row's own result
                     results[i] = self._failed(p, exc)
+                    if atomic:
+                        cause = results[i]
+                        for j in group:
+                            if j != i:
+                                results[j] = BatchWriteRowResponseItem(
+                                    False, cause.error_code, cause.error_message, None, None)
+                        return
                     continue
                 for key, value in ops:
                     batch.put(key, value)
                 written.append(i)
+                row_ops.append(ops)
                 first_key[i] = ops[0][0]
             if not written:
                 return
             table, rows = plans[written[0]].table, [plans[i].row_key for i in written]
-            feed = (self.indexer.before_write(table, rows)
+            feed = (self.indexer.before_write(table, rows, row_ops)
                     if self.indexer is not None else None)
+            applied = frozenset()
             try:
                 self.server.write(table, batch)
                 applied = None
@@ -345,8 +412,10 @@ class RowWriter:
                           len(written), plans[written[0]].table, exc)
                 applied = getattr(exc, "applied_keys", frozenset())
                 failure = exc
-            if feed is not None:
-                self.indexer.after_write(table, rows, feed)
+            finally:
+                if feed is not None:
+                    self.indexer.after_write(table, rows, feed, None if applied is None else {
+                        plans[i].row_key for i in written if first_key[i] in applied})
             for i in written:
                 if applied is None or first_key[i] in applied:
                     results[i] = _written_item(*self._success(plans[i], schema))
