@@ -425,6 +425,12 @@ class RegionServer(Router, ServerReports):
     def has_table(self, name: str) -> bool:
         return name in self._tables
 
+    def table_layout(self, name: str) -> tuple:
+        """The table's ``(start keys, regions)`` (each region has ``id``): replaced
+        whole when a region splits, never changed in place, so an identity
+        check tells a caller whether the regions changed since it last looked."""
+        return self._table(name).layout
+
     def list_tables(self) -> list:
         self._check_open()
         return sorted(self._tables)

@@ -55,7 +55,7 @@ import time
 
 __all__ = ["head_key", "delta_prefix", "encode_head", "read_order", "put_head",
            "encode_deleted_head", "encode_put_delta",
-           "encode_delete_one", "encode_delete_all", "delta_key", "decode_head",
+           "encode_delete_one", "encode_delete_all", "delta_key", "decode_head", "decode_delta",
            "exists_key", "EXISTS_VALUE", "merge_row", "split_entries", "Generations",
            "compaction_filter_factory", "value_size", "now_ms", "HEAD", "DELTA", "ROW_END", "row_end", "in_row"]
 
@@ -216,7 +216,7 @@ def decode_head(data):
     return gen, cells
 
 
-def _decode_delta(row_key_len, key, value):
+def decode_delta(row_key_len, key, value):
     """(name, gen, kind, ts, value) of a delta entry."""
     name = key[row_key_len + 1:-9].decode()
     gen = ~_NEG.unpack_from(key, len(key) - 8)[0] & _MASK
@@ -245,7 +245,7 @@ def merge_row(row_key_len, head, deltas):
         for name, value, ts in cells or ():
             columns.setdefault(name, {})[ts] = value
     if deltas:
-        decoded = [_decode_delta(row_key_len, k, v) for k, v in deltas]
+        decoded = [decode_delta(row_key_len, k, v) for k, v in deltas]
         decoded.sort(key=lambda d: d[1])
         for name, gen, kind, ts, value in decoded:
             if gen < head_gen:

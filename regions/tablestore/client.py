@@ -46,6 +46,8 @@ from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowReq
                        UpdateTableResponse, INF_MAX, INF_MIN, own_marker)
 from .reads import PK_PROJECTIONS, assemble, row_entries, visible, whole_read
 from .schema import ATTRIBUTE, Schema, table_attributes
+from .streams import (DEFAULT_RECORD_LIMIT, MAX_RECORD_LIMIT, Stream, StreamDetails,
+                      check_stream_spec, decode_iterator)
 from .transactions import TIMEOUT_S, TransactionManager, partition_of
 from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_TABLES,
                        MAX_DEFINED_COLUMNS, RANGE_BYTES, RANGE_ROWS, check_batch_rows,
@@ -202,7 +204,9 @@ class OTSClient:
     def _refresh_plain(self, name):
         """Whether the C writer may write table ``name`` (see __init__)."""
         schema = self._schemas.get(name)
-        if schema is None or name in self._indexer.index_of:
+        if schema is None or name in self._indexer.index_of or self._indexer.stream(name):
+            # (a table with a stream: its records need the entries written,
+            # which the Python path hands the feed)
             self._plain_schemas.pop(name, None)
         else:
             self._plain_schemas[name] = schema
@@ -224,8 +228,11 @@ class OTSClient:
 
     # -- tables ----------------------------------------------------------
     def create_table(self, table_meta, table_options=None, reserved_throughput=None,
-                     secondary_indexes=None, split_points=None):
+                     secondary_indexes=None, split_points=None, stream_spec=None):
+        """As the SDK's, plus ``stream_spec`` (a streams.StreamSpecification:
+        the Go and Java SDKs' CreateTable option; not in the Python SDK)."""
         name, names, types, auto_incr, defined = check_table_meta(table_meta)
+        stream = check_stream_spec(stream_spec)
         opts = check_table_options(table_options if table_options is not None else TableOptions())
         if reserved_throughput is None:
             reserved_throughput = ReservedThroughput(CapacityUnit(0, 0))
@@ -246,6 +253,8 @@ class OTSClient:
             for index in indexes:
                 self._indexer.create(name, self._schemas[name], index, False,
                                      self._committer(name))
+            if stream and stream[0]:
+                self._indexer.enable_stream(name, self._schemas[name], stream[1])
             self._refresh_plain(name)
 
     @staticmethod
@@ -428,10 +437,16 @@ class OTSClient:
                      for i, (n, t) in enumerate(zip(schema.names, schema.types))]
         splits = [pkcodec.decode_partition_value(r.start_key)
                   for r in self._server.regions(name) if r.start_key]
-        return DescribeTableResponse(TableMeta(name, pk_schema, list(schema.defined)),
+        resp = DescribeTableResponse(TableMeta(name, pk_schema, list(schema.defined)),
                                      self._table_options(schema), self._details(attrs),
                                      secondary_indexes=self._indexer.metas(name),
                                      shard_splits=splits)
+        resp.stream_details = self._stream_details(name)
+        return resp
+
+    def _stream_details(self, name):
+        stream = self._indexer.stream(name)
+        return stream.details() if stream is not None else StreamDetails(False)
 
     @staticmethod
     def _table_options(schema):
@@ -443,9 +458,16 @@ class OTSClient:
         return ReservedThroughputDetails(CapacityUnit(read or 0, write or 0),
                                          attrs.get("created", 0), None)
 
-    def update_table(self, table_name, table_options=None, reserved_throughput=None):
+    def update_table(self, table_name, table_options=None, reserved_throughput=None,
+                     stream_spec=None):
+        """As the SDK's, plus ``stream_spec`` (streams.StreamSpecification, the
+        Go and Java SDKs' option): enabling starts a stream (a new one, with a
+        new id, if one was there before), disabling deletes it and its records."""
+        stream = check_stream_spec(stream_spec)
         with self._meta_lock:
             name, schema = self._base_schema(table_name)
+            if stream and stream[0] and self._indexer.stream(name) is not None:
+                raise service_error("stream_enabled", table=name)
             opts = check_table_options(table_options) if table_options is not None else {}
             reserved = (self._check_reserved(reserved_throughput, create=False)
                         if reserved_throughput is not None else None)
@@ -462,8 +484,81 @@ class OTSClient:
             self._server.set_table_attributes(name, attrs)
             self._schemas[name] = new
             self._indexer.set_schema(name, new)
+            if stream is not None:
+                if stream[0]:
+                    self._indexer.enable_stream(name, new, stream[1])
+                else:
+                    self._indexer.disable_stream(name)
             self._refresh_plain(name)
-            return UpdateTableResponse(self._details(attrs), self._table_options(new))
+            resp = UpdateTableResponse(self._details(attrs), self._table_options(new))
+            resp.stream_details = self._stream_details(name)
+            return resp
+
+    # -- streams (streams.py; the Go and Java SDKs' API, not the Python SDK's) --
+    def list_stream(self, table_name=None):
+        """The streams of the instance, or of one table: [streams.Stream]."""
+        if table_name is not None:
+            name, _ = self._base_schema(table_name)
+            names = [name]
+        else:
+            names = self.list_table()
+        out = []
+        for name in names:
+            stream = self._indexer.stream(name)
+            if stream is not None:
+                out.append(Stream(stream.id, name, stream.creation_time))
+        return out
+
+    def _stream_by_id(self, stream_id):
+        if not isinstance(stream_id, str):
+            raise not_a_string(stream_id)
+        for stream in self._indexer.streams():
+            if stream.id == stream_id:
+                stream.trim()
+                return stream
+        raise service_error("stream_not_exist", stream=stream_id)
+
+    def describe_stream(self, stream_id, inclusive_start_shard_id=None, shard_limit=None):
+        """The stream's shards (a shard per region, with their lineage):
+        streams.DescribeStreamResponse."""
+        stream = self._stream_by_id(stream_id)
+        start = None
+        if inclusive_start_shard_id is not None:
+            start = stream.shard(inclusive_start_shard_id).id
+        if shard_limit is not None and (not isinstance(shard_limit, int) or shard_limit <= 0):
+            raise service_error("stream_shard_limit", limit=shard_limit)
+        table = self._indexer.tables.get(stream.base)
+        with table.append_lock:
+            stream.refresh(table.last_seq + 1)
+        return stream.describe(start, shard_limit)
+
+    def get_shard_iterator(self, stream_id, shard_id, timestamp=None):
+        """An iterator (str) at the oldest record kept of the shard, or at the
+        first written at or after ``timestamp`` (µs)."""
+        stream = self._stream_by_id(stream_id)
+        if timestamp is not None and (not isinstance(timestamp, int) or timestamp < 0):
+            raise OTSClientError("timestamp should be a non-negative int (µs), not %r"
+                                 % (timestamp,))
+        table = self._indexer.tables.get(stream.base)
+        return stream.iterator(shard_id, table.horizon(), timestamp)
+
+    def get_stream_record(self, shard_iterator, limit=None):
+        """Up to ``limit`` (default 100, at most 1000) records from the
+        iterator on: streams.GetStreamRecordResponse (``records``,
+        ``next_shard_iterator``: the same iterator when nothing new is there
+        yet, None once a closed shard is read to its end)."""
+        if not isinstance(shard_iterator, str):
+            raise not_a_string(shard_iterator)
+        stream_id, shard, seq = decode_iterator(shard_iterator)
+        if limit is None:
+            limit = DEFAULT_RECORD_LIMIT
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+            raise service_error("stream_record_limit", limit=limit)
+        stream = self._stream_by_id(stream_id)
+        table = self._indexer.tables.get(stream.base)
+        schema = self._schemas.get(stream.base)
+        return stream.read(shard, seq, min(limit, MAX_RECORD_LIMIT), table.horizon(),
+                           schema.names)
 
     # -- reading rows ----------------------------------------------------
     def get_row(self, table_name, primary_key, columns_to_get=None, column_filter=None,

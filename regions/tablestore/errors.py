@@ -230,6 +230,21 @@ ERRORS = {
     # asserts code and text for a STRING key; the status is ours: it is a row's error)
     "atomic_out_of_range": (400, "OTSDataOutOfRange",
                             "Data out of scope of atomic. Atomic PartKey:{atomic}. Data PartKey:{data}"),
+    # streams (streams.py)
+    "stream_expiration": _P + ("The expiration time of a stream must be in [{low}, {high}] "
+                               "hours: {value}.",),  # (ours)
+    "stream_enabled": _P + ("The stream of table {table} is already enabled.",),  # (ours)
+    "stream_not_exist": (404, "OTSObjectNotExist", "Stream does not exist: {stream}."),  # (ours)
+    "stream_shard_not_exist": (404, "OTSObjectNotExist",
+                               "Shard does not exist: {shard}."),  # (ours)
+    "stream_shard_limit": _P + ("The shard limit must be greater than 0: {limit}.",),  # (ours)
+    "stream_record_limit": _P + ("The limit must be greater than 0: {limit}.",),  # (ours)
+    "stream_iterator_invalid": _P + ("Invalid shard iterator.",),  # (ours)
+    # (docs: the service's text; the status is ours, the docs show it only through Tunnel)
+    "stream_trimmed": (400, "OTSTrimmedDataAccess",
+                       "Requested stream data is already trimmed or does not exist."),
+    # (the Go SDK's PR #17)
+    "stream_disable_expiration": _P + ("Expiration time is invalid when enableStream is false",),
     "transaction_other_table": (400, "OTSDataOutOfRange",  # (ours)
                                 "Data out of scope of transaction. Transaction table:{txn_table}. "
                                 "Data table:{table}"),

@@ -66,6 +66,7 @@ from .errors import OTSClientError, service_error
 from .metadata import SecondaryIndexMeta, SecondaryIndexType
 from .reads import row_entries
 from .schema import ATTRIBUTE, Schema
+from .streams import LOG_SUFFIX, StreamLog, encode_entries
 from .validate import check_name
 from .writes import _new_batch as _batch
 
@@ -84,6 +85,7 @@ INDEX_ATTRIBUTE = "index"    # the key of an index table's own record in its att
 _INDEX_KEY_TYPES = ("STRING", "INTEGER", "BINARY")
 _SEQ = struct.Struct(">Q")
 _ENTRY_TIME = struct.Struct("<q")
+_STREAM_MARK = b"\x01"      # after the row key: the entry carries a stream's part
 _FEED_BATCH = 256            # feed entries the maintainer applies per pass
 _CURSOR_EVERY = 1000         # back-filled rows between two saved cursors
 # Feed entries a table's global indexes may lag behind before its writers
@@ -198,10 +200,10 @@ def check_index_meta(base_name, base: Schema, index_meta, taken) -> IndexDef:
 
 
 class _Table:
-    """What the Indexer keeps of one base table with indexes."""
+    """What the Indexer keeps of one base table with indexes or a stream."""
 
     __slots__ = ("name", "schema", "indexes", "feed", "seq", "position", "append_lock",
-                 "lagging", "last_seq", "applied_seq")
+                 "lagging", "last_seq", "applied_seq", "stream", "inflight")
 
     def __init__(self, name, schema, indexes):
         self.name, self.schema, self.indexes = name, schema, indexes
@@ -213,6 +215,18 @@ class _Table:
         self.append_lock = threading.Lock()
         self.lagging = False     # it has a global index (its entries wait for the maintainer)
         self.last_seq = self.applied_seq = 0   # the newest entry appended, the newest applied
+        self.stream = None       # streams.StreamLog: the table's stream, if enabled
+        # feed key -> (shard, row key, entries blob, stamp) of a write whose
+        # records are not in the stream's log yet (under append_lock)
+        self.inflight = {}
+
+    def horizon(self):
+        """The newest seq whose records, and every older one's, are in the
+        stream's log: a reader may read up to it (streams.py)."""
+        with self.append_lock:
+            for key in self.inflight:
+                return _SEQ.unpack(key)[0] - 1
+            return self.last_seq
 
 
 class Indexer:
@@ -270,9 +284,10 @@ class Indexer:
                             name, own["base"])
                 self._drop_tables(name)
         for name in sorted(set(server.list_tables())):
-            for suffix, owner in ((FEED_SUFFIX, lambda b: b in self.schemas and
-                                   self.schemas[b].indexes),
-                                  (REFS_SUFFIX, lambda i: i in listed)):
+            for suffix, owner in ((FEED_SUFFIX, lambda b: b in self.schemas and (
+                                       self.schemas[b].indexes or server.has_table(b + LOG_SUFFIX))),
+                                  (REFS_SUFFIX, lambda i: i in listed),
+                                  (LOG_SUFFIX, lambda b: b in self.schemas and b not in listed)):
                 if name.endswith(suffix) and not owner(name[:-len(suffix)]):
                     server.delete_table(name)
         for index_name, base in listed.items():
@@ -282,6 +297,14 @@ class Indexer:
         self._opening = True
         for base in sorted(set(listed.values())):
             self._attach(base, self.schemas[base])
+        for base in sorted(b for b in self.schemas if b not in listed):
+            if server.has_table(base + LOG_SUFFIX):
+                table = self._attach(base, self.schemas[base])
+                table.stream = StreamLog.load(server, base, table.append_lock)
+                # seqs go on from the stream's (its records outlive their feed entries)
+                last = max(table.last_seq, table.stream.last_seq())
+                table.seq = itertools.count(last + 1)
+                table.last_seq = table.applied_seq = last
         for index_name, base in listed.items():
             if not server.has_table(index_name):     # listed but never made: make it now
                 index = next(i for i in self.tables[base].indexes if i.name == index_name)
@@ -309,7 +332,7 @@ class Indexer:
             table.lagging = any(not i.local for i in table.indexes)
             if table.lagging:
                 self._ensure_thread()
-            return
+            return table
         table = _Table(base, schema, self.index_defs(schema))
         if not self.server.has_table(table.feed):
             self.server.create_table(table.feed)
@@ -323,6 +346,7 @@ class Indexer:
         self.tables[base] = table
         if table.lagging:
             self._ensure_thread()
+        return table
 
     def _make_tables(self, base, schema, index, phase):
         """The index table (schema, base, phase) and its refs table."""
@@ -368,11 +392,8 @@ class Indexer:
             self._attach(base, new)
         # Every write from now on is fed (writers look the table up under their
         # row lock); one that looked before holds its lock until its row is
-        # written: pass each lock once (not under the mutex, which a writer may
-        # want while it holds its lock), and the back-fill sees them all.
-        for lock in self.locks:
-            with lock:
-                pass
+        # written: pass each lock once, and the back-fill sees them all.
+        self._pass_locks()
         if include_base_data:
             with self._mutex:
                 if index.name in self.index_of:
@@ -387,21 +408,72 @@ class Indexer:
             commit(new)
             self.index_of.pop(index_name, None)
             self.phase.pop(index_name, None)
-            if new.indexes:
+            table = self.tables.get(base)
+            if new.indexes or (table is not None and table.stream is not None):
                 self._attach(base, new)
             else:
-                self.tables.pop(base, None)
-                if self.server.has_table(base + FEED_SUFFIX):
-                    self.server.delete_table(base + FEED_SUFFIX)
+                self._unfeed(base)
         thread = self._backfills.pop(index_name, None)
         if thread is not None:
             thread.join()
         self._drop_tables(index_name)
 
+    def _unfeed(self, base):
+        """``base`` needs no feed any more (no index, no stream)."""
+        self.tables.pop(base, None)
+        if self.server.has_table(base + FEED_SUFFIX):
+            self.server.delete_table(base + FEED_SUFFIX)
+
     def forget_table(self, base):
-        """``base`` was deleted with its indexes (the caller dropped them)."""
+        """``base`` was deleted with its indexes (the caller dropped them): its
+        stream goes too."""
         with self._mutex:
-            self.tables.pop(base, None)
+            table = self.tables.pop(base, None)
+            if table is not None and table.stream is not None:
+                table.stream.drop()
+            if self.server.has_table(base + FEED_SUFFIX):
+                self.server.delete_table(base + FEED_SUFFIX)
+
+    # -- streams (streams.py) -------------------------------------------------
+    def stream(self, base):
+        """The StreamLog of ``base``, or None."""
+        table = self.tables.get(base)
+        return table.stream if table is not None else None
+
+    def streams(self):
+        return [t.stream for t in list(self.tables.values()) if t.stream is not None]
+
+    def enable_stream(self, base, schema, hours):
+        """Start ``base``'s stream: every write from now on is recorded."""
+        with self._mutex:
+            table = self._attach(base, schema)
+            with table.append_lock:
+                next_seq = table.last_seq + 1
+            table.stream = StreamLog.create(self.server, base, table.append_lock, hours, next_seq)
+        self._pass_locks()
+        return table.stream
+
+    def disable_stream(self, base):
+        """Stop ``base``'s stream and delete its records."""
+        with self._mutex:
+            table = self.tables.get(base)
+            if table is None or table.stream is None:
+                return
+            stream, table.stream = table.stream, None
+        self._pass_locks()          # no writer copies into the log any more
+        with self._mutex:
+            stream.drop()
+            table.inflight.clear()
+            if not table.indexes and self.tables.get(base) is table:
+                self._unfeed(base)
+
+    def _pass_locks(self):
+        """Wait for every writer that looked a table up before a change: each
+        holds its row lock until its row is written (not under the mutex,
+        which a writer may want while it holds its lock)."""
+        for lock in self.locks:
+            with lock:
+                pass
 
     def set_schema(self, base, schema):
         """The base table's options changed (UpdateTable)."""
@@ -474,38 +546,57 @@ class Indexer:
         return [i.meta(self.phase.get(i.name, "ISP_INCR")) for i in self.indexes_of(base)]
 
     # -- the write path -------------------------------------------------------
-    def before_write(self, base, row_keys):
+    def before_write(self, base, row_keys, entries=None):
         """Append the feed entries of ``row_keys`` (the rows about to be written
         to ``base``), before the base write; returns their feed keys (None:
-        the table has no index)."""
+        the table has no index and no stream).  ``entries`` (a list of
+        [(key, value)] per row: what the write stores) is required when the
+        table has a stream: its records are made from them."""
         table = self.tables.get(base)
         if table is None:
             return None
         stamp = _ENTRY_TIME.pack(time.time_ns() // 1000)
+        stream = table.stream
+        if stream is not None and entries is None:
+            raise RuntimeError("a write to %r (a table with a stream) without its entries" % base)
         with table.append_lock:
             keys = [_SEQ.pack(next(table.seq)) for _ in row_keys]
+            values = [row_key + stamp for row_key in row_keys]
+            if stream is not None:
+                for i, (key, row_key) in enumerate(zip(keys, row_keys)):
+                    shard = stream.shard_for(row_key, _SEQ.unpack(key)[0])
+                    blob = encode_entries(row_key, entries[i])
+                    values[i] = row_key + _STREAM_MARK + _SEQ.pack(shard) + blob + stamp
+                    table.inflight[key] = (shard, row_key, blob, stamp)
             table.last_seq = _SEQ.unpack(keys[-1])[0]
             try:
                 if len(keys) == 1:
-                    self.server.put(table.feed, keys[0], row_keys[0] + stamp)
+                    self.server.put(table.feed, keys[0], values[0])
                 else:
                     batch = _batch()
-                    for key, row_key in zip(keys, row_keys):
-                        batch.put(key, row_key + stamp)
+                    for key, value in zip(keys, values):
+                        batch.put(key, value)
                     self.server.write(table.feed, batch)
-            except UnknownTableError:
-                if self.tables.get(base) is table:
-                    raise
-                return None           # its last index was dropped meanwhile
+            except BaseException as exc:
+                for key in keys:
+                    table.inflight.pop(key, None)
+                if isinstance(exc, UnknownTableError) and self.tables.get(base) is not table:
+                    return None       # its last index was dropped meanwhile
+                raise
         return keys
 
-    def after_write(self, base, row_keys, feed_keys):
+    def after_write(self, base, row_keys, feed_keys, landed=None):
         """The base write of ``row_keys`` is done (their row locks still held):
-        reconcile the local indexes now; wake the maintainer for the global
-        ones (or, with none, drop the feed entries)."""
+        copy their records into the stream's log (only the rows in
+        ``landed``, when given: a write that failed part-way), reconcile the
+        local indexes now; wake the maintainer for the global ones (or, with
+        none, drop the feed entries).  Call it whether the write succeeded or
+        not, once ``before_write`` returned feed keys."""
         table = self.tables.get(base)
         if table is None or feed_keys is None:
             return
+        if table.inflight:
+            self._record(table, row_keys, feed_keys, landed)
         local = [i for i in table.indexes if i.local]
         if local:
             for row_key in dict.fromkeys(row_keys):
@@ -515,6 +606,27 @@ class Indexer:
         elif self._idle:
             with self._wake:
                 self._wake.notify()
+
+    @staticmethod
+    def _record(table, row_keys, feed_keys, landed):
+        """Copy the records of a write into its stream's log, then let readers
+        past them (horizon)."""
+        stream = table.stream
+        try:
+            for row_key, key in zip(row_keys, feed_keys):
+                pending = table.inflight.get(key)
+                if pending is None or stream is None or (landed is not None
+                                                         and row_key not in landed):
+                    continue
+                shard, _, blob, stamp = pending
+                stream.append(shard, _SEQ.unpack(key)[0], row_key, blob, stamp)
+        except UnknownTableError:
+            if table.stream is stream:
+                raise
+        finally:
+            with table.append_lock:
+                for key in feed_keys:
+                    table.inflight.pop(key, None)
 
     def admit(self, base):
         """Called by a writer of table ``base`` before it takes its row lock:
@@ -645,7 +757,10 @@ class Indexer:
         applied = False
         while True:
             entries = []
-            for key, value in self.server.scan(table.feed, table.position or None):
+            # a stream's entries past the horizon are still their writers' to record
+            bound = (_SEQ.pack(table.horizon() + 1)
+                     if table.stream is not None and not self._opening else None)
+            for key, value in self.server.scan(table.feed, table.position or None, bound):
                 entries.append((key, value))
                 if limit is not None and len(entries) >= limit:
                     break
@@ -653,7 +768,9 @@ class Indexer:
                 return applied
             now_us = time.time_ns() // 1000
             for key, value in entries:
-                row_key = value[:-_ENTRY_TIME.size]
+                row_key, recorded = _parse_entry(value)
+                if recorded is not None and self._opening and table.stream is not None:
+                    self._recover(table, key, row_key, recorded, value[-_ENTRY_TIME.size:])
                 if indexes:
                     self.reconcile(table.name, row_key, indexes)
                 if any(not i.local for i in table.indexes):
@@ -664,6 +781,16 @@ class Indexer:
             applied = True
             if limit is not None:
                 return applied
+
+    @staticmethod
+    def _recover(table, key, row_key, recorded, stamp):
+        """At open: the records of a feed entry left by a crash, copied into
+        the stream's log if its write reached the base table."""
+        shard, blob = _SEQ.unpack_from(recorded)[0], recorded[_SEQ.size:]
+        if table.stream.landed(row_key, blob):
+            table.stream.append(shard, _SEQ.unpack(key)[0], row_key, blob, stamp)
+        else:
+            log.info("stream of %r: dropped the record of a write that did not land", table.name)
 
     def _forget(self, table, feed_keys):
         if len(feed_keys) == 1:
@@ -748,6 +875,16 @@ class Indexer:
         for thread in [self._thread, *self._backfills.values()]:
             if thread is not None:
                 thread.join()
+
+
+def _parse_entry(value):
+    """(row key, the stream part or None) of a feed entry's value: ``row_key
+    [0x01 shard u64-BE entries-blob] stamp``."""
+    body = value[:-_ENTRY_TIME.size]
+    n = pkcodec.row_key_len(body)
+    if n < 0 or n == len(body):
+        return body, None
+    return body[:n], body[n + 1:]
 
 
 def _is_type(value, typ):

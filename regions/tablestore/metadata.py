@@ -184,18 +184,24 @@ class UpdateType:
 
 
 class UpdateTableResponse(_Value):
-    def __init__(self, reserved_throughput_details, table_options):
+    """As the SDK's, plus ``stream_details`` (streams.StreamDetails)."""
+
+    def __init__(self, reserved_throughput_details, table_options, stream_details=None):
         self.reserved_throughput_details = reserved_throughput_details
         self.table_options = table_options
+        self.stream_details = stream_details
         self.request_id = ""
 
 
 class DescribeTableResponse(_Value):
-    """As the SDK's, plus ``shard_splits``: the partition-key values where regions start."""
+    """As the SDK's, plus ``shard_splits``: the partition-key values where regions
+    start, and ``stream_details`` (streams.StreamDetails)."""
 
     def __init__(self, table_meta, table_options, reserved_throughput_details,
-                 secondary_indexes=None, sse_details=None, shard_splits=None):
+                 secondary_indexes=None, sse_details=None, shard_splits=None,
+                 stream_details=None):
         self.table_meta = table_meta
+        self.stream_details = stream_details
         self.table_options = table_options
         self.reserved_throughput_details = reserved_throughput_details
         self.sse_details = sse_details

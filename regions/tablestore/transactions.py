@@ -212,17 +212,25 @@ class TransactionManager:
                     # under the rows' locks, as every write that feeds indexes
                     # (indexes.py: a reconcile must not see the rows between
                     # their feed entries and their write)
-                    rows = list(dict.fromkeys(key[:pkcodec.row_key_len(key)]
-                                              for _, key, _ in batch.ops))
+                    by_row = {}       # row key -> its entries (key order: the stream's records)
+                    for _, key, value in batch.ops:
+                        entries = by_row.setdefault(key[:pkcodec.row_key_len(key)], [])
+                        if value:     # never empty: a head or a delta (a deletion has b"")
+                            entries.append((key, value))
+                    rows = list(by_row)
                     n = len(self._row_locks)
                     locks = [self._row_locks[i] for i in sorted({hash(r) % n for r in rows})]
                     for lock in locks:
                         lock.acquire()
                     try:
-                        feed = self.indexer.before_write(txn.table, rows)
-                        self.server.write(txn.table, batch)
-                        if feed is not None:
-                            self.indexer.after_write(txn.table, rows, feed)
+                        feed = self.indexer.before_write(txn.table, rows, list(by_row.values()))
+                        landed = ()
+                        try:
+                            self.server.write(txn.table, batch)
+                            landed = None
+                        finally:
+                            if feed is not None:
+                                self.indexer.after_write(txn.table, rows, feed, landed)
                     finally:
                         for lock in reversed(locks):
                             lock.release()
