@@ -72,6 +72,11 @@ TAG_CELL_TIMESTAMP = 0x07
 TAG_DELETE_ROW_MARKER = 0x08
 TAG_ROW_CHECKSUM = 0x09
 TAG_CELL_CHECKSUM = 0x0A
+TAG_EXTENSION = 0x0B            # a stream record's row extension (its sequence info)
+TAG_SEQ_INFO = 0x0C
+TAG_SEQ_INFO_EPOCH = 0x0D
+TAG_SEQ_INFO_TS = 0x0E
+TAG_SEQ_INFO_ROW_INDEX = 0x0F
 
 VT_INTEGER = 0x0
 VT_DOUBLE = 0x1
@@ -233,7 +238,7 @@ class PlainBufferCodec:
         return crc
 
     def _write_row(self, out: bytearray, primary_key: Sequence, cells: Sequence,
-                   delete_marker: bool) -> None:
+                   delete_marker: bool, extension: bytes = b"") -> None:
         table = CRC8_TABLE
         row_crc = 0
         if primary_key is not None:
@@ -252,6 +257,7 @@ class PlainBufferCodec:
         if delete_marker:
             out.append(TAG_DELETE_ROW_MARKER)
         row_crc = table[row_crc ^ (1 if delete_marker else 0)]
+        out += extension                # not covered by the row checksum
         out.append(TAG_ROW_CHECKSUM)
         out.append(row_crc)
 
@@ -273,6 +279,22 @@ class PlainBufferCodec:
                 pass  # the Python encoder below judges (and words the error)
         out = bytearray(_I32.pack(HEADER))
         self._write_row(out, primary_key, cells, delete_marker)
+        return bytes(out)
+
+    def encode_record(self, primary_key: Sequence, cells: Sequence, epoch: int,
+                      timestamp: int, row_index: int) -> bytes:
+        """A stream record: one row with its header, ``cells`` as in
+        ``encode_row`` (a deletion's cell carries its op), and the row
+        extension with the record's sequence info (epoch, timestamp, row
+        index) before the row checksum, which does not cover it.  The two
+        lengths are the bytes that follow each (the C# SDK's encoder's
+        values; the Go and Java readers skip them)."""
+        seq = (bytes((TAG_SEQ_INFO_EPOCH,)) + _I32.pack(epoch) + bytes((TAG_SEQ_INFO_TS,))
+               + _I64.pack(timestamp) + bytes((TAG_SEQ_INFO_ROW_INDEX,)) + _I32.pack(row_index))
+        info = bytes((TAG_SEQ_INFO,)) + _I32.pack(len(seq) - 1) + seq
+        extension = bytes((TAG_EXTENSION,)) + _I32.pack(len(info) - 1) + info
+        out = bytearray(_I32.pack(HEADER))
+        self._write_row(out, primary_key, cells, False, extension)
         return bytes(out)
 
     def encode_rows(self, rows: Sequence) -> bytes:
