@@ -117,31 +117,43 @@ json.dump({"sdk": tablestore.__file__, "outcomes": outcomes}, open(out, "w"))
 '''.replace("@CAP@", repr(SLEEP_CAP)).replace("@EXCLUDED@", repr(EXCLUDED.pattern))
 
 
-def sdk_source(text: str) -> str:
-    """A ``type=``: the SDK's source, a checkout or a bare git directory
-    with ``tests/`` and ``examples/``."""
-    cliutil.existing_dir(text)
-    if all(os.path.isdir(os.path.join(text, part)) for part in ("tests", "examples")):
+def source_type(parts, repo: str, what: str):
+    """A ``type=`` for a vendor's source, a checkout or a bare git directory,
+    that holds every path of ``parts`` (``what`` names them in the error)."""
+    def source(text: str) -> str:
+        cliutil.existing_dir(text)
+        if all(os.path.exists(os.path.join(text, part)) for part in parts):
+            return text
+        try:
+            bare = all(subprocess.run(["git", "--git-dir", text, "cat-file", "-e", f"HEAD:{part}"],
+                                      capture_output=True).returncode == 0
+                       for part in parts)
+        except OSError:
+            bare = False
+        if not bare:
+            raise argparse.ArgumentTypeError(
+                f"{text} is not the SDK's source: it needs {what} (give a checkout or a bare git "
+                f"directory of {repo})")
         return text
-    try:
-        bare = all(subprocess.run(["git", "--git-dir", text, "cat-file", "-e", f"HEAD:{part}"],
-                                  capture_output=True).returncode == 0
-                   for part in ("tests", "examples"))
-    except OSError:
-        bare = False
-    if not bare:
-        raise argparse.ArgumentTypeError(
-            f"{text} is not the SDK's source: it needs tests/ and examples/ (give a checkout or "
-            "a bare git directory of aliyun/aliyun-tablestore-python-sdk)")
-    return text
+    return source
 
 
-def extract(source: str, dest: str) -> None:
-    """Copy ``tests/`` and ``examples/`` of the SDK's source into ``dest``."""
-    parts = ("tests", "examples")
-    if os.path.isdir(os.path.join(source, "tests")):
+#: A ``type=``: the Python SDK's source, with ``tests/`` and ``examples/``.
+sdk_source = source_type(("tests", "examples"), "aliyun/aliyun-tablestore-python-sdk",
+                         "tests/ and examples/")
+
+
+def extract(source: str, dest: str, parts=("tests", "examples")) -> None:
+    """Copy ``parts`` (paths) of a vendor's source, a checkout or a bare git
+    directory (``git archive HEAD``), into ``dest``."""
+    if all(os.path.exists(os.path.join(source, part)) for part in parts):
         for part in parts:
-            shutil.copytree(os.path.join(source, part), os.path.join(dest, part))
+            src, dst = os.path.join(source, part), os.path.join(dest, part)
+            if os.path.isdir(src):
+                shutil.copytree(src, dst)
+            else:
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copy2(src, dst)
         return
     data = subprocess.run(["git", "--git-dir", source, "archive", "HEAD", *parts],
                           check=True, capture_output=True).stdout
