@@ -8,11 +8,10 @@ import time
 
 import pytest
 import tablestore as ts
-from google.protobuf import unknown_fields
-from tablestore.protobuf import table_store_pb2 as pb
 
 import regions.tablestore as emb
 from regions.otsserver import convert as cv
+from regions.otsserver import wire as pb
 from regions.otsserver.errors import WireError
 from regions.otsserver.protocol import TablestoreService
 from regions.tablestore import metadata as md
@@ -35,9 +34,7 @@ def _index_proto(name="idx", pk=("i", "s"), defined=("d",), kind=pb.IT_GLOBAL_IN
 
 def _sync_phase(msg):
     """Field 6 of an IndexMeta (absent from the Python SDK's proto), or None."""
-    values = [f.data for f in unknown_fields.UnknownFieldSet(msg) if f.field_number == 6]
-    assert len(values) <= 1
-    return values[0] if values else None
+    return msg.index_sync_phase if msg.HasField("index_sync_phase") else None
 
 
 # ------------------------------------------------- decoding and encoding
@@ -325,20 +322,20 @@ def test_describe_table_says_the_table_is_active_for_the_go_sdk(server):
     resp = pb.DescribeTableResponse()
     resp.ParseFromString(data)
     assert status == 200
-    assert [(f.field_number, f.data) for f in unknown_fields.UnknownFieldSet(resp)] == [(4, 1)]
+    assert resp.IsInitialized() and resp.table_status == pb.ACTIVE
 
 
 # ------------------------------------------- AddDefinedColumn, DeleteDefinedColumn
 
 def _add_defined(table, columns):
-    req = cv.EXTRA["AddDefinedColumnRequest"](table_name=table)
+    req = pb.AddDefinedColumnRequest(table_name=table)
     for name, kind in columns:
         req.columns.add(name=name, type=cv.DEFINED_TYPES_PB[kind])
     return req.SerializeToString()
 
 
 def _delete_defined(table, names):
-    return cv.EXTRA["DeleteDefinedColumnRequest"](table_name=table,
+    return pb.DeleteDefinedColumnRequest(table_name=table,
                                                   columns=names).SerializeToString()
 
 

@@ -6,6 +6,9 @@ Modules, bottom up:
   runs in C, ``_plainbuffer``, built from ext/regions/otsserver/);
 - ``auth``: request signature checks (V2 and V4) and response signing;
 - ``errors``: the wire error type (HTTP status, code, message);
+- ``wire``: the service's table_store.proto (the SDK's messages with the
+  fields, enums and messages it lacks), classes in a package of ours;
+- ``rowmatrix``: GetRange's SimpleRowMatrix row block;
 - ``convert``: protobuf messages <-> the data API's objects;
 - ``protocol``: one handler per API, calling ``regions.tablestore.OTSClient``;
 - ``httphead``: the HTTP/1.1 request-head parser;
@@ -16,7 +19,7 @@ Modules, bottom up:
 - ``sdk``: the official SDK, imported without its native-codec warnings;
 - ``cli``: the ``regions-server`` console script.
 
-``convert`` and ``protocol`` (so ``cli``'s server) import the SDK's generated
+``wire``, ``convert`` and ``protocol`` (so ``cli``'s server) import the SDK's generated
 protobuf modules (``pip install -e '.[server]'``); ``plainbuffer``, ``auth``,
 ``httphead`` and ``http`` do not.  ``metrics`` imports ``prometheus_client``
 (also in the ``server`` extra) when scraped.

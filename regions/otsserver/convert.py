@@ -1,7 +1,9 @@
 """Protobuf messages <-> the data API's objects (rows, conditions, filters, table meta).
 
-Requests arrive as the SDK's proto2 messages (``tablestore.protobuf``,
-imported at run time: the optional ``server`` extra) with rows in PlainBuffer;
+Requests arrive as proto2 messages of the service's table_store.proto
+(``wire``: the SDK's messages brought up to date; filters are the SDK's
+``tablestore.protobuf``, imported at run time: the optional ``server`` extra)
+with rows in PlainBuffer;
 this module turns them into the very arguments the SDK's ``OTSClient`` would
 have been called with, so ``regions.tablestore`` validates them exactly as it
 does for embedded callers.  Responses go the other way.  Every required proto2
@@ -11,12 +13,11 @@ Stateless apart from the codec; thread-safe.
 """
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, message_factory
 from google.protobuf.message import DecodeError
 from tablestore.protobuf import table_store_filter_pb2 as fpb
-from tablestore.protobuf import table_store_pb2 as pb
 
-from regions.otsserver import errors
+from regions.otsserver import errors, rowmatrix
+from regions.otsserver import wire as pb
 from regions.otsserver.plainbuffer import (
     DELETE_ALL_VERSION, DELETE_ONE_VERSION, INCREMENT, Markers, NotUtf8, PlainBufferCodec,
     PlainBufferError,
@@ -286,6 +287,16 @@ def encode_rows(rows) -> bytes:
         raise errors.parameter_invalid(str(e)) from None
 
 
+def encode_matrix(rows) -> bytes:
+    """Returned rows as one SimpleRowMatrix block (rowmatrix.py; GetRange's
+    DBT_SIMPLE_ROW_MATRIX); no rows -> ``b""``."""
+    try:
+        return rowmatrix.encode_rows([(r.primary_key or (), r.attribute_columns or ())
+                                      for r in rows])
+    except rowmatrix.MatrixError as e:
+        raise errors.parameter_invalid(str(e)) from None
+
+
 def encode_primary_key(pk) -> bytes:
     return CODEC.encode_row(pk) if pk else b""
 
@@ -364,19 +375,28 @@ def fill_table_meta(proto, meta) -> None:
         col.type = DEFINED_TYPES_PB[kind]
 
 
-#: DescribeTableResponse's ``table_status`` (field 4, TableStatus ACTIVE = 1): required in
-#: the Go SDK's proto (whose decoder refuses a response without it), absent from the
-#: Python SDK's, so appended to the response as an unknown field; a table here is always
-#: active (table operations are immediate).
-TABLE_STATUS_ACTIVE = bytes((4 << 3, 1))
-
-
 def fill_table_options(proto, opts) -> None:
     proto.time_to_live = opts.time_to_live if opts.time_to_live is not None else -1
     proto.max_versions = opts.max_version if opts.max_version is not None else 1
     proto.deviation_cell_version_in_sec = (opts.max_time_deviation
                                            if opts.max_time_deviation is not None else 86400)
     proto.allow_update = True if opts.allow_update is None else bool(opts.allow_update)
+
+
+def fill_stream_details(proto, details) -> None:
+    """``proto`` (a StreamDetails: UpdateTable's and DescribeTable's
+    ``stream_details``, which the service always sends and the Go SDK reads
+    unchecked) from ``details``: None (no stream), or an object with
+    ``enable_stream`` and, when enabled, ``stream_id``, ``expiration_time``
+    (hours) and ``last_enable_time`` (any of them may be absent or None)."""
+    enabled = bool(getattr(details, "enable_stream", False))
+    proto.enable_stream = enabled
+    if not enabled:
+        return
+    for field in ("stream_id", "expiration_time", "last_enable_time"):
+        value = getattr(details, field, None)
+        if value is not None:
+            setattr(proto, field, value)
 
 
 def fill_throughput_details(proto, details) -> None:
@@ -400,13 +420,7 @@ def shard_split(partition_key_name: str, value) -> bytes:
 #: these pairs; the Python SDK's SecondaryIndexMeta cannot say otherwise)
 UPDATE_MODE_OF_TYPE = {pb.IT_GLOBAL_INDEX: pb.IUM_ASYNC_INDEX, pb.IT_LOCAL_INDEX: pb.IUM_SYNC_INDEX}
 UPDATE_MODES_PB = {"IUM_ASYNC_INDEX": pb.IUM_ASYNC_INDEX, "IUM_SYNC_INDEX": pb.IUM_SYNC_INDEX}
-#: ``IndexMeta.index_sync_phase`` (field 6, enum IndexSyncPhase: ISP_INVALID 0,
-#: ISP_FULL 1, ISP_INCR 2) is in the service's IndexMeta and the Java SDK's
-#: proto, not in the Python SDK's, whose generated classes we use: it is
-#: appended to the message as an unknown field, which proto2 readers without it
-#: skip.
-SYNC_PHASE_FIELD = 6
-SYNC_PHASES_PB = {"ISP_FULL": 1, "ISP_INCR": 2}
+SYNC_PHASES_PB = {"ISP_FULL": pb.ISP_FULL, "ISP_INCR": pb.ISP_INCR}
 
 
 def index_meta(proto) -> "md.SecondaryIndexMeta":
@@ -423,52 +437,21 @@ def index_meta(proto) -> "md.SecondaryIndexMeta":
 
 def fill_index_meta(repeated, index) -> None:
     """Append ``index`` (the data API's SecondaryIndexMeta) to ``repeated``
-    (DescribeTable's ``index_metas``), every required field set; its
-    ``index_sync_phase`` rides as field 6 (see SYNC_PHASES_PB)."""
+    (DescribeTable's ``index_metas``), every required field set, with its
+    ``index_sync_phase`` when it has one."""
     kind = int(index.index_type)
-    msg = pb.IndexMeta(name=index.index_name,
+    msg = repeated.add(name=index.index_name,
                        index_update_mode=UPDATE_MODES_PB.get(
                            getattr(index, "index_update_mode", None), UPDATE_MODE_OF_TYPE[kind]),
                        index_type=kind)
     msg.primary_key.extend(index.primary_key_names)
     msg.defined_column.extend(index.defined_column_names or ())
-    data = msg.SerializeToString()
     phase = SYNC_PHASES_PB.get(getattr(index, "index_sync_phase", None))
     if phase is not None:
-        data += bytes((SYNC_PHASE_FIELD << 3, phase))      # varint field: tag, one-byte value
-    repeated.add().MergeFromString(data)
+        msg.index_sync_phase = phase
 
 
 # ------------------------------------------------------------ predefined columns
-
-def _messages_the_sdk_lacks():
-    """AddDefinedColumnRequest/Response and DeleteDefinedColumnRequest/Response,
-    as the service's proto (the Go and Java SDKs') defines them; the Python
-    SDK's has no such messages.  Built in a package of ours, so a later SDK
-    defining them in its own package does not clash; once per process (a
-    module reloaded finds them in the pool)."""
-    field = descriptor_pb2.FieldDescriptorProto
-    own = "regions.otsserver.extra"
-    file = descriptor_pb2.FileDescriptorProto(name="regions_otsserver_extra.proto", package=own,
-                                              syntax="proto2", dependency=[pb.DESCRIPTOR.name])
-    schema = "." + pb.DefinedColumnSchema.DESCRIPTOR.full_name
-    for name, columns in (("AddDefinedColumn", dict(type=field.TYPE_MESSAGE, type_name=schema)),
-                          ("DeleteDefinedColumn", dict(type=field.TYPE_STRING))):
-        req = file.message_type.add(name=name + "Request")
-        req.field.add(name="table_name", number=1, label=field.LABEL_REQUIRED,
-                      type=field.TYPE_STRING)
-        req.field.add(name="columns", number=2, label=field.LABEL_REPEATED, **columns)
-        file.message_type.add(name=name + "Response")
-    try:
-        pb.DESCRIPTOR.pool.FindFileByName(file.name)
-    except KeyError:
-        pb.DESCRIPTOR.pool.Add(file)
-    return {m.name: message_factory.GetMessageClass(
-        pb.DESCRIPTOR.pool.FindMessageTypeByName(own + "." + m.name)) for m in file.message_type}
-
-
-EXTRA = _messages_the_sdk_lacks()
-
 
 def defined_columns(repeated) -> list:
     """DefinedColumnSchema messages -> ``[(name, type)]`` as TableMeta's ``defined_columns``."""

@@ -1,6 +1,7 @@
 """One handler per Tablestore API: request bytes in, response bytes out.
 
-``TablestoreService(client).handle(api, body)`` parses ``<Api>Request``,
+``TablestoreService(client).handle(api, body)`` parses ``<Api>Request`` (the
+service's table_store.proto: ``wire``),
 calls the same-named method of the data API client (``regions.tablestore
 .OTSClient``, whose signatures and return shapes are the official SDK's), and
 serializes ``<Api>Response``.  Errors of the data API (``OTSServiceError``)
@@ -16,12 +17,12 @@ from __future__ import annotations
 import logging
 
 from tablestore.protobuf import search_pb2 as spb
-from tablestore.protobuf import table_store_pb2 as pb
 
 from lsm.errors import CorruptionError
 
 from regions.otsserver import convert as cv
 from regions.otsserver import errors
+from regions.otsserver import wire as pb
 from regions.tablestore import metadata as md
 from regions.tablestore.errors import OTSClientError, OTSServiceError, service_error
 from regions.tablestore.validate import BATCH_WRITE_ROWS, check_batch_rows, decode_name
@@ -121,7 +122,8 @@ class TablestoreService:
             resp.shard_splits.append(cv.shard_split(pk_name, value))
         for index in desc.secondary_indexes or ():
             cv.fill_index_meta(resp.index_metas, index)
-        resp.MergeFromString(cv.TABLE_STATUS_ACTIVE)
+        resp.table_status = pb.ACTIVE          # table operations here are immediate
+        cv.fill_stream_details(resp.stream_details, getattr(desc, "stream_details", None))
         return resp
 
     def update_table(self, body):
@@ -138,6 +140,7 @@ class TablestoreService:
         cv.fill_throughput_details(resp.reserved_throughput_details,
                                    result.reserved_throughput_details)
         cv.fill_table_options(resp.table_options, result.table_options)
+        cv.fill_stream_details(resp.stream_details, getattr(result, "stream_details", None))
         return resp
 
     # -------------------------------------------------- secondary indexes
@@ -155,14 +158,14 @@ class TablestoreService:
 
     # ------------------------------------------------- predefined columns
     def add_defined_column(self, body):
-        req = cv.parse(cv.EXTRA["AddDefinedColumnRequest"], body)
+        req = cv.parse(pb.AddDefinedColumnRequest, body)
         self.client.add_defined_column(req.table_name, cv.defined_columns(req.columns))
-        return cv.EXTRA["AddDefinedColumnResponse"]()
+        return pb.AddDefinedColumnResponse()
 
     def delete_defined_column(self, body):
-        req = cv.parse(cv.EXTRA["DeleteDefinedColumnRequest"], body)
+        req = cv.parse(pb.DeleteDefinedColumnRequest, body)
         self.client.delete_defined_column(req.table_name, list(req.columns))
-        return cv.EXTRA["DeleteDefinedColumnResponse"]()
+        return pb.DeleteDefinedColumnResponse()
 
     def list_search_index(self, body):
         cv.parse(spb.ListSearchIndexRequest, body)
@@ -241,10 +244,13 @@ class TablestoreService:
         """Rows whose conversion fails with a service error (not UTF-8, a bad
         update or filter: what the data API would refuse per row) get that
         error as their result, in place, as they do on the embedded client;
-        the other rows go to the client."""
+        the other rows go to the client.  In an atomic batch (``is_atomic``)
+        such a row fails its whole table, as a row the client refuses does
+        (RowWriter.run_atomic): the table is not sent, each of its rows gets
+        its own error or the first one."""
         req = cv.parse(pb.BatchWriteRowRequest, body)
         check_batch_rows(sum(len(t.rows) for t in req.tables), BATCH_WRITE_ROWS)
-        request = md.BatchWriteRowRequest()
+        request = md.BatchWriteRowRequest(is_atomic=req.is_atomic)
         request.set_transaction_id(cv.transaction_id(req))
         tables = []  # (name, [row item or OTSServiceError]) in request order
         for table in req.tables:
@@ -253,6 +259,10 @@ class TablestoreService:
                 raise errors.parameter_invalid("Duplicated table name: %s." % table_name)
             rows = [_row_item(r) for r in table.rows]
             items = [r for r in rows if not isinstance(r, OTSServiceError)]
+            if req.is_atomic and len(items) < len(rows):
+                first = next(r for r in rows if isinstance(r, OTSServiceError))
+                rows = [r if isinstance(r, OTSServiceError) else first for r in rows]
+                items = []
             if items or not rows:  # an empty entry: the client words the error
                 request.add(md.TableInBatchWriteRowItem(table_name, items))
             tables.append((table_name, rows))
@@ -282,7 +292,11 @@ class TablestoreService:
             transaction_id=cv.transaction_id(req), **cv.read_options(req))
         resp = pb.GetRangeResponse()
         cv.set_consumed(resp.consumed, consumed)
-        resp.rows = cv.encode_rows(rows)
+        if req.data_block_type_hint == pb.DBT_SIMPLE_ROW_MATRIX:
+            resp.rows = cv.encode_matrix(rows)
+            resp.data_block_type = pb.DBT_SIMPLE_ROW_MATRIX
+        else:
+            resp.rows = cv.encode_rows(rows)
         if next_pk:
             resp.next_start_primary_key = cv.encode_primary_key(next_pk)
         if next_token:

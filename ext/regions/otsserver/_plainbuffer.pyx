@@ -8,6 +8,8 @@ per-byte Python CRC-8 loop.  The format is owned and documented by
 the same bytes as ``PlainBufferCodec.encode_row`` / ``encode_rows`` (tests
 compare both on the same inputs, tests/test_otsserver_plainbuffer.py).
 
+Also ``crc8(crc, data)``, the CRC-8 of plainbuffer.py over a whole buffer.
+
 Contract: ``encode_rows(rows, marker_vt, with_delete)`` returns the encoded
 buffer, or raises ``Unsupported`` for anything it does not handle itself
 (a value of another type, an integer outside int64, an unknown op, a
@@ -70,6 +72,22 @@ cdef inline uint8_t _crc(uint8_t crc, const unsigned char* data, Py_ssize_t n):
     for i in range(n):
         crc = CRC8[crc ^ data[i]]
     return crc
+
+
+def crc8(unsigned int crc, data):
+    """``plainbuffer.crc8`` in C: ``data`` (bytes or bytearray) folded into the
+    running CRC-8 ``crc`` (0..255).  The SimpleRowMatrix block's checksum
+    covers the whole block (regions/otsserver/rowmatrix.py), megabytes that a
+    Python loop would take a fraction of a second over."""
+    if crc > 0xFF:
+        raise ValueError(f"crc must be in 0..255, got {crc}")
+    if type(data) is bytes:
+        return _crc(<uint8_t>crc, <const unsigned char*>PyBytes_AS_STRING(data),
+                    PyBytes_GET_SIZE(data))
+    if type(data) is bytearray:
+        return _crc(<uint8_t>crc, <const unsigned char*>PyByteArray_AS_STRING(data),
+                    PyByteArray_GET_SIZE(data))
+    raise TypeError(f"data must be bytes or bytearray, got {type(data).__name__}")
 
 
 cdef inline void _le(unsigned char* at, unsigned long long v, int width):
