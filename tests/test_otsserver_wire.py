@@ -141,6 +141,17 @@ def _requests():
         ("StartLocalTransaction", pb.StartLocalTransactionRequest(
             table_name="t", key=cv.CODEC.encode_row([("gid", 6)]))),
         ("AbortTransaction", None),
+        ("UpdateTable", pb.UpdateTableRequest(table_name="t", stream_spec=pb.StreamSpecification(
+            enable_stream=True, expiration_time=24, columns_to_get=["i"]))),
+        ("PutRow", pb.PutRowRequest(table_name="t", row=row(8, "a", ("i", 8)), condition=ignore)),
+        ("ListStream", pb.ListStreamRequest(table_name="t")),
+        ("DescribeStream", lambda got: pb.DescribeStreamRequest(
+            stream_id=got["ListStream"][-1].streams[0].stream_id)),
+        ("GetShardIterator", lambda got: pb.GetShardIteratorRequest(
+            stream_id=got["DescribeStream"][-1].stream_id,
+            shard_id=got["DescribeStream"][-1].shards[0].shard_id)),
+        ("GetStreamRecord", lambda got: pb.GetStreamRecordRequest(
+            shard_iterator=got["GetShardIterator"][-1].shard_iterator)),
         ("DeleteTable", pb.DeleteTableRequest(table_name="t")),
     ]
 
@@ -158,6 +169,8 @@ def test_every_api_answers_a_response_complete_by_the_services_proto():
         for api, req in _requests():
             if req is None:
                 req = getattr(pb, api + "Request")(transaction_id=txn)
+            elif callable(req):                # built from what was answered before
+                req = req(answered)
             data = service.handle(api, req.SerializeToString())
             resp = response_class(api)()
             resp.MergeFromString(data)
@@ -168,8 +181,12 @@ def test_every_api_answers_a_response_complete_by_the_services_proto():
     finally:
         service.close()
     assert set(answered) == set(service.apis), "an API without a request in _requests()"
-    for resp in answered["DescribeTable"] + answered["UpdateTable"]:
+    for resp in answered["DescribeTable"] + answered["UpdateTable"][:1]:
         assert resp.HasField("stream_details") and not resp.stream_details.enable_stream
+    enabled = answered["UpdateTable"][1].stream_details
+    assert (enabled.enable_stream, enabled.expiration_time, list(enabled.columns_to_get)) == \
+        (True, 24, ["i"])
+    assert [r.action_type for r in answered["GetStreamRecord"][0].stream_records] == [pb.PUT_ROW]
     assert all(r.table_status == pb.ACTIVE for r in answered["DescribeTable"])
     assert [r.is_ok for t in answered["BatchWriteRow"] for r in t.tables[0].rows] == [True] * 4
     plain, matrix = answered["GetRange"]

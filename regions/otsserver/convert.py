@@ -25,6 +25,7 @@ from regions.otsserver.plainbuffer import (
 from regions.tablestore import conditions as check
 from regions.tablestore import metadata as md
 from regions.tablestore.errors import OTSClientError, service_error
+from regions.tablestore.streams import RecordColumnType, StreamSpecification
 
 CODEC = PlainBufferCodec(Markers(md.INF_MIN, md.INF_MAX, md.PK_AUTO_INCR))
 
@@ -51,6 +52,11 @@ def parse(message_cls, body: bytes):
     if not msg.IsInitialized():
         raise errors.bad_protobuf()
     return msg
+
+
+def optional(proto, field):
+    """The value of an optional field, None when absent."""
+    return getattr(proto, field) if proto.HasField(field) else None
 
 
 def decode_row(data: bytes):
@@ -383,6 +389,35 @@ def fill_table_options(proto, opts) -> None:
     proto.allow_update = True if opts.allow_update is None else bool(opts.allow_update)
 
 
+def stream_spec(request):
+    """CreateTable's or UpdateTable's ``stream_spec`` as the data API's
+    StreamSpecification, or None when absent."""
+    if not request.HasField("stream_spec"):
+        return None
+    spec = request.stream_spec
+    return StreamSpecification(spec.enable_stream, optional(spec, "expiration_time"),
+                               list(spec.columns_to_get))
+
+
+#: RecordColumn types -> a stream record cell's op (PlainBuffer's cell type)
+RECORD_CELL_OPS = {RecordColumnType.PUT: None,
+                   RecordColumnType.DELETE_ONE_VERSION: DELETE_ONE_VERSION,
+                   RecordColumnType.DELETE_ALL_VERSIONS: DELETE_ALL_VERSION}
+
+
+def stream_record(record) -> bytes:
+    """A StreamRecord -> GetStreamRecord's ``record``: one PlainBuffer row with
+    its sequence info; a deletion's cells carry their op (the SDKs tell a
+    put by its value, one version by its timestamp)."""
+    cells = [(c.name, c.value, c.timestamp, RECORD_CELL_OPS[c.type]) for c in record.columns]
+    info = record.sequence_info
+    try:
+        return CODEC.encode_record(record.primary_key, cells, info.epoch, info.timestamp,
+                                   info.row_index)
+    except PlainBufferError as e:
+        raise errors.parameter_invalid(str(e)) from None
+
+
 def fill_stream_details(proto, details) -> None:
     """``proto`` (a StreamDetails: UpdateTable's and DescribeTable's
     ``stream_details``, which the service always sends and the Go SDK reads
@@ -397,6 +432,7 @@ def fill_stream_details(proto, details) -> None:
         value = getattr(details, field, None)
         if value is not None:
             setattr(proto, field, value)
+    proto.columns_to_get.extend(getattr(details, "columns_to_get", None) or ())
 
 
 def fill_throughput_details(proto, details) -> None:

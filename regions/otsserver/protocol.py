@@ -54,6 +54,8 @@ class TablestoreService:
             "StartLocalTransaction": self.start_local_transaction,
             "CommitTransaction": self.commit_transaction,
             "AbortTransaction": self.abort_transaction,
+            "ListStream": self.list_stream, "DescribeStream": self.describe_stream,
+            "GetShardIterator": self.get_shard_iterator, "GetStreamRecord": self.get_stream_record,
         }
 
     @property
@@ -86,17 +88,16 @@ class TablestoreService:
     # ------------------------------------------------------------- tables
     def create_table(self, body):
         req = cv.parse(pb.CreateTableRequest, body)
-        if (req.HasField("sse_spec") and req.sse_spec.enable) or \
-                (req.HasField("stream_spec") and req.stream_spec.enable_stream):
+        if req.HasField("sse_spec") and req.sse_spec.enable:
             raise errors.parameter_invalid(
-                "Server-side encryption and streams are not supported by this server.")
+                "Server-side encryption is not supported by this server.")
         meta = cv.table_meta(req.table_meta)
         options = cv.table_options(req.table_options, defaults=True)
         throughput = md.ReservedThroughput(cv.capacity_unit(req.reserved_throughput.capacity_unit))
         points = cv.split_points(req.partitions, meta.schema_of_primary_key)
         indexes = [cv.index_meta(m) for m in req.index_metas] or None
         self.client.create_table(meta, options, throughput, secondary_indexes=indexes,
-                                 split_points=points)
+                                 split_points=points, stream_spec=cv.stream_spec(req))
         return pb.CreateTableResponse()
 
     def delete_table(self, body):
@@ -128,19 +129,64 @@ class TablestoreService:
 
     def update_table(self, body):
         req = cv.parse(pb.UpdateTableRequest, body)
-        if req.HasField("stream_spec") and req.stream_spec.enable_stream:
-            raise errors.parameter_invalid("Streams are not supported by this server.")
         options = cv.table_options(req.table_options, defaults=False) \
             if req.HasField("table_options") else None
         throughput = md.ReservedThroughput(cv.capacity_unit(req.reserved_throughput.capacity_unit)) \
             if req.HasField("reserved_throughput") else None
         result = self.client.update_table(req.table_name, table_options=options,
-                                          reserved_throughput=throughput)
+                                          reserved_throughput=throughput,
+                                          stream_spec=cv.stream_spec(req))
         resp = pb.UpdateTableResponse()
         cv.fill_throughput_details(resp.reserved_throughput_details,
                                    result.reserved_throughput_details)
         cv.fill_table_options(resp.table_options, result.table_options)
         cv.fill_stream_details(resp.stream_details, getattr(result, "stream_details", None))
+        return resp
+
+    # ------------------------------------------------------------- streams
+    def list_stream(self, body):
+        req = cv.parse(pb.ListStreamRequest, body)
+        resp = pb.ListStreamResponse()
+        for stream in self.client.list_stream(cv.optional(req, "table_name")):
+            resp.streams.add(stream_id=stream.stream_id, table_name=stream.table_name,
+                             creation_time=stream.creation_time)
+        return resp
+
+    def describe_stream(self, body):
+        req = cv.parse(pb.DescribeStreamRequest, body)
+        desc = self.client.describe_stream(req.stream_id,
+                                           cv.optional(req, "inclusive_start_shard_id"),
+                                           cv.optional(req, "shard_limit"))
+        resp = pb.DescribeStreamResponse(
+            stream_id=desc.stream_id, expiration_time=desc.expiration_time,
+            table_name=desc.table_name, creation_time=desc.creation_time,
+            stream_status=pb.StreamStatus.Value(desc.stream_status))
+        for shard in desc.shards:
+            item = resp.shards.add(shard_id=shard.shard_id)
+            if shard.parent_id is not None:
+                item.parent_id = shard.parent_id
+            if shard.parent_sibling_id is not None:
+                item.parent_sibling_id = shard.parent_sibling_id
+        if desc.next_shard_id is not None:
+            resp.next_shard_id = desc.next_shard_id
+        return resp
+
+    def get_shard_iterator(self, body):
+        req = cv.parse(pb.GetShardIteratorRequest, body)
+        iterator = self.client.get_shard_iterator(req.stream_id, req.shard_id,
+                                                  cv.optional(req, "timestamp"))
+        return pb.GetShardIteratorResponse(shard_iterator=iterator)
+
+    def get_stream_record(self, body):
+        req = cv.parse(pb.GetStreamRecordRequest, body)
+        result = self.client.get_stream_record(req.shard_iterator, cv.optional(req, "limit"))
+        resp = pb.GetStreamRecordResponse(may_more_record=result.may_more_record)
+        for record in result.records:
+            resp.stream_records.add(action_type=pb.ActionType.Value(record.action_type),
+                                    record=cv.stream_record(record))
+        if result.next_shard_iterator is not None:
+            resp.next_shard_iterator = result.next_shard_iterator
+        cv.set_consumed(resp.consumed, result.consumed)
         return resp
 
     # -------------------------------------------------- secondary indexes

@@ -254,7 +254,7 @@ class OTSClient:
                 self._indexer.create(name, self._schemas[name], index, False,
                                      self._committer(name))
             if stream and stream[0]:
-                self._indexer.enable_stream(name, self._schemas[name], stream[1])
+                self._indexer.enable_stream(name, self._schemas[name], stream[1], stream[2])
             self._refresh_plain(name)
 
     @staticmethod
@@ -486,7 +486,7 @@ class OTSClient:
             self._indexer.set_schema(name, new)
             if stream is not None:
                 if stream[0]:
-                    self._indexer.enable_stream(name, new, stream[1])
+                    self._indexer.enable_stream(name, new, stream[1], stream[2])
                 else:
                     self._indexer.disable_stream(name)
             self._refresh_plain(name)

@@ -443,13 +443,14 @@ class Indexer:
     def streams(self):
         return [t.stream for t in list(self.tables.values()) if t.stream is not None]
 
-    def enable_stream(self, base, schema, hours):
+    def enable_stream(self, base, schema, hours, origin_columns=()):
         """Start ``base``'s stream: every write from now on is recorded."""
         with self._mutex:
             table = self._attach(base, schema)
             with table.append_lock:
                 next_seq = table.last_seq + 1
-            table.stream = StreamLog.create(self.server, base, table.append_lock, hours, next_seq)
+            table.stream = StreamLog.create(self.server, base, table.append_lock, hours,
+                                            origin_columns, next_seq)
         self._pass_locks()
         return table.stream
 

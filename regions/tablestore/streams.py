@@ -63,7 +63,9 @@ import time
 import uuid
 
 from . import cells, pkcodec
+from .capacity import read_cu
 from .errors import OTSClientError, service_error
+from .validate import check_name
 
 __all__ = ["StreamLog", "StreamSpecification", "StreamDetails", "Stream", "StreamShard",
            "DescribeStreamResponse", "GetStreamRecordResponse", "StreamRecord", "RecordColumn",
@@ -99,21 +101,26 @@ class _Shape:
 
 class StreamSpecification(_Shape):
     """CreateTable's and UpdateTable's ``stream_spec``: ``enable_stream``, and
-    ``expiration_time`` in hours (1 to 168) when enabling."""
+    when enabling ``expiration_time`` in hours (1 to 168) and
+    ``columns_to_get`` (the SDKs' "origin columns": kept and described; the
+    records carry no origin_record here)."""
 
-    def __init__(self, enable_stream, expiration_time=None):
+    def __init__(self, enable_stream, expiration_time=None, columns_to_get=None):
         self.enable_stream = enable_stream
         self.expiration_time = expiration_time
+        self.columns_to_get = columns_to_get
 
 
 class StreamDetails(_Shape):
     """DescribeTable's and UpdateTable's ``stream_details``."""
 
-    def __init__(self, enable_stream, stream_id=None, expiration_time=None, last_enable_time=None):
+    def __init__(self, enable_stream, stream_id=None, expiration_time=None, last_enable_time=None,
+                 columns_to_get=None):
         self.enable_stream = enable_stream
         self.stream_id = stream_id
         self.expiration_time = expiration_time
         self.last_enable_time = last_enable_time
+        self.columns_to_get = columns_to_get or []
 
 
 class Stream(_Shape):
@@ -177,16 +184,19 @@ class StreamRecord(_Shape):
 
 class GetStreamRecordResponse(_Shape):
     """``records``, ``next_shard_iterator`` (None: the shard is closed and read
-    to its end) and ``may_more_record`` (the read stopped at its limit)."""
+    to its end), ``may_more_record`` (the read stopped at its limit) and
+    ``consumed`` (CapacityUnit: the bytes read, by the read rule)."""
 
-    def __init__(self, records, next_shard_iterator, may_more_record=False):
+    def __init__(self, records, next_shard_iterator, may_more_record=False, consumed=None):
         self.records, self.next_shard_iterator = records, next_shard_iterator
         self.may_more_record = may_more_record
+        self.consumed = consumed if consumed is not None else read_cu(0)
 
 
-def check_stream_spec(spec, enabling_allowed=True):
-    """The (enable, expiration hours) of a StreamSpecification; raises the
-    service's error for a bad one."""
+def check_stream_spec(spec):
+    """The (enable, expiration hours, origin columns) of a
+    StreamSpecification, or None for none; raises the service's error for a
+    bad one."""
     if spec is None:
         return None
     if not isinstance(spec, StreamSpecification):
@@ -198,13 +208,18 @@ def check_stream_spec(spec, enabling_allowed=True):
     if not enable:
         if spec.expiration_time is not None:
             raise service_error("stream_disable_expiration")
-        return False, None
+        return False, None, []
     hours = spec.expiration_time
     if (not isinstance(hours, int) or isinstance(hours, bool)
             or not MIN_EXPIRATION_H <= hours <= MAX_EXPIRATION_H):
         raise service_error("stream_expiration", value=hours, low=MIN_EXPIRATION_H,
                             high=MAX_EXPIRATION_H)
-    return True, hours
+    columns = spec.columns_to_get or []
+    if not isinstance(columns, (list, tuple)) or not all(isinstance(c, str) for c in columns):
+        raise OTSClientError("columns_to_get should be a list of str, not %r" % (columns,))
+    for column in columns:
+        check_name(column, "column")
+    return True, hours, list(columns)
 
 
 # -- the records' bytes ------------------------------------------------------
@@ -337,6 +352,7 @@ class StreamLog:
         self.creation_time = doc["creation_time"]
         self.expiration = doc["expiration"]
         self.last_enable_time = doc["last_enable_time"]
+        self.origin_columns = doc.get("origin_columns", [])
         self.shards = {d["id"]: _Shard.from_json(d) for d in doc["shards"]}
         self._layout = None         # the region layout the open shards were made from
         self._starts, self._open = [], []
@@ -345,12 +361,12 @@ class StreamLog:
 
     # -- the catalogue --------------------------------------------------------
     @classmethod
-    def create(cls, server, base, lock, hours, next_seq):
+    def create(cls, server, base, lock, hours, origin_columns, next_seq):
         """Enable the stream of ``base``: its log table, one open shard per region."""
         now_us = time.time_ns() // 1000
         doc = {"id": "%s_%d_%s" % (base, now_us, uuid.uuid4().hex[:8]),
                "creation_time": now_us, "expiration": hours, "last_enable_time": now_us,
-               "shards": []}
+               "origin_columns": list(origin_columns), "shards": []}
         server.create_table(base + LOG_SUFFIX, attributes={STREAM_ATTRIBUTE: doc})
         stream = cls(server, base, lock, doc)
         with lock:
@@ -373,11 +389,12 @@ class StreamLog:
             self.server.delete_table(self.table)
 
     def details(self) -> StreamDetails:
-        return StreamDetails(True, self.id, self.expiration, self.last_enable_time)
+        return StreamDetails(True, self.id, self.expiration, self.last_enable_time,
+                             list(self.origin_columns))
 
     def _save(self):
         doc = {"id": self.id, "creation_time": self.creation_time, "expiration": self.expiration,
-               "last_enable_time": self.last_enable_time,
+               "last_enable_time": self.last_enable_time, "origin_columns": self.origin_columns,
                "shards": [s.to_json() for s in sorted(self.shards.values(), key=lambda s: s.id)]}
         self.server.set_table_attributes(self.table, {STREAM_ATTRIBUTE: doc})
 
@@ -513,17 +530,19 @@ class StreamLog:
         if seq <= shard.trimmed:
             raise service_error("stream_trimmed")
         end = horizon + 1 if shard.close_seq is None else min(shard.close_seq, horizon + 1)
-        records, last_seq = [], None
+        records, last_seq, size = [], None, 0
         if seq < end:
             for key, value in self._scan(shard, seq, end):
                 last_seq = _KEY.unpack(key)[1]
                 records += _records(value, pk_names)
+                size += len(value)
                 if len(records) >= limit:
                     break
         if last_seq is not None:
             more = len(records) >= limit and last_seq + 1 < end
             return GetStreamRecordResponse(records, encode_iterator(self.id, shard.id,
-                                                                    last_seq + 1), more)
+                                                                    last_seq + 1), more,
+                                           read_cu(size))
         if shard.close_seq is not None and end == shard.close_seq:
             return GetStreamRecordResponse([], None)      # closed and read to its end
         return GetStreamRecordResponse([], encode_iterator(self.id, shard.id, seq))
