@@ -11,11 +11,7 @@ write is there and nothing else (workload.check_state), that every index
 holds exactly what the table calls for (regions.tablestore.indexcheck), and
 that writes after the recovery keep them so.  Then the kill loop itself
 (regions.soak.killloop with indexes) at a small count."""
-import os
 import random
-import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -23,98 +19,14 @@ import pytest
 import regions
 from regions.procedure import KILL_ENV
 from regions.soak import Summary, concurrency, killloop, workload
-from regions.soak.harness import NoSyncFileSystem, child_env
+from regions.soak.harness import NoSyncFileSystem
+from regions.soak.killsteps import run_child
 from regions.tablestore import OTSClient, Row, SecondaryIndexMeta, TableMeta
 from regions.tablestore.indexcheck import check_indexes
 from regions.tablestore.indexes import FEED_SUFFIX, INDEX_ATTRIBUTE, Indexer
 from regions.tablestore.schema import ATTRIBUTE
 
 TABLE = workload.TABLE
-
-CHILD = r'''
-import os, signal, sys, random, threading
-import regions
-from regions.soak import workload
-from regions.tablestore import OTSClient
-
-path, log_path, seed, action, methods, table, nth, when, bulk = sys.argv[1:10]
-nth, bulk = int(nth), int(bulk)
-log = workload.AckFile(log_path)
-options = workload.server_options()
-if action == "split":   # only the split this child makes: the kill point is its
-    options = options.copy(split_policy=regions.DisabledSplitPolicy())
-server = regions.RegionServer.open(path, options)
-client = OTSClient(path, server=server)
-workload.create_table(client, indexes=True)
-wl = workload.Workload(client, random.Random(int(seed)), log, 0, 0)
-for _ in range(300):
-    wl.step()
-for first in range(0, bulk, 200):      # rows for a back-fill to read, logged as batches
-    op = {"id": wl.next_id, "kind": "batch", "rows": [     # r from 2000: no workload key
-        {"k": [i % workload.PARTITIONS, 2000 + i // workload.PARTITIONS], "t": "put",
-         "c": "I", "put": {"v": "o%d" % wl.next_id, "pad": "b%d" % i}}
-        for i in range(first, min(bulk, first + 200))]}
-    wl.next_id += 1
-    log.begin(op)
-    log.ack(op["id"], workload.run_op(client, op))
-
-def die():
-    log.note("K", methods)
-    os.kill(os.getpid(), signal.SIGKILL)
-
-methods, _, thread = methods.partition("@")
-
-def trap(method):
-    """Kill at the nth call of ``method`` on ``table`` (by ``thread``, if
-    named), before or after it runs."""
-    real, calls = getattr(server, method), [0]
-    def call(name, *args, **kwargs):
-        if name == table and thread in ("", threading.current_thread().name):
-            calls[0] += 1
-            if calls[0] == nth and when == "before":
-                die()
-        result = real(name, *args, **kwargs)
-        if name == table and calls[0] == nth and when == "after" and \
-                thread in ("", threading.current_thread().name):
-            die()
-        return result
-    setattr(server, method, call)
-
-if action == "split":
-    threading.Thread(target=lambda: [wl.step() for _ in iter(int, 1)], daemon=True).start()
-    server.flush_all()
-    region = max(server.regions(table), key=lambda r: r.size_bytes)
-    server.split_region(table, region.region_id)     # the kill point fires inside
-else:
-    for method in methods.split("+"):
-        trap(method)
-    if action == "create":
-        workload.churn_index(client)            # CHURN_INDEX, with its base data
-    elif action == "drop":
-        client.delete_secondary_index(workload.TABLE, table)
-    for _ in range(3000):
-        wl.step()
-sys.stdout.write("END: the kill never came\n")
-'''
-
-
-def run_child(path, seed, action, methods="", table=TABLE, nth=1, when="before", bulk=0,
-              env=None):
-    """Run the child until it kills itself (``action``: write, create the churn
-    index, drop index ``table`` or split ``table``; the trap: the ``nth`` call
-    of one of ``methods`` (``put+write``; ``...@thread``: called by that thread)
-    on ``table``, ``when`` before or after it runs);
-    its log's ``(acked, pending)``."""
-    log_path = os.path.join(os.path.dirname(path), "acks.log")
-    p = subprocess.run([sys.executable, "-c", CHILD, path, log_path, str(seed), action,
-                        methods, table, str(nth), when, str(bulk)],
-                       env=dict(child_env(), **(env or {})), capture_output=True, timeout=300)
-    assert p.returncode == -signal.SIGKILL, (action, methods, table, p.returncode,
-                                             p.stdout.decode(), p.stderr.decode()[-3000:])
-    notes = {}
-    acked, pending = workload.read_log(log_path, notes)
-    assert "K" in notes or env, "the trap never fired"
-    return acked, pending
 
 
 def left_behind(path) -> dict:

@@ -24,7 +24,18 @@ back-fills and compares every index with the table (workload.check_indexes):
 a missing, phantom or wrong entry is a wrong result.
 
     python -m regions.soak killloop --seed 1 --count 150
+With ``--stream`` the table has a stream (workload.STREAM), whose writers
+copy each write's records from the change feed into the stream's log after
+the base write, while the table splits; a kill may land between the feed
+append and the base write, between the base write and the copy, or inside
+a split.  After each kill the parent reads the stream as a client would
+(regions.soak.streamcheck: each shard after its parents, its iterators kept
+from one kill to the next) and checks that every acknowledged write is one
+record, in order per row, with the columns it wrote, and that the write in
+flight has a record only if it landed and at most one.
+
     python -m regions.soak killloop --seed 1 --count 150 --indexes
+    python -m regions.soak killloop --seed 1 --count 200 --stream
 """
 import logging
 import os
@@ -42,7 +53,7 @@ from regions.tablestore import OTSClient
 from regions.tablestore.indexes import FEED_SUFFIX, INDEX_ATTRIBUTE
 
 from . import Summary
-from . import workload
+from . import streamcheck, workload
 from .harness import AppendFileProxy, NoSyncFileSystem, child_env, parser, report, start
 
 __all__ = ["run", "main", "child"]
@@ -53,15 +64,15 @@ _START_TIMEOUT_S = 60.0
 
 
 def child(argv=None) -> None:
-    """The child: ``PATH LOG SEED NEXT_ID NEXT_NODE [indexes]``; runs until
-    killed (or until its parent is gone)."""
+    """The child: ``PATH LOG SEED NEXT_ID NEXT_NODE [indexes] [stream]``;
+    runs until killed (or until its parent is gone)."""
     args = (argv or sys.argv[1:])
     path, log_path, seed, next_id, next_node = args[:5]
-    indexes = args[5:6] == ["indexes"]
+    indexes, stream = "indexes" in args[5:], "stream" in args[5:]
     log = workload.AckFile(log_path)
     server = regions.RegionServer.open(path, workload.server_options(fs=_TableNotingFS(log)))
     client = OTSClient(path, server=server)
-    workload.create_table(client, indexes)
+    workload.create_table(client, indexes, stream)
     rng = random.Random(int(seed))
     if indexes and rng.random() < 1 / 3:
         log.note("I", workload.churn_index(client))
@@ -130,7 +141,7 @@ def _wait_ready(proc, timeout):
 
 def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         window: float = 0.4, epoch: int = 25, stats: dict = None,
-        indexes: bool = False) -> Summary:
+        indexes: bool = False, stream: bool = False) -> Summary:
     """Run ``count`` kill cycles (or as many as fit in ``seconds``; 150 when
     neither is given) in ``dir`` (harness.WorkDir).  ``stats``, if given,
     receives the operations acknowledged, the kills with one in flight, the
@@ -139,13 +150,18 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     the splits seen and the regions; with ``indexes`` (module doc) also the
     index checks and the problems they found, the indexes created and
     dropped, the kills that left entries in the change feed and those that
-    stopped a back-fill."""
+    stopped a back-fill; with ``stream``, streamcheck.STATS and the kills
+    that left change-feed entries."""
     if count is None and seconds is None:
         count = 150
     summary, work, rng, st = start(
-        "killloop", "SIGKILL at a random moment" + (", with indexes" if indexes else ""), seed,
+        "killloop", "SIGKILL at a random moment" + (", with indexes" if indexes else "")
+        + (", with a stream" if stream else ""), seed,
         dir, stats, ("ops", "pending", "kills_in_start", "kills_in_table_write", "kills_in_split",
-                     "splits", "regions") + (_INDEX_STATS if indexes else ()))
+                     "splits", "regions") + (_INDEX_STATS if indexes else ())
+        + (_STREAM_STATS if stream else ()))
+    checker = streamcheck.StreamCheck(st) if stream else None
+    flags = (["indexes"] if indexes else []) + (["stream"] if stream else [])
     path, log_path = work.path("store"), work.path("acks.log")
     recoveries = _SplitRecoveries()
     logging.getLogger("regions").addHandler(recoveries)
@@ -156,7 +172,7 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
             os.remove(log_path)
         proc = subprocess.Popen(
             [sys.executable, "-c", _CHILD, path, log_path, str(rng.getrandbits(32)),
-             str(next_id), str(workload.next_node(model))] + (["indexes"] if indexes else []),
+             str(next_id), str(workload.next_node(model))] + flags,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         if rng.random() < 0.1:
             time.sleep(rng.uniform(0.0, 0.3))
@@ -188,11 +204,11 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         except Exception as e:      # a store that does not reopen: the worst outcome
             summary.failure("crashes", f"cycle {summary.cycles}: reopen failed: {e!r}")
             continue
-        if indexes:
+        if indexes or stream:
             _count_index_kills(server, st)
         model, n = workload.verify_reopened(summary, server, path, model, acked, pending,
                                             drop=summary.cycles % epoch == 0,
-                                            indexes=st if indexes else None)
+                                            indexes=st if indexes else None, stream=checker)
         st["splits"] += max(0, n - regions_before)
         st["regions"] = regions_before = n
     logging.getLogger("regions").removeHandler(recoveries)
@@ -202,6 +218,7 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
 
 _INDEX_STATS = ("index_checks", "index_problems", "indexes_created", "indexes_dropped",
                 "kills_with_feed_left", "kills_in_backfill")
+_STREAM_STATS = ("kills_with_feed_left",) + streamcheck.STATS
 
 
 def _count_index_kills(server, st) -> None:
@@ -223,8 +240,11 @@ def main(argv=None) -> int:
                     help="longest run of a child after it is ready, in seconds (0.4)")
     ap.add_argument("--indexes", action="store_true",
                     help="the table carries secondary indexes, checked after every kill")
+    ap.add_argument("--stream", action="store_true",
+                    help="the table has a stream, read through its shards and checked "
+                         "against the acknowledgements after every kill")
     args = ap.parse_args(argv)
     stats = {}
     summary = run(args.seed, args.count, args.seconds, args.dir, window=args.window, stats=stats,
-                  indexes=args.indexes)
+                  indexes=args.indexes, stream=args.stream)
     return report(summary, stats)

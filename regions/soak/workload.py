@@ -77,6 +77,7 @@ from regions.tablestore import (BatchWriteRowRequest, CapacityUnit, Condition, D
                                 SecondaryIndexMeta, SecondaryIndexType, TableInBatchWriteRowItem,
                                 TableMeta, TableOptions, UpdateRowItem)
 from regions.tablestore import indexcheck
+from regions.tablestore.streams import StreamSpecification
 
 __all__ = ["TABLE", "INITIAL_REGIONS", "server_options", "create_table", "node_key", "Workload",
            "AckFile", "MemoryLog", "read_log", "read_state", "check_state", "check_prefix",
@@ -115,6 +116,8 @@ _GLOBAL, _LOCAL = SecondaryIndexType.GLOBAL_INDEX, SecondaryIndexType.LOCAL_INDE
 INDEXES = (("soak_v", ["v"], ["n"], _GLOBAL), ("soak_pn", ["p", "n"], ["v"], _LOCAL),
            ("soak_node", ["node"], ["prev"], _GLOBAL))
 CHURN_INDEX = ("soak_pad", ["pad"], ["v"], _GLOBAL)
+#: the table's stream (killloop ``--stream``: regions.soak.streamcheck)
+STREAM = StreamSpecification(True, 24)
 
 
 def _index_meta(index) -> SecondaryIndexMeta:
@@ -122,15 +125,19 @@ def _index_meta(index) -> SecondaryIndexMeta:
     return SecondaryIndexMeta(name, list(columns), list(attributes), kind)
 
 
-def create_table(client, indexes: bool = False) -> None:
+def create_table(client, indexes: bool = False, stream: bool = False) -> None:
     """Create the workload's table, pre-split, unless it exists; ``indexes``:
-    with its columns declared and ``INDEXES``."""
+    with its columns declared and ``INDEXES``; ``stream``: with a stream
+    (``STREAM``; enabled on the table if it exists without one: a kill
+    inside CreateTable may leave the table made, its stream not)."""
     if TABLE not in client.list_table():
         client.create_table(TableMeta(TABLE, [("p", "INTEGER"), ("r", "INTEGER")],
                                       COLUMNS if indexes else None),
                             TableOptions(), ReservedThroughput(CapacityUnit(0, 0)),
                             secondary_indexes=[_index_meta(i) for i in INDEXES] if indexes else None,
-                            split_points=SPLIT_POINTS)
+                            split_points=SPLIT_POINTS, stream_spec=STREAM if stream else None)
+    elif stream and not client.list_stream(TABLE):
+        client.update_table(TABLE, stream_spec=STREAM)
 
 
 def churn_index(client) -> str:
@@ -550,20 +557,24 @@ def check_files(summary, path: str, region_ids) -> None:
 
 
 def verify_reopened(summary, server, path, model, acked, pending, drop=False, check=check_state,
-                    indexes=None):
+                    indexes=None, stream=None):
     """Check the reopened ``server`` (at ``path``) against ``model`` and the
     log (``check``: ``check_state`` or ``check_prefix``; ``check_regions``,
     ``check_files``); ``indexes`` (a stats dict): the table's indexes too
-    (``check_indexes``); close it.  Returns ``(next model,
+    (``check_indexes``); ``stream`` (a streamcheck.StreamCheck): the table's
+    stream too; close it.  Returns ``(next model,
     regions of the table)``; ``drop``: delete the table afterwards (the next
     model is then empty).  An exception counts as a crash."""
     try:
         client = OTSClient(path, server=server)   # applies what a kill left in the feed
         exists = TABLE in client.list_table()
         actual = read_state(client) if exists else {}
+        before = dict(model)
         model = check(summary, model, acked, pending, actual)
         if indexes is not None and exists:
             check_indexes(summary, client, indexes)
+        if stream is not None and exists:
+            stream.check(summary, client, before, acked, pending, actual)
         client.close()                  # its index maintainer stops; the server stays open
         served = check_regions(summary, server)
         n = len(server.regions(TABLE)) if exists else INITIAL_REGIONS
