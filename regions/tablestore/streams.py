@@ -508,12 +508,19 @@ class StreamLog:
         shard = self.shard(shard_id)
         seq = max(shard.open_seq, shard.trimmed + 1)
         if timestamp is not None:
+            last = None
             for key, value in self._scan(shard, seq):
                 if _STAMP.unpack_from(value)[0] >= timestamp:
                     seq = _KEY.unpack(key)[1]
                     break
+                if _KEY.unpack(key)[1] <= horizon:
+                    last = _KEY.unpack(key)[1]
             else:
-                seq = max(seq, min(shard.close_seq or horizon + 1, horizon + 1))
+                # after the last record, not at the horizon: the seqs of feed
+                # entries a crash left and the open dropped (their writes did
+                # not land) are handed out again after the next reopen
+                if last is not None:
+                    seq = last + 1
         return encode_iterator(self.id, shard.id, seq)
 
     def _scan(self, shard, seq, end=None):
