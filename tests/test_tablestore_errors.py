@@ -112,6 +112,9 @@ def cases():
          "No version condition is specified while querying row."),
         ("time range half", lambda c: c.get_row("t", PK, time_range=(1, None)), *P,
          "Start and end time must be given at the same time."),
+        ("specific time with max versions", lambda c: c.get_range(
+            "t", "FORWARD", PK, [("PK1", 9), ("PK2", "a")], max_version=1, time_range=5), *P,
+         "Specific tiemstamp and max versions cannot be given at the same time."),
         ("limit 0", lambda c: c.get_range("t", "FORWARD", PK, [("PK1", 9), ("PK2", "a")],
                                           limit=0), *P, "The limit must be greater than 0."),
         ("forward order", lambda c: c.get_range("t", "FORWARD", PK, PK), *P,

@@ -23,9 +23,29 @@ def test_a_schema_with_indexes_is_written_as_format_2_and_read_back():
     schema = Schema(["uid", "oid"], ["INTEGER", "STRING"], None, max_versions=3,
                     defined=[("name", "STRING")], indexes=[index])
     record = schema.to_json()
-    assert record == dict(FORMAT_1, format=FORMAT, indexes=[index]) and FORMAT == 2
+    assert record == dict(FORMAT_1, format=2, indexes=[index])
     assert Schema.from_json(record) == schema
     assert Schema.from_json(record).with_options(ttl=86400).indexes == [index]
+
+
+def test_update_full_row_is_written_as_format_3_and_kept_through_option_changes():
+    schema = Schema(["uid", "oid"], ["INTEGER", "STRING"], None, max_versions=3,
+                    defined=[("name", "STRING")], update_full_row=True)
+    record = schema.to_json()
+    assert record == dict(FORMAT_1, format=FORMAT, indexes=[], update_full_row=True)
+    assert FORMAT == 3 and Schema.from_json(record) == schema
+    assert Schema.from_json(record).with_options(ttl=86400).update_full_row is True
+
+
+def test_update_full_row_is_set_at_create_table_only(tmp_path):
+    with OTSClient(None) as c:
+        c.create_table(TableMeta("t", [("uid", "INTEGER")]), TableOptions(update_full_row=True))
+        assert c.describe_table("t").table_options.update_full_row is True
+        for value in (True, False):
+            with pytest.raises(OTSServiceError) as e:
+                c.update_table("t", TableOptions(max_version=2, update_full_row=value))
+            assert "contain updateFullRow" in e.value.message
+        assert c.describe_table("t").table_options.max_version == 1   # nothing changed
 
 
 def test_a_record_from_before_the_format_number_reads_as_format_1():
@@ -34,7 +54,7 @@ def test_a_record_from_before_the_format_number_reads_as_format_1():
 
 
 @pytest.mark.parametrize("record, problem", [
-    (dict(FORMAT_1, format=3), "format 3"),
+    (dict(FORMAT_1, format=4), "format 4"),
     (dict(FORMAT_1, indexes=[]), "unknown fields indexes in format 1"),
     (dict(FORMAT_1, colour="red"), "unknown fields colour"),
     ({k: v for k, v in FORMAT_1.items() if k != "types"}, "no field 'types'"),

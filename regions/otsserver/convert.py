@@ -340,7 +340,8 @@ def table_options(proto, defaults: bool) -> md.TableOptions:
     def get(field, default):
         return getattr(proto, field) if proto.HasField(field) else (default if defaults else None)
     return md.TableOptions(get("time_to_live", -1), get("max_versions", 1),
-                           get("deviation_cell_version_in_sec", 86400), get("allow_update", None))
+                           get("deviation_cell_version_in_sec", 86400), get("allow_update", None),
+                           optional(proto, "update_full_row"))
 
 
 def capacity_unit(proto) -> md.CapacityUnit:
@@ -387,6 +388,7 @@ def fill_table_options(proto, opts) -> None:
     proto.deviation_cell_version_in_sec = (opts.max_time_deviation
                                            if opts.max_time_deviation is not None else 86400)
     proto.allow_update = True if opts.allow_update is None else bool(opts.allow_update)
+    proto.update_full_row = bool(getattr(opts, "update_full_row", False))
 
 
 def stream_spec(request):

@@ -239,7 +239,8 @@ class OTSClient:
         reserved = self._check_reserved(reserved_throughput, create=True)
         split_keys = self._split_keys(split_points, types[0])
         schema = Schema(names, types, auto_incr, opts.get("ttl", -1), opts.get("max_versions", 1),
-                        opts.get("deviation", 86400), opts.get("allow_update", True), defined)
+                        opts.get("deviation", 86400), opts.get("allow_update", True), defined,
+                        update_full_row=opts.get("update_full_row", False))
         with self._meta_lock:
             if name in self._taken():
                 raise service_error("table_exists")
@@ -450,7 +451,8 @@ class OTSClient:
 
     @staticmethod
     def _table_options(schema):
-        return TableOptions(schema.ttl, schema.max_versions, schema.deviation, schema.allow_update)
+        return TableOptions(schema.ttl, schema.max_versions, schema.deviation, schema.allow_update,
+                            schema.update_full_row)
 
     @staticmethod
     def _details(attrs):
@@ -469,6 +471,8 @@ class OTSClient:
             if stream and stream[0] and self._indexer.stream(name) is not None:
                 raise service_error("stream_enabled", table=name)
             opts = check_table_options(table_options) if table_options is not None else {}
+            if "update_full_row" in opts:
+                raise service_error("update_full_row_update")
             reserved = (self._check_reserved(reserved_throughput, create=False)
                         if reserved_throughput is not None else None)
             attrs = dict(self._server.table_attributes(name))

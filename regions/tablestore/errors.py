@@ -173,6 +173,9 @@ ERRORS = {
     # reads
     "no_version_condition": _P + ("No version condition is specified while querying row.",),
     "time_range_both": _P + ("Start and end time must be given at the same time.",),
+    # (the service's text, typo included: aliyun-tablestore-nodejs-sdk issues #10, #58)
+    "specific_time_and_max_versions": _P + ("Specific tiemstamp and max versions cannot be given "
+                                            "at the same time.",),
     "time_range_invalid": _P + ("Invalid time range: start time must be less than end time.",),  # (ours)
     "max_version_invalid": _P + ("The maximum versions to get must be greater than 0.",),  # (ours)
     "columns_to_get_limit": _P + ("The number of columns to get exceeds the limit: {limit}.",),  # (ours)
@@ -230,6 +233,9 @@ ERRORS = {
     # asserts code and text for a STRING key; the status is ours: it is a row's error)
     "atomic_out_of_range": (400, "OTSDataOutOfRange",
                             "Data out of scope of atomic. Atomic PartKey:{atomic}. Data PartKey:{data}"),
+    # (ours; the Go SDK's TestUpdateAndDescribeTable asserts "contain updateFullRow")
+    "update_full_row_update": _P + ("UpdateTable request cannot contain updateFullRow: it is set "
+                                    "at CreateTable only.",),
     # streams (streams.py)
     "stream_expiration": _P + ("The expiration time of a stream must be in [{low}, {high}] "
                                "hours: {value}.",),  # (ours)

@@ -127,11 +127,18 @@ class SecondaryIndexMeta(_Value):
 
 
 class TableOptions(_Value):
-    def __init__(self, time_to_live=-1, max_version=1, max_time_deviation=86400, allow_update=None):
+    """As the SDK's, plus ``update_full_row`` (the Go and Java SDKs' option:
+    set at CreateTable only; an UpdateRow then rewrites the whole row in the
+    service, for search-index TTL and global tables: here the rows read the
+    same either way, so it is kept and described)."""
+
+    def __init__(self, time_to_live=-1, max_version=1, max_time_deviation=86400, allow_update=None,
+                 update_full_row=None):
         self.time_to_live = time_to_live
         self.max_version = max_version
         self.max_time_deviation = max_time_deviation
         self.allow_update = allow_update
+        self.update_full_row = update_full_row
 
 
 class CapacityUnit(_Value):

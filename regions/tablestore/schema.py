@@ -22,38 +22,41 @@ written before the format number existed carry the fields of format 1 without
 it, and read as format 1.  Format 2 adds ``indexes``, the table's secondary
 indexes (indexes.py, ``IndexDef.to_json``); a record without indexes is still
 written as format 1, so a store without indexes stays readable by the
-versions before them.
+versions before them.  Format 3 adds ``update_full_row`` (the table option,
+set at CreateTable only), written only when it is true.
 """
 from .errors import service_error
 
 __all__ = ["Schema", "ATTRIBUTE", "FORMAT", "table_attributes"]
 
 ATTRIBUTE = "tablestore"  # the key of the schema record in the table's attributes
-FORMAT = 2
+FORMAT = 3
 
 _REQUIRED = object()
 # Format 1's fields, in the order the record lists them, with their defaults.
 _FIELDS_1 = (("names", _REQUIRED), ("types", _REQUIRED), ("auto_incr", None), ("ttl", -1),
              ("max_versions", 1), ("deviation", 86400), ("allow_update", True), ("defined", ()))
-_FIELDS = {1: _FIELDS_1, 2: _FIELDS_1 + (("indexes", ()),)}
+_FIELDS = {1: _FIELDS_1, 2: _FIELDS_1 + (("indexes", ()),),
+           3: _FIELDS_1 + (("indexes", ()), ("update_full_row", False))}
 
 
 class Schema:
     """A table's primary key (``names``, ``types``, the ``auto_incr`` column's
     index or None), its options (``ttl`` in seconds or -1, ``max_versions``,
-    the version ``deviation`` in seconds, ``allow_update``) and its defined
-    columns (``(name, type)`` pairs) and its secondary ``indexes`` (their
-    stored records, indexes.IndexDef.to_json)."""
+    the version ``deviation`` in seconds, ``allow_update``, ``update_full_row``)
+    and its defined columns (``(name, type)`` pairs) and its secondary
+    ``indexes`` (their stored records, indexes.IndexDef.to_json)."""
 
     __slots__ = ("names", "types", "auto_incr", "ttl", "max_versions", "deviation",
-                 "allow_update", "defined", "indexes")
+                 "allow_update", "defined", "indexes", "update_full_row")
 
     def __init__(self, names, types, auto_incr, ttl=-1, max_versions=1, deviation=86400,
-                 allow_update=True, defined=(), indexes=()):
+                 allow_update=True, defined=(), indexes=(), update_full_row=False):
         self.names, self.types, self.auto_incr = list(names), list(types), auto_incr
         self.ttl, self.max_versions, self.deviation = ttl, max_versions, deviation
         self.allow_update, self.defined = allow_update, [tuple(d) for d in defined]
         self.indexes = [dict(i) for i in indexes]
+        self.update_full_row = bool(update_full_row)
 
     def partition(self) -> "Schema":
         """The schema of the partition key alone (the first primary-key column)."""
@@ -79,13 +82,17 @@ class Schema:
         return self._replace(indexes=indexes)
 
     def to_json(self) -> dict:
-        """The stored record: format 2 with indexes, else format 1."""
-        record = {"format": 2 if self.indexes else 1, "names": list(self.names),
+        """The stored record: format 3 with update_full_row, else 2 with indexes,
+        else 1."""
+        fmt = 3 if self.update_full_row else 2 if self.indexes else 1
+        record = {"format": fmt, "names": list(self.names),
                   "types": list(self.types), "auto_incr": self.auto_incr, "ttl": self.ttl,
                   "max_versions": self.max_versions, "deviation": self.deviation,
                   "allow_update": self.allow_update, "defined": [list(d) for d in self.defined]}
-        if self.indexes:
+        if fmt >= 2:
             record["indexes"] = [dict(i) for i in self.indexes]
+        if fmt >= 3:
+            record["update_full_row"] = True
         return record
 
     @classmethod

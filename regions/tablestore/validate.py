@@ -198,11 +198,13 @@ def check_table_options(options, partial=False):
             raise OTSClientError("%s should be an instance of int, not %s"
                                  % (attr, value.__class__.__name__))
         out[key] = value
-    if options.allow_update is not None:
-        if not isinstance(options.allow_update, bool):
-            raise OTSClientError("allow_update should be an instance of bool, not %s"
-                                 % options.allow_update.__class__.__name__)
-        out["allow_update"] = options.allow_update
+    for attr in ("allow_update", "update_full_row"):
+        value = getattr(options, attr, None)     # (the SDK's TableOptions has no update_full_row)
+        if value is not None:
+            if not isinstance(value, bool):
+                raise OTSClientError("%s should be an instance of bool, not %s"
+                                     % (attr, value.__class__.__name__))
+            out[attr] = value
     ttl = out.get("ttl")
     if ttl is not None and ttl != -1:
         if ttl <= 0:
@@ -563,4 +565,6 @@ def check_read_params(columns_to_get, max_version, time_range):
         raise service_error("max_version_invalid")
     if max_version is None and rng is None:
         raise service_error("no_version_condition")
+    if max_version is not None and isinstance(time_range, int):
+        raise service_error("specific_time_and_max_versions")
     return names, max_version, rng
