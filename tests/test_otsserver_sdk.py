@@ -17,6 +17,7 @@ from tablestore.protobuf import table_store_pb2 as pb
 from tablestore.protocol import OTSProtocol
 
 import regions.tablestore as emb
+from regions.otsserver.auth import v2_signature
 from regions.otsserver.cli import make_server
 from regions.otsserver.convert import CODEC
 
@@ -53,10 +54,17 @@ def create(client, name="t", max_version=1, split_points=None, lib=ts):
         client.create_table(meta, opts, rt, split_points=split_points)
 
 
-def raw_post(srv, api, body):
+def raw_post(srv, api, body, extra=None, sign_extra=True):
+    """POST ``body`` signed by the SDK's code; ``extra`` x-ots headers added
+    (and signed too, unless not ``sign_extra``)."""
     proto = OTSProtocol(INSTANCE, "utf8", logging.getLogger("t"))
     headers = proto._make_request_headers(body, "/" + api, SignV2("utf8"),
                                           RequestContext(Credentials(KEY_ID, SECRET)))
+    if extra:
+        headers = {k.lower(): v for k, v in headers.items()}
+        headers.update(extra)
+        if sign_extra:
+            headers["x-ots-signature"] = v2_signature(SECRET, api, headers)
     conn = http.client.HTTPConnection(*srv.server_address[:2], timeout=10)
     conn.request("POST", "/" + api, body=body, headers=headers)
     resp = conn.getresponse()

@@ -81,6 +81,13 @@ def body_too_large() -> WireError:
     return from_service(service_error("request_too_large"))
 
 
+def request_compression(problem: str) -> WireError:
+    """A compressed request body (``x-ots-request-compress-type``) that cannot
+    be taken: an unknown type, a bad or missing size, a body that does not
+    inflate to the size declared (ours: the reference gives no wording)."""
+    return parameter_invalid("Invalid compressed request body: %s" % problem)
+
+
 def method_not_allowed() -> WireError:
     return WireError(405, "OTSMethodNotAllowed", "Only POST method for requests is supported.")
 

@@ -35,6 +35,7 @@ import os
 import socket
 import socketserver
 import threading
+import zlib
 
 from regions.otsserver import errors
 from regions.otsserver.auth import Authenticator, content_md5, format_date, response_authorization
@@ -51,6 +52,41 @@ _REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
             413: "Request Entity Too Large", 429: "Too Many Requests",
             431: "Request Header Fields Too Large", 500: "Internal Server Error",
             503: "Service Unavailable", 505: "HTTP Version Not Supported"}
+
+
+#: A compressed request (the Java SDK's ``setEnableRequestCompression``): the
+#: body as sent is deflated (zlib's format), its MD5 and signature are over
+#: those bytes; the size header gives the inflated size.
+COMPRESS_TYPE = "x-ots-request-compress-type"
+COMPRESS_SIZE = "x-ots-request-compress-size"
+COMPRESS_TYPES = ("deflate",)
+
+
+def inflate(headers, body: bytes, limit: int) -> bytes:
+    """The request body a compressed request carries, inflated: exactly the
+    size its header declares, never more than ``limit`` (the body limit, so a
+    small body cannot expand past what an uncompressed one may be); else the
+    error that names why (413 past the limit)."""
+    kind = headers[COMPRESS_TYPE].strip().lower()
+    if kind not in COMPRESS_TYPES:
+        raise errors.request_compression("unsupported %s: %s." % (COMPRESS_TYPE, kind[:40]))
+    size = headers.get(COMPRESS_SIZE)
+    if size is None:
+        raise errors.missing_header(COMPRESS_SIZE)
+    size = size.strip()
+    if not size.isdigit() or not size.isascii():
+        raise errors.request_compression("%s is not a size: %s." % (COMPRESS_SIZE, size[:40]))
+    size = int(size)
+    if size > limit:
+        raise errors.body_too_large()
+    inflater = zlib.decompressobj()
+    try:
+        data = inflater.decompress(body, size + 1)
+    except zlib.error as e:
+        raise errors.request_compression("it does not inflate (%s)." % e) from None
+    if len(data) != size or not inflater.eof or inflater.unused_data:
+        raise errors.request_compression("it does not inflate to %s %d." % (COMPRESS_SIZE, size))
+    return data
 
 
 def _error_body(err: WireError) -> bytes:
@@ -189,6 +225,8 @@ class _Connection(socketserver.BaseRequestHandler):
         try:
             with server.service.metered(api):
                 verified = server.authenticator.verify(api, head.headers, body)
+                if COMPRESS_TYPE in head.headers:
+                    body = inflate(head.headers, body, server.max_body)
                 status, payload = 200, server.service.handle(api, body)
         except WireError as err:
             status, payload = err.http_status, _error_body(err)
