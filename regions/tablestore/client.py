@@ -46,8 +46,8 @@ from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowReq
                        UpdateTableResponse, INF_MAX, INF_MIN, own_marker)
 from .reads import PK_PROJECTIONS, assemble, row_entries, visible, whole_read
 from .schema import ATTRIBUTE, Schema, table_attributes
-from .streams import (DEFAULT_RECORD_LIMIT, MAX_RECORD_LIMIT, Stream, StreamDetails,
-                      check_stream_spec, decode_iterator)
+from .streams import (DEFAULT_RECORD_LIMIT, MAX_RECORD_LIMIT, STREAM_SPEC, Stream,
+                      StreamDetails, check_stream_spec, decode_iterator, stream_spec_record)
 from .transactions import TIMEOUT_S, TransactionManager, partition_of
 from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_TABLES,
                        MAX_DEFINED_COLUMNS, RANGE_BYTES, RANGE_ROWS, check_batch_rows,
@@ -247,15 +247,19 @@ class OTSClient:
             if len(self._taken()) >= MAX_TABLES:
                 raise service_error("table_quota")
             indexes = self._check_indexes(name, schema, secondary_indexes or [], {name})
+            # The table's record lists its indexes and its stream from the
+            # start: creating it is the one commit point; a crash before
+            # their tables are made leaves them to the next open to make.
+            schema = schema.with_indexes([index.to_json() for index in indexes])
             attrs = table_attributes(schema, reserved, int(time.time()))
+            if stream and stream[0]:
+                attrs[STREAM_SPEC] = stream_spec_record(stream[1], stream[2])
             self._server.create_table(name, split_keys=split_keys, attributes=attrs)
             self._schemas[name] = schema
             self._configure(name)
-            for index in indexes:
-                self._indexer.create(name, self._schemas[name], index, False,
-                                     self._committer(name))
+            self._indexer.make_listed(name, schema, indexes)
             if stream and stream[0]:
-                self._indexer.enable_stream(name, self._schemas[name], stream[1], stream[2])
+                self._indexer.enable_stream(name, schema, stream[1], stream[2])
             self._refresh_plain(name)
 
     @staticmethod
@@ -485,6 +489,11 @@ class OTSClient:
             if reserved is not None:
                 old = attrs.get("reserved", [0, 0])
                 attrs["reserved"] = [r if r is not None else o for r, o in zip(reserved, old)]
+            if stream is not None:       # the intent first: the next open finishes the job
+                if stream[0]:
+                    attrs[STREAM_SPEC] = stream_spec_record(stream[1], stream[2])
+                else:
+                    attrs.pop(STREAM_SPEC, None)
             self._server.set_table_attributes(name, attrs)
             self._schemas[name] = new
             self._indexer.set_schema(name, new)

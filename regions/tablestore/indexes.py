@@ -66,7 +66,7 @@ from .errors import OTSClientError, service_error
 from .metadata import SecondaryIndexMeta, SecondaryIndexType
 from .reads import row_entries
 from .schema import ATTRIBUTE, Schema
-from .streams import LOG_SUFFIX, StreamLog, encode_entries
+from .streams import LOG_SUFFIX, STREAM_SPEC, StreamLog, encode_entries
 from .validate import check_name
 from .writes import _new_batch as _batch
 
@@ -285,9 +285,9 @@ class Indexer:
                 self._drop_tables(name)
         for name in sorted(set(server.list_tables())):
             for suffix, owner in ((FEED_SUFFIX, lambda b: b in self.schemas and (
-                                       self.schemas[b].indexes or server.has_table(b + LOG_SUFFIX))),
+                                       self.schemas[b].indexes or self._stream_spec(b))),
                                   (REFS_SUFFIX, lambda i: i in listed),
-                                  (LOG_SUFFIX, lambda b: b in self.schemas and b not in listed)):
+                                  (LOG_SUFFIX, lambda b: self._stream_spec(b) is not None)):
                 if name.endswith(suffix) and not owner(name[:-len(suffix)]):
                     server.delete_table(name)
         for index_name, base in listed.items():
@@ -298,13 +298,19 @@ class Indexer:
         for base in sorted(set(listed.values())):
             self._attach(base, self.schemas[base])
         for base in sorted(b for b in self.schemas if b not in listed):
-            if server.has_table(base + LOG_SUFFIX):
-                table = self._attach(base, self.schemas[base])
-                table.stream = StreamLog.load(server, base, table.append_lock)
-                # seqs go on from the stream's (its records outlive their feed entries)
-                last = max(table.last_seq, table.stream.last_seq())
-                table.seq = itertools.count(last + 1)
-                table.last_seq = table.applied_seq = last
+            spec = self._stream_spec(base)
+            if spec is None:
+                continue
+            table = self._attach(base, self.schemas[base])
+            table.stream = StreamLog.load(server, base, table.append_lock)
+            if table.stream is None:     # enabled, but a crash came before its log was made
+                table.stream = StreamLog.create(server, base, table.append_lock,
+                                                spec["expiration"], spec["origin_columns"],
+                                                table.last_seq + 1)
+            # seqs go on from the stream's (its records outlive their feed entries)
+            last = max(table.last_seq, table.stream.last_seq())
+            table.seq = itertools.count(last + 1)
+            table.last_seq = table.applied_seq = last
         for index_name, base in listed.items():
             if not server.has_table(index_name):     # listed but never made: make it now
                 index = next(i for i in self.tables[base].indexes if i.name == index_name)
@@ -321,6 +327,12 @@ class Indexer:
         for index_name, phase in self.phase.items():
             if phase == "ISP_FULL":
                 self._start_backfill(self.index_of[index_name], index_name)
+
+    def _stream_spec(self, base):
+        """The STREAM_SPEC record of data table ``base``, or None."""
+        if base not in self.schemas or base in self.index_of or not self.server.has_table(base):
+            return None
+        return (self.server.table_attributes(base) or {}).get(STREAM_SPEC)
 
     def _attach(self, base, schema):
         """Follow ``base``'s feed with the indexes ``schema`` lists: a table
@@ -399,6 +411,17 @@ class Indexer:
                 if index.name in self.index_of:
                     self._start_backfill(base, index.name)
         return ischema
+
+    def make_listed(self, base, schema, indexes):
+        """Make the tables of ``indexes``, which ``base``'s ``schema`` (stored:
+        CreateTable's) already lists; a crash before leaves them to ``open``."""
+        with self._mutex:
+            for index in indexes:
+                self._make_tables(base, schema, index, "ISP_INCR")
+                self.index_of[index.name] = base
+                self._set_phase(index.name, "ISP_INCR")
+            if indexes:
+                self._attach(base, schema)
 
     def drop(self, base, schema, index_name, commit):
         """Remove index ``index_name`` of ``base``: ``commit(new_base_schema)``

@@ -70,13 +70,18 @@ from .validate import check_name
 __all__ = ["StreamLog", "StreamSpecification", "StreamDetails", "Stream", "StreamShard",
            "DescribeStreamResponse", "GetStreamRecordResponse", "StreamRecord", "RecordColumn",
            "RecordSequenceInfo", "StreamActionType", "RecordColumnType", "LOG_SUFFIX",
-           "STREAM_ATTRIBUTE", "check_stream_spec", "encode_entries", "decode_entries",
+           "STREAM_ATTRIBUTE", "STREAM_SPEC", "check_stream_spec", "stream_spec_record", "encode_entries", "decode_entries",
            "split_records"]
 
 log = logging.getLogger("regions.tablestore")
 
 LOG_SUFFIX = ".stream"          # '.' is not in Tablestore names: no clash with a user table
 STREAM_ATTRIBUTE = "stream"     # the key of the stream's record in its log table's attributes
+# The key, in the *base* table's attributes, of the stream it should have
+# ({"expiration", "origin_columns"}): written with CreateTable's record or
+# UpdateTable's, before the log table is made (or after it is dropped), so a
+# crash in between is finished by the next open (Indexer.open).
+STREAM_SPEC = "stream_spec"
 MIN_EXPIRATION_H, MAX_EXPIRATION_H = 1, 168
 DEFAULT_RECORD_LIMIT = 100      # records a GetStreamRecord returns without a limit
 MAX_RECORD_LIMIT = 1000
@@ -191,6 +196,11 @@ class GetStreamRecordResponse(_Shape):
         self.records, self.next_shard_iterator = records, next_shard_iterator
         self.may_more_record = may_more_record
         self.consumed = consumed if consumed is not None else read_cu(0)
+
+
+def stream_spec_record(hours, origin_columns):
+    """The base table's STREAM_SPEC record."""
+    return {"expiration": hours, "origin_columns": list(origin_columns)}
 
 
 def check_stream_spec(spec):
