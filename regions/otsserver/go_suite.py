@@ -524,25 +524,46 @@ def main(argv=None) -> int:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print each failed test's whole output")
     args = p.parse_args(argv)
-    if args.pattern:
-        try:
-            re.compile(args.pattern)
-        except re.error as e:
-            p.error(f"argument -k/--run: {args.pattern!r} is not a regular expression: {e}")
+    check_pattern(p, args.pattern, "-k/--run")
     vendor_suite.check_server_args(p, args.server_arg)
-    root = tempfile.mkdtemp(prefix="go-suite-")
+    return run_in_temp(PROG, "go-suite-", args.keep, lambda root: _run(root, args))
+
+
+def check_pattern(parser, pattern, flag: str) -> None:
+    """Refuse, as ``parser``'s error, a ``pattern`` that is not a regex."""
+    if pattern:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            parser.error(f"argument {flag}: {pattern!r} is not a regular expression: {e}")
+
+
+def run_in_temp(prog: str, prefix: str, keep: bool, body) -> int:
+    """Run ``body(root)`` (the number of tests failed) in a new temporary
+    directory, removed after unless ``keep``; the exit status: 0 when none
+    failed, 1 when some did or the run stopped (said in one line)."""
+    root = tempfile.mkdtemp(prefix=prefix)
     try:
-        failed = _run(root, args)
+        failed = body(root)
     except Missing as e:
-        return cliutil.fail(PROG, e, status=1)
+        return cliutil.fail(prog, e, status=1)
     except (RuntimeError, OSError, subprocess.SubprocessError) as e:
-        return cliutil.fail(PROG, cliutil.os_error(e) if isinstance(e, OSError) else e, status=1)
+        return cliutil.fail(prog, cliutil.os_error(e) if isinstance(e, OSError) else e, status=1)
     finally:
-        if args.keep:
+        if keep:
             print("kept: %s" % root)
         else:
             shutil.rmtree(root, ignore_errors=True)
     return 0 if not failed else 1
+
+
+def apt_install(needed) -> None:
+    """Run the ``apt-get install`` line for ``needed`` (as root); Missing if it fails."""
+    line = apt_line(needed)
+    print("$ " + line, flush=True)
+    done = subprocess.run(line.split(), env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    if done.returncode:
+        raise Missing(f"{line} failed (exit {done.returncode}); run apt-get update first?")
 
 
 def ensure_packages(imports, install: bool) -> None:
@@ -550,12 +571,7 @@ def ensure_packages(imports, install: bool) -> None:
     there; with ``install``, run that line first."""
     needed = missing_packages(imports, go=shutil.which("go"))
     if needed and install:
-        print("$ " + apt_line(needed), flush=True)
-        done = subprocess.run(apt_line(needed).split(), env=dict(
-            os.environ, DEBIAN_FRONTEND="noninteractive"))
-        if done.returncode:
-            raise Missing(f"{apt_line(needed)} failed (exit {done.returncode}); "
-                          "run apt-get update first?")
+        apt_install(needed)
         needed = missing_packages(imports, go=shutil.which("go"))
     if needed:
         raise Missing(f"missing Debian packages: {apt_line(needed)} "
@@ -616,6 +632,32 @@ def excluded_lines(excluded: dict) -> list:
     return lines
 
 
+def report_group(title: str, names, results: dict, say, verbose: bool = False,
+                 width: int = 40) -> tuple:
+    """Print a group of tests: its title with the counts, then each test as
+    PASS, SKIP or FAIL (``say(lines)``: the one line; ``verbose``: all of a
+    failure's lines); ``(passed, failed, skipped)``.  A test without an
+    outcome, or missed, failed."""
+    outcomes = {}
+    for name in names:
+        status, lines = results.get(name, ("failed", ["no outcome"]))
+        outcomes[name] = ("failed" if status == "missed" else status, lines)
+    counts = {}
+    for status, _ in outcomes.values():
+        counts[status] = counts.get(status, 0) + 1
+    print("%-*s %s" % (width, title,
+                       ", ".join("%d %s" % (n, s) for s, n in sorted(counts.items()))))
+    for name, (status, lines) in outcomes.items():
+        short = name.split(".", 1)[-1]
+        if status == "passed":
+            print("  PASS %s" % short)
+        elif status == "skipped":
+            print("  SKIP %s: %s" % (short, say(lines)))
+        else:
+            print("  FAIL %s: %s" % (short, "\n".join(lines) if verbose else say(lines)))
+    return counts.get("passed", 0), counts.get("failed", 0), counts.get("skipped", 0)
+
+
 def report(chosen: dict, results: dict, verbose: bool = False) -> int:
     """Print each test's outcome by group and the totals; the number failed."""
     groups = {}
@@ -624,24 +666,8 @@ def report(chosen: dict, results: dict, verbose: bool = False) -> int:
                           []).append(name)
     failed = passed = skipped = 0
     for group, names in groups.items():
-        counts = {}
-        for name in names:
-            status = results.get(name, ("failed", ["no outcome"]))[0]
-            status = "failed" if status == "missed" else status
-            counts[status] = counts.get(status, 0) + 1
-        print("%-40s %s" % (group, ", ".join("%d %s" % (n, s) for s, n in sorted(counts.items()))))
-        for name in names:
-            status, lines = results.get(name, ("failed", ["no outcome"]))
-            short = name.split(".", 1)[-1]
-            if status == "passed":
-                passed += 1
-                print("  PASS %s" % short)
-            elif status == "skipped":
-                skipped += 1
-                print("  SKIP %s: %s" % (short, first_line(lines)))
-            else:
-                failed += 1
-                print("  FAIL %s: %s" % (short, "\n".join(lines) if verbose else first_line(lines)))
+        p, f, s = report_group(group, names, results, first_line, verbose)
+        passed, failed, skipped = passed + p, failed + f, skipped + s
     for line in excluded_lines(chosen["excluded"]):
         print(line)
     print("go suite: %d passed, %d failed%s" % (passed, failed,

@@ -143,9 +143,31 @@ sdk_source = source_type(("tests", "examples"), "aliyun/aliyun-tablestore-python
                          "tests/ and examples/")
 
 
-def extract(source: str, dest: str, parts=("tests", "examples")) -> None:
+def absent_blobs(git_dir: str, parts) -> list:
+    """The paths under ``parts`` whose blobs HEAD names but the git
+    directory lacks (a partial mirror leaves its largest files out), sorted."""
+    listing = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "-z", "HEAD", "--",
+                              *parts], check=True, capture_output=True).stdout
+    entries = []
+    for item in listing.split(b"\0"):
+        if not item:
+            continue
+        meta, path = item.split(b"\t", 1)
+        kind, obj = meta.split()[1:3]
+        if kind == b"blob":
+            entries.append((obj, path.decode("utf-8", "surrogateescape")))
+    if not entries:
+        return []
+    checked = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "--batch-check"],
+                             input=b"".join(obj + b"\n" for obj, _ in entries),
+                             check=True, capture_output=True).stdout.decode().splitlines()
+    return sorted(path for (_, path), line in zip(entries, checked) if line.endswith(" missing"))
+
+
+def extract(source: str, dest: str, parts=("tests", "examples")) -> list:
     """Copy ``parts`` (paths) of a vendor's source, a checkout or a bare git
-    directory (``git archive HEAD``), into ``dest``."""
+    directory (``git archive HEAD``), into ``dest``; the paths left out
+    because the git directory lacks their blobs (none from a checkout)."""
     if all(os.path.exists(os.path.join(source, part)) for part in parts):
         for part in parts:
             src, dst = os.path.join(source, part), os.path.join(dest, part)
@@ -154,11 +176,14 @@ def extract(source: str, dest: str, parts=("tests", "examples")) -> None:
             else:
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 shutil.copy2(src, dst)
-        return
-    data = subprocess.run(["git", "--git-dir", source, "archive", "HEAD", *parts],
+        return []
+    absent = absent_blobs(source, parts)
+    data = subprocess.run(["git", "--git-dir", source, "archive", "HEAD", "--", *parts,
+                           *(":(exclude,literal)" + path for path in absent)],
                           check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(dest, filter="data")
+    return absent
 
 
 class Server:
