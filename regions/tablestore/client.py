@@ -46,13 +46,16 @@ from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowReq
                        UpdateTableResponse, INF_MAX, INF_MIN, own_marker)
 from .reads import PK_PROJECTIONS, assemble, row_entries, visible, whole_read
 from .schema import ATTRIBUTE, Schema, table_attributes
+from .search import (DEFAULT_LIMIT as DEFAULT_SEARCH_LIMIT, MAX_LIMIT as MAX_SEARCH_LIMIT,
+                     MAX_OFFSET_LIMIT, MAX_SEARCH_INDEXES, SearchHit, SearchResponse,
+                     check_search_meta, describe_search, return_type_name)
 from .streams import (DEFAULT_RECORD_LIMIT, MAX_RECORD_LIMIT, STREAM_SPEC, Stream,
                       StreamDetails, check_stream_spec, decode_iterator, stream_spec_record)
 from .transactions import TIMEOUT_S, TransactionManager, partition_of
 from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_TABLES,
                        MAX_DEFINED_COLUMNS, RANGE_BYTES, RANGE_ROWS, check_batch_rows,
                        check_defined_columns, check_pk, check_read_params, check_reserved_cu,
-                       check_table_meta, check_table_options, decode_name)
+                       check_name, check_table_meta, check_table_options, decode_name)
 from .writes import LOCK_STRIPES, RowWriter, check_atomic, check_repeated, prepare
 
 __all__ = ["OTSClient"]
@@ -423,6 +426,8 @@ class OTSClient:
             for index in list(schema.indexes):
                 self._indexer.drop(name, self._schemas[name], index["name"],
                                    self._committer(name))
+            for definition, _ in self._indexer.searches_of(name):
+                self._indexer.drop_search(name, definition.name)
             self._indexer.forget_table(name)
             self._server.delete_table(name)
             del self._schemas[name]
@@ -506,6 +511,106 @@ class OTSClient:
             resp = UpdateTableResponse(self._details(attrs), self._table_options(new))
             resp.stream_details = self._stream_details(name)
             return resp
+
+    # -- search indexes (search.py) ------------------------------------------
+    def create_search_index(self, table_name, index_name, index_meta):
+        """As the SDK's: a search index of the table's rows (the rows there now
+        are loaded in the background: sync phase FULL, then INCR)."""
+        index_name = check_name(decode_name(index_name, "index"), "index")
+        with self._meta_lock:
+            name, schema = self._base_schema(table_name)
+            if (name, index_name) in self._indexer.search_defs:
+                raise service_error("search_index_exists", index=index_name)
+            if len(self._indexer.searches_of(name)) >= MAX_SEARCH_INDEXES:
+                raise service_error("search_index_count", table=name, limit=MAX_SEARCH_INDEXES)
+            definition = check_search_meta(index_name, name, index_meta, schema.names)
+            self._indexer.create_search(name, schema, definition)
+
+    def _search_index(self, table_name, index_name):
+        name, _ = self._base_schema(table_name)
+        index_name = decode_name(index_name, "index")
+        definition = self._indexer.search_defs.get((name, index_name))
+        if definition is None:
+            raise service_error("search_index_not_exist", table=name, index=index_name)
+        return name, definition, self._indexer.tables[name].searches[index_name]
+
+    def delete_search_index(self, table_name, index_name):
+        with self._meta_lock:
+            name, definition, _ = self._search_index(table_name, index_name)
+            self._indexer.drop_search(name, definition.name)
+
+    def list_search_index(self, table_name=None):
+        """[(table name, index name)] of the instance's, or one table's, search indexes."""
+        if table_name is not None:
+            name, _ = self._base_schema(table_name)
+        return [key for key in sorted(self._indexer.search_defs)
+                if table_name is None or key[0] == name]
+
+    def describe_search_index(self, table_name, index_name, include_sync_stat=True):
+        """(SearchIndexMeta, SyncStat or None), the SDK's classes."""
+        _, definition, _ = self._search_index(table_name, index_name)
+        return describe_search(definition, include_sync_stat)
+
+    def update_search_index(self, table_name, index_name, index_meta):
+        """What the service lets change: the index's ``time_to_live``."""
+        with self._meta_lock:
+            _, definition, _ = self._search_index(table_name, index_name)
+            ttl = getattr(index_meta, "time_to_live", None)
+            if ttl is None or not isinstance(ttl, int) or (ttl != -1 and ttl < 86400):
+                raise service_error("search_ttl_invalid", ttl=ttl)
+            definition.ttl = ttl
+            self._indexer.save_search(definition)
+
+    def wait_for_search_index(self, table_name, index_name, timeout=30.0) -> bool:
+        """Block until the index holds every row written so far (ours: the
+        service gives no such call; tests and tools use it)."""
+        name, definition, _ = self._search_index(table_name, index_name)
+        return self._indexer.wait_search(name, definition.name, timeout)
+
+    def search(self, table_name, index_name, search_query, columns_to_get=None,
+               routing_keys=None, timeout_s=None):
+        """As the SDK's: SearchResponse (rows, next_token, total_count,
+        is_all_succeed, search_hits)."""
+        name, definition, engine = self._search_index(table_name, index_name)
+        if type(search_query).__name__ != "SearchQuery":
+            raise OTSClientError("search_query should be an instance of SearchQuery, not %s"
+                                 % type(search_query).__name__)
+        limit = search_query.limit
+        offset = search_query.offset or 0
+        if limit is None:
+            limit = DEFAULT_SEARCH_LIMIT
+        if not isinstance(limit, int) or limit < 0 or limit > MAX_SEARCH_LIMIT:
+            raise service_error("search_limit", limit=limit, max=MAX_SEARCH_LIMIT)
+        if not isinstance(offset, int) or offset < 0 or offset + limit > MAX_OFFSET_LIMIT:
+            raise service_error("search_offset", offset=offset, max=MAX_OFFSET_LIMIT)
+        hits, total, token = engine.search(search_query.query, search_query.sort, offset, limit,
+                                           search_query.next_token or None)
+        schema = self._schemas[name]
+        rows, search_hits = [], []
+        for row_key, score in hits:
+            row = self._search_row(name, schema, definition, row_key, columns_to_get)
+            if row is None:
+                continue                 # deleted since the index saw it
+            rows.append(row)
+            search_hits.append(SearchHit(row, score))
+        return SearchResponse(rows, [], [], token, True,
+                              total if search_query.get_total_count else -1, search_hits)
+
+    def _search_row(self, name, schema, definition, row_key, columns_to_get):
+        kind = return_type_name(getattr(columns_to_get, "return_type", None))
+        pk = [(n, v) for n, v in zip(schema.names, pkcodec.decode_pk(
+            row_key, len(schema.names))[0])]
+        if kind in (None, "NONE"):
+            return (pk, [])
+        names = None
+        if kind == "SPECIFIED":
+            names = list(columns_to_get.column_names or ())
+        elif kind == "ALL_FROM_INDEX":
+            names = [f.name for f in definition.fields if f.name not in schema.names]
+        _, row, _ = self.get_row(name, pk, names)
+        if row is None:
+            return None
+        return (row.primary_key, row.attribute_columns)
 
     # -- streams (streams.py; the Go and Java SDKs' API, not the Python SDK's) --
     def list_stream(self, table_name=None):

@@ -236,6 +236,35 @@ ERRORS = {
     # (ours; the Go SDK's TestUpdateAndDescribeTable asserts "contain updateFullRow")
     "update_full_row_update": _P + ("UpdateTable request cannot contain updateFullRow: it is set "
                                     "at CreateTable only.",),
+    # search indexes (search.py); texts ours unless marked
+    "search_index_exists": (409, "OTSObjectAlreadyExist", "Index {index} already exists."),
+    "search_index_not_exist": (404, "OTSObjectNotExist",
+                               "Index does not exist: table {table}, index {index}."),
+    "search_index_count": _P + ("The number of search indexes of table {table} exceeds the "
+                                "limit: {limit}.",),
+    "search_field_duplicated": _P + ("Duplicated field name: {field}.",),
+    "search_field_type_unsupported": _P + ("Field type {type} of field {field} is not supported "
+                                           "by this server.",),
+    "search_analyzer_invalid": _P + ("Invalid analyzer {analyzer} of field {field}.",),
+    "search_vector_options": _P + ("Vector field {field} needs vector_options with a dimension "
+                                   "in [1, 4096].",),
+    "search_sort_on_text": _P + ("Field {field}: enable_sort_and_agg is not supported for TEXT "
+                                 "and VECTOR fields.",),
+    "search_no_fields": _P + ("A search index needs at least one field.",),
+    "search_ttl_invalid": _P + ("Invalid time_to_live of a search index: {ttl} (-1, or at least "
+                                "86400 seconds).",),
+    "search_field_not_exist": _P + ("Field {field} is not in search index {index}.",),
+    "search_sort_not_enabled": _P + ("Field {field} cannot be sorted: enable_sort_and_agg is "
+                                     "false.",),
+    "search_sort_unsupported": _P + ("Unsupported sorter: {sort}.",),
+    "search_query_unsupported": _P + ("Unsupported query: {query}.",),
+    "search_query_field_type": _P + ("{query} does not apply to field {field} of its type.",),
+    "search_query_value_type": _P + ("The value does not fit field {field} of type {type}.",),
+    "search_vector_dimension": _P + ("The query vector of field {field} must have {dimension} "
+                                     "dimensions.",),
+    "search_limit": _P + ("The limit must be in [0, {max}]: {limit}.",),
+    "search_offset": _P + ("offset + limit must be at most {max}: offset {offset}.",),
+    "search_token_invalid": _P + ("Invalid next_token.",),
     # streams (streams.py)
     "stream_expiration": _P + ("The expiration time of a stream must be in [{low}, {high}] "
                                "hours: {value}.",),  # (ours)

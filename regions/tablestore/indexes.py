@@ -66,6 +66,7 @@ from .errors import OTSClientError, service_error
 from .metadata import SecondaryIndexMeta, SecondaryIndexType
 from .reads import row_entries
 from .schema import ATTRIBUTE, Schema
+from .search import SEARCH_ATTRIBUTE, SEARCH_INFIX, Engine, SearchIndexDef, engine_path, remove_engine
 from .streams import LOG_SUFFIX, STREAM_SPEC, StreamLog, encode_entries
 from .validate import check_name
 from .writes import _new_batch as _batch
@@ -203,7 +204,7 @@ class _Table:
     """What the Indexer keeps of one base table with indexes or a stream."""
 
     __slots__ = ("name", "schema", "indexes", "feed", "seq", "position", "append_lock",
-                 "lagging", "last_seq", "applied_seq", "stream", "inflight")
+                 "lagging", "last_seq", "applied_seq", "stream", "inflight", "searches")
 
     def __init__(self, name, schema, indexes):
         self.name, self.schema, self.indexes = name, schema, indexes
@@ -216,9 +217,15 @@ class _Table:
         self.lagging = False     # it has a global index (its entries wait for the maintainer)
         self.last_seq = self.applied_seq = 0   # the newest entry appended, the newest applied
         self.stream = None       # streams.StreamLog: the table's stream, if enabled
+        self.searches = {}       # search index name -> search.Engine (search.py)
         # feed key -> (shard, row key, entries blob, stamp) of a write whose
         # records are not in the stream's log yet (under append_lock)
         self.inflight = {}
+
+    def follows(self):
+        """Whether the maintainer applies this table's feed: global indexes or
+        search indexes (the writers apply local indexes and the stream)."""
+        return bool(self.searches) or any(not i.local for i in self.indexes)
 
     def horizon(self):
         """The newest seq whose records, and every older one's, are in the
@@ -257,6 +264,7 @@ class Indexer:
         self._thread = None
         self._idle = False           # the maintainer waits for a write (after_write wakes it)
         self._opening = False        # open() runs: no maintainer yet
+        self.search_defs = {}        # (base table, search index name) -> search.SearchIndexDef
 
     # -- the catalogue --------------------------------------------------------
     @staticmethod
@@ -284,8 +292,10 @@ class Indexer:
                             name, own["base"])
                 self._drop_tables(name)
         for name in sorted(set(server.list_tables())):
+            searched = {n.partition(SEARCH_INFIX)[0] for n in names if SEARCH_INFIX in n}
             for suffix, owner in ((FEED_SUFFIX, lambda b: b in self.schemas and (
-                                       self.schemas[b].indexes or self._stream_spec(b))),
+                                       self.schemas[b].indexes or self._stream_spec(b)
+                                       or b in searched)),
                                   (REFS_SUFFIX, lambda i: i in listed),
                                   (LOG_SUFFIX, lambda b: self._stream_spec(b) is not None)):
                 if name.endswith(suffix) and not owner(name[:-len(suffix)]):
@@ -311,6 +321,7 @@ class Indexer:
             last = max(table.last_seq, table.stream.last_seq())
             table.seq = itertools.count(last + 1)
             table.last_seq = table.applied_seq = last
+        self._open_searches(listed)
         for index_name, base in listed.items():
             if not server.has_table(index_name):     # listed but never made: make it now
                 index = next(i for i in self.tables[base].indexes if i.name == index_name)
@@ -322,11 +333,124 @@ class Indexer:
         for table in list(self.tables.values()):
             self._drain(table, None, table.indexes)   # a crash may have cut a local one short
         self._opening = False
-        if any(not i.local for t in self.tables.values() for i in t.indexes):
+        if any(t.follows() for t in self.tables.values()):
             self._ensure_thread()
         for index_name, phase in self.phase.items():
             if phase == "ISP_FULL":
                 self._start_backfill(self.index_of[index_name], index_name)
+        for (base, name), definition in self.search_defs.items():
+            if definition.phase == "FULL":
+                self._start_search_backfill(base, name)
+
+    # -- search indexes (search.py) ---------------------------------------------
+    def _open_searches(self, listed):
+        """Load every search index (its record table), dropping those whose
+        base table is gone."""
+        for name in sorted(self.server.list_tables()):
+            if SEARCH_INFIX not in name:
+                continue
+            record = (self.server.table_attributes(name) or {}).get(SEARCH_ATTRIBUTE)
+            base = record and record["base"]
+            if base is None or base not in self.schemas or base in listed:
+                self.server.delete_table(name)
+                continue
+            definition = SearchIndexDef.from_json(record)
+            self._attach_search(base, self.schemas[base], definition)
+
+    def _attach_search(self, base, schema, definition):
+        engine = Engine(definition, schema.names, engine_path(self.server, definition))
+        table = self._attach(base, schema)
+        table.searches[definition.name] = engine
+        table.lagging = True
+        self.search_defs[(base, definition.name)] = definition
+        self._ensure_thread()
+        return engine
+
+    def create_search(self, base, schema, definition):
+        """Add search index ``definition`` to ``base``: its record (the point
+        of no return), its engine, then the back-fill (phase FULL)."""
+        with self._mutex:
+            remove_engine(self.server, definition)        # files a failed create left
+            self.server.create_table(definition.table,
+                                     attributes={SEARCH_ATTRIBUTE: definition.to_json()})
+            self._attach_search(base, schema, definition)
+        self._pass_locks()          # every write from now on is fed to it
+        self._start_search_backfill(base, definition.name)
+
+    def drop_search(self, base, name):
+        with self._mutex:
+            definition = self.search_defs.pop((base, name))
+            self.server.delete_table(definition.table)    # the point of no return
+            table = self.tables.get(base)
+            engine = table.searches.pop(name) if table is not None else None
+            if table is not None:
+                table.lagging = table.follows()
+                if not table.indexes and not table.searches and table.stream is None:
+                    self._unfeed(base)
+        thread = self._backfills.pop((base, name), None)
+        if thread is not None:
+            thread.join()
+        if engine is not None:
+            engine.close()
+        remove_engine(self.server, definition)
+
+    def searches_of(self, base):
+        """[(SearchIndexDef, Engine)] of ``base``."""
+        table = self.tables.get(base)
+        if table is None:
+            return []
+        return [(self.search_defs[(base, n)], e) for n, e in list(table.searches.items())
+                if (base, n) in self.search_defs]
+
+    def save_search(self, definition):
+        self.server.set_table_attributes(definition.table,
+                                         {SEARCH_ATTRIBUTE: definition.to_json()})
+
+    def _start_search_backfill(self, base, name):
+        thread = threading.Thread(target=self._search_backfill, args=(base, name),
+                                  name="search-backfill-" + name, daemon=True)
+        self._backfills[(base, name)] = thread
+        thread.start()
+
+    def _search_backfill(self, base, name):
+        """Load every row of ``base`` into the new search index, in key order
+        from the saved cursor (saved after each commit); then phase INCR."""
+        try:
+            definition = self.search_defs[(base, name)]
+            engine = self.tables[base].searches[name]
+            cursor = bytes.fromhex(definition.cursor) if definition.cursor else None
+            done, last = 0, None
+            for key, _ in self.server.scan(base, cursor):
+                if self._closed or (base, name) not in self.search_defs:
+                    return
+                row_key = key[:pkcodec.row_key_len(key)]
+                if row_key == last:
+                    continue
+                last = row_key
+                self.reconcile(base, row_key, [], [engine])
+                done += 1
+                if done % _CURSOR_EVERY == 0:
+                    engine.commit()
+                    definition.cursor = row_key.hex()
+                    self.save_search(definition)
+            engine.commit()
+            with self._mutex:
+                if (base, name) in self.search_defs:
+                    definition.phase, definition.cursor = "INCR", None
+                    self.save_search(definition)
+        except Exception:   # noqa: BLE001 -- resumed from the cursor at the next open
+            if not self._closed and (base, name) in self.search_defs:
+                log.exception("back-fill of search index %r stopped", name)
+
+    def wait_search(self, base, name, timeout=30.0) -> bool:
+        """The back-fill done and every feed entry written so far applied."""
+        deadline = time.monotonic() + timeout
+        thread = self._backfills.get((base, name))
+        if thread is not None:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                return False
+        return self.wait(base, max(0.0, deadline - time.monotonic()))
 
     def _stream_spec(self, base):
         """The STREAM_SPEC record of data table ``base``, or None."""
@@ -341,7 +465,7 @@ class Indexer:
         table = self.tables.get(base)
         if table is not None:
             table.schema, table.indexes = schema, self.index_defs(schema)
-            table.lagging = any(not i.local for i in table.indexes)
+            table.lagging = table.follows()
             if table.lagging:
                 self._ensure_thread()
             return table
@@ -354,7 +478,7 @@ class Indexer:
             break
         table.seq = itertools.count(last + 1)
         table.last_seq = table.applied_seq = last
-        table.lagging = any(not i.local for i in table.indexes)
+        table.lagging = table.follows()
         self.tables[base] = table
         if table.lagging:
             self._ensure_thread()
@@ -544,7 +668,7 @@ class Indexer:
         (the writers apply their entries): backlog and time are None."""
         state = {"table": base + FEED_SUFFIX, "backlog": None, "oldest_pending": None}
         table = self.tables.get(base)
-        if table is None or all(i.local for i in table.indexes):
+        if table is None or not table.follows():
             return state
         try:
             first = next(iter(self.server.scan(table.feed, table.position or None)), None)
@@ -625,7 +749,7 @@ class Indexer:
         if local:
             for row_key in dict.fromkeys(row_keys):
                 self._reconcile(table, row_key, local)
-        if len(local) == len(table.indexes):
+        if not table.follows():
             self._forget(table, feed_keys)
         elif self._idle:
             with self._wake:
@@ -672,16 +796,18 @@ class Indexer:
             time.sleep(0.0005)
 
     # -- reconciling ------------------------------------------------------------
-    def reconcile(self, base, row_key, indexes=None):
-        """Bring ``indexes`` (default: all of ``base``'s) in step with row
-        ``row_key``, taking its row lock."""
+    def reconcile(self, base, row_key, indexes=None, searches=()):
+        """Bring ``indexes`` (default: all of ``base``'s) and the search
+        indexes' engines ``searches`` in step with row ``row_key``, taking its
+        row lock."""
         table = self.tables.get(base)
         if table is None:
             return
         with self.locks[hash(row_key) % len(self.locks)]:
-            self._reconcile(table, row_key, table.indexes if indexes is None else indexes)
+            self._reconcile(table, row_key, table.indexes if indexes is None else indexes,
+                            searches)
 
-    def _reconcile(self, table, row_key, indexes):
+    def _reconcile(self, table, row_key, indexes, searches=()):
         """``reconcile`` with the row lock held."""
         schema, server = table.schema, self.server
         # the row's newest version of each column, decoded in C (an index
@@ -702,6 +828,11 @@ class Indexer:
                 if index.name in self.index_of:
                     raise
                 log.debug("index %r gone while reconciling: %s", index.name, exc)
+        for engine in searches:        # a document per row (search.py)
+            if live is None:
+                engine.delete(row_key)
+            else:
+                engine.upsert(row_key, values, live)
 
     def _apply(self, index, row_key, values, live, now):
         ischema = self.index_schemas.get(index.name)
@@ -755,7 +886,7 @@ class Indexer:
                 # a table with local indexes only: its writers apply and drop
                 # its entries under their row locks (never the maintainer,
                 # which would drop an entry before its writer applied it)
-                tables = [t for t in self.tables.values() if any(not i.local for i in t.indexes)]
+                tables = [t for t in self.tables.values() if t.follows()]
             busy = False
             for table in tables:
                 try:
@@ -795,10 +926,12 @@ class Indexer:
                 row_key, recorded = _parse_entry(value)
                 if recorded is not None and self._opening and table.stream is not None:
                     self._recover(table, key, row_key, recorded, value[-_ENTRY_TIME.size:])
-                if indexes:
-                    self.reconcile(table.name, row_key, indexes)
-                if any(not i.local for i in table.indexes):
+                if indexes or table.searches:
+                    self.reconcile(table.name, row_key, indexes, list(table.searches.values()))
+                if table.follows():
                     self._lags.append((now_us - _ENTRY_TIME.unpack(value[-8:])[0]) / 1000)
+            for engine in list(table.searches.values()):
+                engine.commit()        # durable before the entries go: the sync point
             self._forget(table, [k for k, _ in entries])
             table.position = entries[-1][0] + b"\x00"
             table.applied_seq = max(table.applied_seq, _SEQ.unpack(entries[-1][0])[0])
@@ -899,6 +1032,9 @@ class Indexer:
         for thread in [self._thread, *self._backfills.values()]:
             if thread is not None:
                 thread.join()
+        for table in list(self.tables.values()):
+            for engine in list(table.searches.values()):
+                engine.close()
 
 
 def _parse_entry(value):

@@ -1,0 +1,736 @@
+"""Search indexes (Tablestore's multi-index) on tantivy, kept in step by the change feed.
+
+A search index of table T holds one document per row of T: the row's primary
+key and the columns its fields name, indexed as the field types say (LONG,
+DOUBLE, BOOLEAN, KEYWORD, TEXT, DATE, GEO_POINT, VECTOR; ``is_array``
+columns hold a JSON array).  It is a consumer of T's change feed
+(indexes.py), like a global secondary index: the maintainer thread
+reconciles each fed row into it (upsert by primary key, or delete), commits
+the engine, and only then lets the feed forget the entries: the committed
+engine plus the feed entries left are the durable sync point, so a kill at
+any moment is made good by the next open (the entries are applied again;
+applying is idempotent).  A new index loads the rows already there (phase
+FULL, a back-fill with a saved cursor), then follows the feed (INCR).
+
+Engine: tantivy (its inverted index, BM25 scores, phrase positions) for
+everything but vectors, which are searched exactly with numpy over the
+stored float32 arrays (docs/search.md has the measurements behind the
+choice).  Documents carry ``_pk`` (the row key, hex: the delete term),
+``_has`` (the names of the fields the row has: ExistsQuery), and one field
+per index field, named ``f<i>``.
+
+Catalogue: each index has a region-server table ``<T>.search.<name>`` whose
+attributes hold its record (fields, TTL, creation time, phase, cursor); its
+engine lives in ``<server path>/search/<T>/<name>`` (in memory for an
+in-memory server).  Deleting the record's table is the point of no return
+of a drop; creating it, of a create.
+
+The query and sort objects are the SDK's (``tablestore.metadata``: MatchQuery,
+BoolQuery, FieldSort, ColumnsToGet...) or anything with their names and
+fields: this module reads them by class name and attribute, so code written
+for the cloud passes them unchanged.
+"""
+import base64
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import threading
+import time
+
+from . import cells, pkcodec
+from .errors import OTSClientError, service_error
+
+__all__ = ["SearchIndexDef", "Engine", "SEARCH_INFIX", "SEARCH_ATTRIBUTE", "FIELD_TYPES",
+           "check_search_meta", "describe_search", "return_type_name", "SearchResponse",
+           "SearchHit"]
+
+log = logging.getLogger("regions.tablestore")
+
+SEARCH_INFIX = ".search."          # "<table>.search.<index>": '.' is in no Tablestore name
+SEARCH_ATTRIBUTE = "search_index"  # the key of the index's record in that table's attributes
+MAX_SEARCH_INDEXES = 5             # per table (assumed like secondary indexes; see docs)
+DEFAULT_LIMIT = 10                 # rows a Search returns without a limit
+MAX_LIMIT = 100
+MAX_OFFSET_LIMIT = 2000            # offset + limit (paging past it: next_token)
+_COMMIT_EVERY = 1000               # back-filled rows between two commits and saved cursors
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
+
+# FieldType numbers (search.proto, the SDK's FieldType enum) -> our names
+FIELD_TYPES = {1: "LONG", 2: "DOUBLE", 3: "BOOLEAN", 4: "KEYWORD", 5: "TEXT", 6: "NESTED",
+               7: "GEO_POINT", 8: "DATE", 9: "VECTOR", 12: "JSON"}
+_OPERATORS = {1: "OR", 2: "AND"}
+_SERVED_TYPES = ("LONG", "DOUBLE", "BOOLEAN", "KEYWORD", "TEXT", "DATE", "GEO_POINT", "VECTOR")
+_ANALYZERS = ("single_word", "max_word", "min_word", "split", "fuzzy")
+_METRICS = {0: "euclidean", 1: "cosine", 2: "dot_product"}
+
+
+def _tantivy():
+    from regions.extras import require
+    return require("tantivy", "Search indexes")
+
+
+def _numpy():
+    from regions.extras import require
+    return require("numpy", "Vector search")
+
+
+# -- definitions ---------------------------------------------------------------
+class FieldDef:
+    """One field of a search index, from the SDK's FieldSchema."""
+
+    __slots__ = ("name", "type", "is_array", "analyzer", "params", "sortable", "store", "index",
+                 "dimension", "metric", "date_formats")
+
+    def __init__(self, name, type, is_array=False, analyzer=None, params=None, sortable=None,
+                 store=True, index=True, dimension=None, metric=None, date_formats=()):
+        self.name, self.type, self.is_array = name, type, bool(is_array)
+        self.analyzer, self.params = analyzer, dict(params or {})
+        self.sortable = (type not in ("TEXT", "VECTOR")) if sortable is None else bool(sortable)
+        self.store, self.index = bool(store), bool(index)
+        self.dimension, self.metric = dimension, metric
+        self.date_formats = list(date_formats)
+
+    def to_json(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(**d)
+
+
+class SearchIndexDef:
+    """A search index as its record stores it."""
+
+    def __init__(self, name, base, fields, ttl=-1, created=0, phase="FULL", cursor=None,
+                 index_sort=None):
+        self.name, self.base, self.fields = name, base, list(fields)
+        self.ttl, self.created, self.phase, self.cursor = ttl, created, phase, cursor
+        self.index_sort = index_sort
+
+    @property
+    def table(self):
+        return self.base + SEARCH_INFIX + self.name
+
+    def to_json(self):
+        return {"name": self.name, "base": self.base, "fields": [f.to_json() for f in self.fields],
+                "ttl": self.ttl, "created": self.created, "phase": self.phase,
+                "cursor": self.cursor, "index_sort": self.index_sort}
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(d["name"], d["base"], [FieldDef.from_json(f) for f in d["fields"]], d["ttl"],
+                   d["created"], d["phase"], d["cursor"], d.get("index_sort"))
+
+    def field(self, name):
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise service_error("search_field_not_exist", field=name, index=self.name)
+
+
+def _enum_name(value, names):
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.upper()
+    try:
+        return names[int(value)]
+    except (KeyError, TypeError, ValueError):
+        raise OTSClientError("unknown enum value %r" % (value,)) from None
+
+
+def check_search_meta(index_name, base, meta, pk_names) -> SearchIndexDef:
+    """The definition of a new search index from the SDK's SearchIndexMeta,
+    or the service's error for a bad one."""
+    if type(meta).__name__ != "SearchIndexMeta":
+        raise OTSClientError("index_meta should be an instance of SearchIndexMeta, not %s"
+                             % type(meta).__name__)
+    fields, seen = [], set()
+    for schema in meta.fields or ():
+        name = schema.field_name
+        if not isinstance(name, str) or not name:
+            raise OTSClientError("field_name should be a non-empty str, not %r" % (name,))
+        if name in seen:
+            raise service_error("search_field_duplicated", field=name)
+        seen.add(name)
+        kind = _enum_name(schema.field_type, FIELD_TYPES)
+        if kind not in _SERVED_TYPES:
+            raise service_error("search_field_type_unsupported", field=name, type=kind)
+        analyzer = schema.analyzer if kind == "TEXT" else None
+        if analyzer is not None and analyzer not in _ANALYZERS:
+            raise service_error("search_analyzer_invalid", field=name, analyzer=analyzer)
+        params = dict(vars(schema.analyzer_parameter)) if getattr(
+            schema, "analyzer_parameter", None) is not None else {}
+        dimension = metric = None
+        if kind == "VECTOR":
+            opts = getattr(schema, "vector_options", None)
+            if opts is None or not isinstance(opts.dimension, int) or not 1 <= opts.dimension <= 4096:
+                raise service_error("search_vector_options", field=name)
+            dimension, metric = opts.dimension, _enum_name(opts.metric_type, _METRICS)
+        sortable = schema.enable_sort_and_agg
+        if kind in ("TEXT", "VECTOR") and sortable:
+            raise service_error("search_sort_on_text", field=name)
+        fields.append(FieldDef(name, kind, schema.is_array, analyzer, params, sortable,
+                               True if schema.store is None else schema.store,
+                               True if schema.index is None else schema.index, dimension, metric,
+                               getattr(schema, "date_formats", None) or ()))
+    if not fields:
+        raise service_error("search_no_fields")
+    ttl = meta.time_to_live if meta.time_to_live is not None else -1
+    if not isinstance(ttl, int) or (ttl != -1 and ttl < 86400):
+        raise service_error("search_ttl_invalid", ttl=ttl)
+    return SearchIndexDef(index_name, base, fields, ttl, int(time.time()), "FULL")
+
+
+# -- the engine ---------------------------------------------------------------------
+class Engine:
+    """One search index's documents: a tantivy index (on disk at ``path``, or
+    in memory) plus the vectors.  ``upsert``/``delete`` stage changes;
+    ``commit`` makes them durable and visible.  Thread-safe."""
+
+    def __init__(self, definition: SearchIndexDef, pk_names, path=None):
+        tv = _tantivy()
+        self.definition, self.pk_names = definition, list(pk_names)
+        self._tv = tv
+        sb = tv.SchemaBuilder()
+        sb.add_text_field("_pk", stored=True, tokenizer_name="raw")
+        sb.add_text_field("_has", tokenizer_name="raw")
+        self._names = {}                 # index field name -> tantivy field name
+        for i, f in enumerate(definition.fields):
+            tname = self._names[f.name] = "f%d" % i
+            if f.type in ("LONG", "DATE"):
+                sb.add_integer_field(tname, stored=True, indexed=True, fast=True)
+            elif f.type == "DOUBLE":
+                sb.add_float_field(tname, stored=True, indexed=True, fast=True)
+            elif f.type == "BOOLEAN":
+                sb.add_boolean_field(tname, stored=True, indexed=True, fast=True)
+            elif f.type == "KEYWORD":
+                sb.add_text_field(tname, stored=True, tokenizer_name="raw", fast=True)
+            elif f.type == "TEXT":
+                sb.add_text_field(tname, stored=True, tokenizer_name=_tokenizer(f))
+            elif f.type == "GEO_POINT":
+                sb.add_text_field(tname, stored=True, tokenizer_name="raw")
+                sb.add_float_field(tname + "_lat", stored=True, indexed=True, fast=True)
+                sb.add_float_field(tname + "_lon", stored=True, indexed=True, fast=True)
+            elif f.type == "VECTOR":
+                sb.add_bytes_field(tname, stored=True)
+        self.schema = sb.build()
+        if path is not None:
+            os.makedirs(path, exist_ok=True)
+            self.index = tv.Index(self.schema, path=path, reuse=True)
+        else:
+            self.index = tv.Index(self.schema)
+        self._writer = self.index.writer(heap_size=15_000_000, num_threads=1)
+        self._lock = threading.Lock()
+        self._pending = 0
+        self.index.reload()
+
+    # -- writing ------------------------------------------------------------------
+    def upsert(self, row_key, pk_values, live):
+        """Stage the document of a row: ``pk_values`` {name: value}, ``live``
+        {column: [(ts, value)]} (newest first)."""
+        doc = self._tv.Document()
+        doc.add_text("_pk", row_key.hex())
+        for f in self.definition.fields:
+            value = pk_values[f.name] if f.name in pk_values else (
+                live[f.name][0][1] if live.get(f.name) else None)
+            if value is None:
+                continue
+            values = _field_values(f, value)
+            if not values:
+                continue
+            doc.add_text("_has", f.name)
+            tname = self._names[f.name]
+            for v in values:
+                _add(doc, f, tname, v)
+        with self._lock:
+            self._writer.delete_documents("_pk", row_key.hex())
+            self._writer.add_document(doc)
+            self._pending += 1
+
+    def delete(self, row_key):
+        with self._lock:
+            self._writer.delete_documents("_pk", row_key.hex())
+            self._pending += 1
+
+    def commit(self):
+        with self._lock:
+            if self._pending:
+                self._writer.commit()
+                self._pending = 0
+                self.index.reload()
+
+    def clear(self):
+        with self._lock:
+            self._writer.delete_all_documents()
+            self._writer.commit()
+            self._pending = 0
+            self.index.reload()
+
+    def num_docs(self):
+        return self.index.searcher().num_docs
+
+    def close(self):
+        with self._lock:
+            self._writer.commit()
+            self._writer.wait_merging_threads()
+
+    # -- reading ------------------------------------------------------------------
+    def search(self, query, sort=None, offset=0, limit=DEFAULT_LIMIT, token=None):
+        """(row keys with scores [(row_key, score)], total count, next token) of
+        ``query`` sorted by ``sort`` (the SDK's Sort or None: by primary key,
+        or by score for a scoring query), ``offset``/``limit`` or ``token``."""
+        searcher = self.index.searcher()
+        tq, vector = self._query(query)
+        n = max(1, searcher.num_docs)
+        result = searcher.search(tq, limit=n, count=True)
+        hits = []
+        for score, address in result.hits:
+            doc = searcher.doc(address).to_dict()
+            hits.append((bytes.fromhex(doc["_pk"][0]), score, doc))
+        if vector is not None:
+            hits = self._knn(vector, hits)
+        keys = self._sort_keys(sort, query, vector is not None)
+        for key_fn, reverse in reversed(keys):
+            hits.sort(key=key_fn, reverse=reverse)
+        total = len(hits)
+        start = offset
+        if token is not None:
+            start = _decode_token(token)
+        page = hits[start:start + limit]
+        next_token = None
+        if start + limit < total:
+            next_token = _encode_token(start + limit)
+        return [(row_key, score) for row_key, score, _ in page], total, next_token
+
+    def _sort_keys(self, sort, query, knn):
+        sorters = list(getattr(sort, "sorters", None) or ())
+        if not sorters:
+            scoring = knn or type(query).__name__ in ("MatchQuery", "MatchPhraseQuery",
+                                                      "FunctionScoreQuery", "KnnVectorQuery")
+            return [((lambda h: h[1]), True)] if scoring else [((lambda h: h[0]), False)]
+        out = []
+        for s in sorters:
+            kind = type(s).__name__
+            desc = int(getattr(s, "sort_order", 0) or 0) == 1
+            if kind == "PrimaryKeySort" or kind == "DocSort":
+                out.append(((lambda h: h[0]), desc))
+            elif kind == "ScoreSort":
+                desc = getattr(s, "sort_order", None) is None or desc
+                out.append(((lambda h: h[1]), desc))
+            elif kind == "FieldSort":
+                f = self.definition.field(s.field_name)
+                if not f.sortable:
+                    raise service_error("search_sort_not_enabled", field=f.name)
+                tname = self._names[f.name]
+                mode_max = int(getattr(s, "sort_mode", 0) or 0) == 1
+                out.append((_field_sort_key(tname, desc, mode_max), desc))
+            else:
+                raise service_error("search_sort_unsupported", sort=kind)
+        return out
+
+    def _knn(self, vector, hits):
+        np = _numpy()
+        field, q, top_k, metric = vector
+        tname = self._names[field.name]
+        keep, mats = [], []
+        for h in hits:
+            raw = h[2].get(tname)
+            if raw:
+                keep.append(h)
+                mats.append(np.frombuffer(bytes(raw[0]), dtype=np.float32))
+        if not keep:
+            return []
+        m = np.vstack(mats)
+        scores = _vector_scores(np, m, q, metric)
+        order = np.argsort(-scores, kind="stable")[:top_k]
+        return [(keep[i][0], float(scores[i]), keep[i][2]) for i in order]
+
+    def _query(self, q):
+        """(tantivy query, vector search or None) of the SDK's query ``q``."""
+        tv, schema = self._tv, self.schema
+        kind = type(q).__name__
+        if q is None or kind == "MatchAllQuery":
+            return tv.Query.all_query(), None
+        if kind == "KnnVectorQuery":
+            f = self.definition.field(q.field_name)
+            if f.type != "VECTOR":
+                raise service_error("search_query_field_type", query=kind, field=f.name)
+            np = _numpy()
+            vec = np.asarray(q.float32_query_vector, dtype=np.float32)
+            if vec.shape != (f.dimension,):
+                raise service_error("search_vector_dimension", field=f.name,
+                                    dimension=f.dimension)
+            base = self._query(q.filter)[0] if getattr(q, "filter", None) is not None \
+                else tv.Query.all_query()
+            top_k = q.top_k if q.top_k is not None else DEFAULT_LIMIT
+            return base, (f, vec, top_k, f.metric)
+        if kind == "BoolQuery":
+            return self._bool(q), None
+        if kind == "ConstScoreQuery":
+            return tv.Query.const_score_query(self._query(q.filter)[0], 1.0), None
+        if kind == "ExistsQuery":
+            self.definition.field(q.field_name)
+            return tv.Query.term_query(schema, "_has", q.field_name), None
+        f = self.definition.field(q.field_name)
+        tname = self._names[f.name]
+        if kind == "TermQuery":
+            return self._term(f, tname, q.column_value), None
+        if kind == "TermsQuery":
+            return tv.Query.boolean_query([(tv.Occur.Should, self._term(f, tname, v))
+                                           for v in q.column_values]), None
+        if kind == "RangeQuery":
+            return self._range(f, tname, q), None
+        if kind in ("PrefixQuery", "WildcardQuery"):
+            if f.type != "KEYWORD" and f.type != "TEXT":
+                raise service_error("search_query_field_type", query=kind, field=f.name)
+            pattern = (re.escape(q.prefix) + ".*" if kind == "PrefixQuery"
+                       else _wildcard_regex(q.value))
+            return tv.Query.regex_query(schema, tname, pattern), None
+        if kind in ("MatchQuery", "MatchPhraseQuery"):
+            if f.type not in ("TEXT", "KEYWORD"):
+                return self._term(f, tname, q.text), None
+            words = _tokens(f, q.text)
+            if not words:
+                return tv.Query.boolean_query([]), None
+            if kind == "MatchPhraseQuery":
+                if len(words) == 1:
+                    return tv.Query.term_query(schema, tname, words[0]), None
+                return tv.Query.phrase_query(schema, tname, words), None
+            and_op = _enum_name(getattr(q, "operator", None), _OPERATORS) == "AND"
+            occur = tv.Occur.Must if and_op else tv.Occur.Should
+            return tv.Query.boolean_query([(occur, tv.Query.term_query(schema, tname, w))
+                                           for w in words]), None
+        raise service_error("search_query_unsupported", query=kind)
+
+    def _term(self, f, tname, value):
+        tv = self._tv
+        if f.type in ("KEYWORD", "TEXT"):
+            if not isinstance(value, str):
+                raise service_error("search_query_value_type", field=f.name, type=f.type)
+            return tv.Query.term_query(self.schema, tname, value)
+        return tv.Query.term_query(self.schema, tname, _typed(f, value))
+
+    def _range(self, f, tname, q):
+        tv = self._tv
+        lo, hi = q.range_from, q.range_to
+        if f.type in ("LONG", "DATE"):
+            ftype, lo_d, hi_d = tv.FieldType.Integer, _INT_MIN, _INT_MAX
+        elif f.type == "DOUBLE":
+            ftype, lo_d, hi_d = tv.FieldType.Float, -math.inf, math.inf
+        elif f.type == "KEYWORD":
+            # strings: a regex can't bound; filter the terms by comparing in Python
+            return self._keyword_range(f, tname, q)
+        else:
+            raise service_error("search_query_field_type", query="RangeQuery", field=f.name)
+        lower = lo_d if lo is None else _typed(f, lo)
+        upper = hi_d if hi is None else _typed(f, hi)
+        return tv.Query.range_query(self.schema, tname, ftype, lower, upper,
+                                    include_lower=bool(q.include_lower) or lo is None,
+                                    include_upper=bool(q.include_upper) or hi is None)
+
+    def _keyword_range(self, f, tname, q):
+        tv = self._tv
+        searcher = self.index.searcher()
+        result = searcher.search(tv.Query.all_query(), limit=max(1, searcher.num_docs))
+        values = set()
+        for _, address in result.hits:
+            for v in searcher.doc(address).to_dict().get(tname, ()):
+                if ((q.range_from is None or v > q.range_from
+                     or (q.include_lower and v == q.range_from))
+                        and (q.range_to is None or v < q.range_to
+                             or (q.include_upper and v == q.range_to))):
+                    values.add(v)
+        return tv.Query.boolean_query([(tv.Occur.Should, tv.Query.term_query(self.schema, tname, v))
+                                       for v in sorted(values)])
+
+    def _bool(self, q):
+        tv = self._tv
+        parts = []
+        for attr, occur in (("must_queries", tv.Occur.Must), ("filter_queries", tv.Occur.Must),
+                            ("must_not_queries", tv.Occur.MustNot)):
+            for sub in getattr(q, attr, None) or ():
+                parts.append((occur, self._query(sub)[0]))
+        should = [self._query(sub)[0] for sub in getattr(q, "should_queries", None) or ()]
+        msm = getattr(q, "minimum_should_match", None)
+        if should:
+            if msm is None:
+                msm = 0 if parts else 1
+            if msm <= 1:
+                if msm == 1 and parts:
+                    parts.append((tv.Occur.Must, tv.Query.boolean_query(
+                        [(tv.Occur.Should, s) for s in should])))
+                else:
+                    parts += [(tv.Occur.Should, s) for s in should]
+            else:
+                parts.append((tv.Occur.Must, self._at_least(should, msm)))
+        if not parts:
+            return tv.Query.all_query()
+        if all(o == tv.Occur.MustNot for o, _ in parts):
+            parts.append((tv.Occur.Must, tv.Query.all_query()))
+        return tv.Query.boolean_query(parts)
+
+    def _at_least(self, should, msm):
+        """Rows matching at least ``msm`` of ``should`` (tantivy's boolean
+        query has no minimum_should_match): every combination of msm of them."""
+        import itertools
+        tv = self._tv
+        if msm > len(should):
+            return tv.Query.boolean_query([(tv.Occur.Must, tv.Query.all_query()),
+                                           (tv.Occur.MustNot, tv.Query.all_query())])
+        combos = [tv.Query.boolean_query([(tv.Occur.Must, s) for s in combo])
+                  for combo in itertools.combinations(should, msm)]
+        return tv.Query.boolean_query([(tv.Occur.Should, c) for c in combos])
+
+
+# -- values -----------------------------------------------------------------------------
+def _field_values(f, value):
+    """The values a column's value gives field ``f`` (a list: arrays give
+    several; a value that does not fit the type gives none)."""
+    if f.is_array or f.type in ("VECTOR",):
+        if f.type == "VECTOR":
+            try:
+                vec = json.loads(value) if isinstance(value, str) else None
+            except ValueError:
+                return []
+            if not isinstance(vec, list) or len(vec) != f.dimension:
+                return []
+            return [vec]
+        try:
+            items = json.loads(value) if isinstance(value, str) else None
+        except ValueError:
+            return []
+        if not isinstance(items, list):
+            return []
+        return [v for v in (_coerce(f, x) for x in items) if v is not None]
+    v = _coerce(f, value)
+    return [] if v is None else [v]
+
+
+def _coerce(f, value):
+    t = f.type
+    if t in ("LONG", "DATE"):
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if t == "DOUBLE":
+        if isinstance(value, bool):
+            return None
+        return float(value) if isinstance(value, (int, float)) else None
+    if t == "BOOLEAN":
+        return value if isinstance(value, bool) else None
+    if t in ("KEYWORD", "TEXT"):
+        return value if isinstance(value, str) else None
+    if t == "GEO_POINT":
+        if not isinstance(value, str):
+            return None
+        try:
+            lat, lon = (float(x) for x in value.split(","))
+        except ValueError:
+            return None
+        return (lat, lon, value)
+    return None
+
+
+def _typed(f, value):
+    v = _coerce(f, value)
+    if v is None:
+        raise service_error("search_query_value_type", field=f.name, type=f.type)
+    return v
+
+
+def _add(doc, f, tname, v):
+    t = f.type
+    if t in ("LONG", "DATE"):
+        doc.add_integer(tname, v)
+    elif t == "DOUBLE":
+        doc.add_float(tname, v)
+    elif t == "BOOLEAN":
+        doc.add_boolean(tname, v)
+    elif t in ("KEYWORD",):
+        doc.add_text(tname, v)
+    elif t == "TEXT":
+        doc.add_text(tname, _analyze_text(f, v))
+    elif t == "GEO_POINT":
+        doc.add_text(tname, v[2])
+        doc.add_float(tname + "_lat", v[0])
+        doc.add_float(tname + "_lon", v[1])
+    elif t == "VECTOR":
+        import struct
+        doc.add_bytes(tname, struct.pack("<%df" % len(v), *v))
+
+
+def _tokenizer(f):
+    """The tantivy tokenizer of a TEXT field: single_word lower-cases unless
+    case_sensitive; the others are pre-tokenized by us (``_analyze_text``)
+    into whitespace-separated tokens."""
+    if f.analyzer in (None, "single_word") and not f.params.get("case_sensitive"):
+        return "default"
+    return "whitespace"
+
+
+def _analyze_text(f, text):
+    """The text as indexed: for analyzers tantivy lacks, our tokens joined by spaces."""
+    if _tokenizer(f) == "default":
+        return text
+    return " ".join(_tokens(f, text))
+
+
+def _tokens(f, text):
+    """The tokens of ``text`` by field ``f``'s analyzer (a query's words go
+    through the same analyzer as the field)."""
+    if f.type == "KEYWORD":
+        return [text]
+    analyzer = f.analyzer or "single_word"
+    if analyzer == "split":
+        delimiter = f.params.get("delimiter") or " "
+        return [t for t in text.split(delimiter) if t]
+    if analyzer == "fuzzy":
+        lo, hi = f.params.get("min_chars", 1), f.params.get("max_chars", 7)
+        low = text.lower()
+        return sorted({low[i:i + n] for n in range(lo, hi + 1) for i in range(len(low) - n + 1)})
+    words = re.findall(r"[^\W_]+", text)
+    out = []
+    for w in words:
+        # CJK characters are single words (single_word); the word analyzers
+        # (max_word, min_word) would segment them with a dictionary (jieba)
+        if re.search(r"[\u4e00-\u9fff]", w):
+            out += list(w)
+        else:
+            out.append(w if f.params.get("case_sensitive") else w.lower())
+    return out
+
+
+def _wildcard_regex(pattern):
+    out = []
+    for ch in pattern:
+        out.append(".*" if ch == "*" else "." if ch == "?" else re.escape(ch))
+    return "".join(out)
+
+
+def _field_sort_key(tname, desc, mode_max):
+    """A sort key over stored field values: rows without the field last (as
+    the service puts missing values last in either order)."""
+    def key(h):
+        values = h[2].get(tname)
+        if not values:
+            return (1, 0) if not desc else (0, 0)
+        v = max(values) if mode_max or desc else min(values)
+        return (0, v) if not desc else (1, v)
+    return key
+
+
+def _vector_scores(np, m, q, metric):
+    if metric == "cosine":
+        norms = np.linalg.norm(m, axis=1) * (np.linalg.norm(q) or 1.0)
+        cos = (m @ q) / np.where(norms == 0, 1.0, norms)
+        return (1.0 + cos) / 2.0
+    if metric == "dot_product":
+        return (1.0 + (m @ q)) / 2.0
+    d2 = ((m - q) ** 2).sum(axis=1)
+    return 1.0 / (1.0 + d2)
+
+
+def _encode_token(position):
+    return base64.urlsafe_b64encode(json.dumps({"offset": position}).encode()).decode()
+
+
+def _decode_token(token):
+    try:
+        raw = token if isinstance(token, (bytes, bytearray)) else str(token).encode()
+        return int(json.loads(base64.urlsafe_b64decode(raw))["offset"])
+    except (ValueError, KeyError, TypeError):
+        raise service_error("search_token_invalid") from None
+
+
+# -- the SDK's response shapes ---------------------------------------------------------
+class SearchHit:
+    def __init__(self, row, score, highlight_result=None, search_inner_hits=None,
+                 nested_doc_offset=None):
+        self.row, self.score = row, score
+        self.highlight_result, self.search_inner_hits = highlight_result, search_inner_hits
+        self.nested_doc_offset = nested_doc_offset
+
+
+class SearchResponse:
+    """As the SDK's: ``rows`` [(primary key, attribute columns)], ``next_token``,
+    ``is_all_succeed``, ``total_count``, ``search_hits``, ``agg_results`` and
+    ``group_by_results`` (empty: the aggregations are the next issue's)."""
+
+    def __init__(self, rows, agg_results, group_by_results, next_token, is_all_succeed,
+                 total_count, search_hits):
+        self.rows, self.agg_results, self.group_by_results = rows, agg_results, group_by_results
+        self.next_token, self.is_all_succeed = next_token, is_all_succeed
+        self.total_count, self.search_hits = total_count, search_hits
+        self.request_id = ""
+
+    def __iter__(self):           # the SDK's unpacks as a tuple of its fields (v1_response)
+        return iter(self.v1_response())
+
+    def v1_response(self):
+        return (self.rows, self.next_token, self.total_count, self.is_all_succeed,
+                self.agg_results, self.group_by_results, self.search_hits)
+
+
+_RETURN_TYPES = {1: "ALL", 2: "SPECIFIED", 3: "NONE", 4: "ALL_FROM_INDEX"}
+
+
+def return_type_name(value):
+    """ColumnsToGet's ``return_type`` (the SDK's ColumnReturnType) by name; None: absent."""
+    if value is None:
+        return None
+    name = getattr(value, "name", None)
+    if isinstance(name, str):
+        return name
+    return _RETURN_TYPES.get(int(value), "NONE")
+
+
+def describe_search(definition, include_sync_stat=True):
+    """``(SearchIndexMeta, SyncStat or None)`` in the SDK's classes."""
+    sdk = _sdk()
+    kinds = {v: k for k, v in FIELD_TYPES.items()}
+    metrics = {v: k for k, v in _METRICS.items()}
+    fields = []
+    for f in definition.fields:
+        vector = None
+        if f.type == "VECTOR":
+            vector = sdk.VectorOptions(sdk.VectorDataType.VD_FLOAT_32,
+                                       sdk.VectorMetricType(metrics[f.metric]), f.dimension)
+        fields.append(sdk.FieldSchema(
+            f.name, sdk.FieldType(kinds[f.type]), index=f.index, store=f.store,
+            is_array=f.is_array, enable_sort_and_agg=f.sortable, analyzer=f.analyzer,
+            date_formats=f.date_formats or None, vector_options=vector))
+    meta = sdk.SearchIndexMeta(fields, time_to_live=definition.ttl)
+    stat = None
+    if include_sync_stat:
+        phase = sdk.SyncPhase.FULL if definition.phase == "FULL" else sdk.SyncPhase.INCR
+        stat = sdk.SyncStat(phase, int(time.time() * 1_000_000))
+    return meta, stat
+
+
+def _sdk():
+    from regions.extras import require
+    return require("tablestore", "Search indexes").metadata
+
+
+def engine_path(server, definition):
+    """Where the engine of ``definition`` lives (None: in memory)."""
+    root = getattr(server, "path", None)
+    if root is None:
+        return None
+    return os.path.join(root, "search", definition.base, definition.name)
+
+
+def remove_engine(server, definition):
+    path = engine_path(server, definition)
+    if path is not None and os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def row_key_values(row_key, pk_names):
+    return dict(zip(pk_names, pkcodec.decode_pk(row_key, len(pk_names))[0]))
+
+
+def head_key(row_key):
+    return cells.head_key(row_key)

@@ -1,0 +1,223 @@
+"""Search indexes on the embedded client (regions/tablestore/search.py): the
+index's lifecycle, its sync with the table (back-fill, writes, deletes, a
+reopen, a crash between the feed and the engine's commit), and the first
+query types, sorts, paging and columns, each checked against a brute-force
+evaluation over the table's rows."""
+import json
+
+import pytest
+from tablestore.metadata import (AnalyzerType, BoolQuery, ColumnReturnType, ColumnsToGet,
+                                 ExistsQuery, FieldSchema, FieldSort, FieldType, KnnVectorQuery,
+                                 MatchAllQuery, MatchPhraseQuery, MatchQuery, PrefixQuery,
+                                 PrimaryKeySort, QueryOperator, RangeQuery, SearchIndexMeta,
+                                 SearchQuery, Sort, SortOrder, TermQuery, TermsQuery,
+                                 VectorDataType, VectorMetricType, VectorOptions, WildcardQuery)
+
+from regions.tablestore import (CapacityUnit, Condition, OTSClient, OTSServiceError,
+                                ReservedThroughput, Row, TableMeta, TableOptions)
+from regions.tablestore.search import SEARCH_INFIX
+
+IGNORE = Condition("IGNORE")
+WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape"]
+FIELDS = [FieldSchema("tag", FieldType.KEYWORD, enable_sort_and_agg=True),
+          FieldSchema("n", FieldType.LONG, enable_sort_and_agg=True),
+          FieldSchema("x", FieldType.DOUBLE, enable_sort_and_agg=True),
+          FieldSchema("ok", FieldType.BOOLEAN),
+          FieldSchema("body", FieldType.TEXT, analyzer=AnalyzerType.SINGLEWORD),
+          FieldSchema("tags", FieldType.KEYWORD, is_array=True),
+          FieldSchema("vec", FieldType.VECTOR, vector_options=VectorOptions(
+              VectorDataType.VD_FLOAT_32, VectorMetricType.VM_EUCLIDEAN, 3))]
+
+
+def row(i):
+    return {"tag": "t%d" % (i % 4), "n": i, "x": i / 2.0, "ok": i % 2 == 0,
+            "body": " ".join(WORDS[(i + k) % len(WORDS)] for k in range(3)) + " Pie",
+            "tags": json.dumps(["a%d" % (i % 3), "b%d" % (i % 5)]),
+            "vec": json.dumps([float(i % 7), 1.0, float(i % 3)])}
+
+
+def put(client, i, **override):
+    cols = dict(row(i), **override)
+    client.put_row("t", Row([("id", i)], [(k, v) for k, v in cols.items() if v is not None]),
+                   IGNORE)
+
+
+@pytest.fixture
+def client():
+    c = OTSClient(None)
+    c.create_table(TableMeta("t", [("id", "INTEGER")]), TableOptions(),
+                   ReservedThroughput(CapacityUnit(0, 0)))
+    yield c
+    c.close()
+
+
+def index(client, n=40):
+    for i in range(n):
+        put(client, i)
+    client.create_search_index("t", "idx", SearchIndexMeta(list(FIELDS)))
+    assert client.wait_for_search_index("t", "idx")
+
+
+def ids(client, query, sort=None, limit=100, offset=0, **kw):
+    resp = client.search("t", "idx", SearchQuery(query, sort=sort, limit=limit, offset=offset,
+                                                 get_total_count=True, **kw),
+                         ColumnsToGet(return_type=ColumnReturnType.NONE))
+    return [r[0][0][1] for r in resp.rows], resp.total_count
+
+
+def rows(client):
+    _, _, found, _ = client.get_range("t", "FORWARD", [("id", -1)], [("id", 10 ** 9)])
+    return {r.primary_key[0][1]: {c[0]: c[1] for c in r.attribute_columns} for r in found}
+
+
+def brute(client, predicate):
+    return sorted(i for i, cols in rows(client).items() if predicate(cols))
+
+
+@pytest.mark.parametrize("query, predicate", [
+    (MatchAllQuery(), lambda c: True),
+    (TermQuery("tag", "t1"), lambda c: c.get("tag") == "t1"),
+    (TermsQuery("tag", ["t1", "t3"]), lambda c: c.get("tag") in ("t1", "t3")),
+    (TermQuery("n", 7), lambda c: c.get("n") == 7),
+    (TermQuery("ok", True), lambda c: c.get("ok") is True),
+    (RangeQuery("n", 5, 12), lambda c: 5 <= c.get("n", -1) < 12),
+    (RangeQuery("n", 5, 12, include_lower=False, include_upper=True),
+     lambda c: 5 < c.get("n", -1) <= 12),
+    (RangeQuery("x", range_from=10.0), lambda c: c.get("x", -1) >= 10.0),
+    (RangeQuery("tag", "t1", "t3"), lambda c: "t1" <= c.get("tag", "") < "t3"),
+    (PrefixQuery("tag", "t"), lambda c: "tag" in c),
+    (WildcardQuery("tag", "t?"), lambda c: "tag" in c),
+    (WildcardQuery("tag", "*2"), lambda c: c.get("tag", "").endswith("2")),
+    (TermQuery("tags", "b3"), lambda c: "b3" in json.loads(c.get("tags", "[]"))),
+    (MatchQuery("body", "apple fig"), lambda c: {"apple", "fig"} & set(c["body"].split())),
+    (MatchQuery("body", "apple fig", operator=QueryOperator.AND),
+     lambda c: {"apple", "fig"} <= set(c["body"].split())),
+    (MatchQuery("body", "PIE"), lambda c: "Pie" in c["body"]),
+    (MatchPhraseQuery("body", "banana cherry"), lambda c: "banana cherry" in c["body"]),
+    (ExistsQuery("x"), lambda c: "x" in c),
+    (BoolQuery(must_queries=[RangeQuery("n", 0, 30)], must_not_queries=[TermQuery("tag", "t0")],
+               filter_queries=[TermQuery("ok", True)]),
+     lambda c: 0 <= c["n"] < 30 and c["tag"] != "t0" and c["ok"]),
+    (BoolQuery(should_queries=[TermQuery("tag", "t1"), TermQuery("n", 2), RangeQuery("n", 0, 3)],
+               minimum_should_match=2),
+     lambda c: sum([c["tag"] == "t1", c["n"] == 2, 0 <= c["n"] < 3]) >= 2),
+    (BoolQuery(must_not_queries=[TermQuery("tag", "t2")]), lambda c: c.get("tag") != "t2"),
+])
+def test_each_query_matches_what_a_scan_of_the_table_finds(client, query, predicate):
+    index(client)
+    put(client, 100, x=None)                      # a row without x: ExistsQuery leaves it out
+    client.delete_row("t", Row([("id", 3)]), IGNORE)
+    assert client.wait_for_search_index("t", "idx")
+    found, total = ids(client, query)
+    expected = brute(client, predicate)
+    assert sorted(found) == expected and total == len(expected)
+
+
+def test_sorts_paging_and_tokens(client):
+    index(client)
+    found, _ = ids(client, MatchAllQuery(), Sort([FieldSort("tag", SortOrder.DESC),
+                                                  PrimaryKeySort(SortOrder.ASC)]))
+    expected = sorted(range(40), key=lambda i: (-(i % 4), i))
+    assert found == expected
+    found, _ = ids(client, RangeQuery("n", 10, 20), Sort([FieldSort("x", SortOrder.DESC)]))
+    assert found == list(range(19, 9, -1))
+    # offset/limit, then next_token to the end
+    page, _ = ids(client, MatchAllQuery(), limit=7, offset=7)
+    assert page == list(range(7, 14))
+    seen, token = [], None
+    while True:
+        resp = client.search("t", "idx", SearchQuery(MatchAllQuery(), limit=9, next_token=token),
+                             ColumnsToGet(return_type=ColumnReturnType.NONE))
+        seen += [r[0][0][1] for r in resp.rows]
+        token = resp.next_token
+        if not token:
+            break
+    assert seen == list(range(40))
+    with pytest.raises(OTSServiceError):           # TEXT fields do not sort
+        ids(client, MatchAllQuery(), Sort([FieldSort("body")]))
+
+
+def test_columns_to_get(client):
+    index(client, 5)
+    get = lambda kind, names=None: client.search(  # noqa: E731
+        "t", "idx", SearchQuery(TermQuery("n", 2)), ColumnsToGet(names, kind)).rows[0]
+    assert get(ColumnReturnType.NONE) == ([("id", 2)], [])
+    assert [c[0] for c in get(ColumnReturnType.SPECIFIED, ["n", "tag"])[1]] == ["n", "tag"]
+    assert sorted(c[0] for c in get(ColumnReturnType.ALL)[1]) == sorted(row(2))
+    assert sorted(c[0] for c in get(ColumnReturnType.ALL_FROM_INDEX)[1]) == \
+        sorted(f.field_name for f in FIELDS)
+
+
+def test_knn_returns_the_nearest_by_the_metric_and_honours_its_filter(client):
+    index(client)
+    q = [2.0, 1.0, 1.0]
+    resp = client.search("t", "idx", SearchQuery(KnnVectorQuery("vec", 5, q), limit=5),
+                         ColumnsToGet(return_type=ColumnReturnType.NONE))
+    got = [(h.row[0][0][1], h.score) for h in resp.search_hits]
+    dist = {i: sum((a - b) ** 2 for a, b in zip(json.loads(c["vec"]), q))
+            for i, c in rows(client).items()}
+    best = sorted(dist.values())[:5]
+    assert sorted(dist[i] for i, _ in got) == best
+    assert all(abs(s - 1 / (1 + dist[i])) < 1e-6 for i, s in got)
+    resp = client.search("t", "idx", SearchQuery(
+        KnnVectorQuery("vec", 5, q, filter=TermQuery("tag", "t3")), limit=5),
+        ColumnsToGet(return_type=ColumnReturnType.NONE))
+    assert all(r[0][0][1] % 4 == 3 for r in resp.rows) and len(resp.rows) == 5
+
+
+def test_the_index_follows_writes_updates_and_deletes(client):
+    index(client, 10)
+    client.update_row("t", Row([("id", 1)], {"put": [("tag", "new")]}), IGNORE)
+    client.delete_row("t", Row([("id", 2)]), IGNORE)
+    put(client, 50)
+    assert client.wait_for_search_index("t", "idx")
+    assert ids(client, TermQuery("tag", "new"))[0] == [1]
+    assert 2 not in ids(client, MatchAllQuery())[0] and 50 in ids(client, MatchAllQuery())[0]
+
+
+def test_lifecycle_errors_and_describe(client):
+    index(client, 3)
+    assert client.list_search_index() == [("t", "idx")]
+    meta, stat = client.describe_search_index("t", "idx")
+    assert [f.field_name for f in meta.fields] == [f.field_name for f in FIELDS]
+    assert int(stat.sync_phase) == 1                       # INCR once loaded
+    for call, code in ((lambda: client.create_search_index("t", "idx", SearchIndexMeta(FIELDS)),
+                        "OTSObjectAlreadyExist"),
+                       (lambda: client.search("t", "nope", SearchQuery(MatchAllQuery())),
+                        "OTSObjectNotExist"),
+                       (lambda: ids(client, TermQuery("missing", 1)), "OTSParameterInvalid"),
+                       (lambda: ids(client, MatchAllQuery(), limit=101), "OTSParameterInvalid"),
+                       (lambda: client.create_search_index("t", "bad", SearchIndexMeta(
+                           [FieldSchema("b", FieldType.TEXT, enable_sort_and_agg=True)])),
+                        "OTSParameterInvalid")):
+        with pytest.raises(OTSServiceError) as e:
+            call()
+        assert e.value.code == code
+    assert client.list_search_index() == [("t", "idx")]
+    client.delete_search_index("t", "idx")
+    assert client.list_search_index() == []
+    assert not any(SEARCH_INFIX in n for n in client._server.list_tables())
+
+
+def test_the_index_survives_a_reopen_and_a_crash_before_its_commit(tmp_path):
+    c = OTSClient(str(tmp_path))
+    c.create_table(TableMeta("t", [("id", "INTEGER")]), TableOptions(),
+                   ReservedThroughput(CapacityUnit(0, 0)))
+    index(c, 10)
+    engine = c._indexer.tables["t"].searches["idx"]
+
+    def killed():                                      # the maintainer dies at its commit
+        raise RuntimeError("killed")
+    engine.commit = killed
+    put(c, 77)
+    assert not c._indexer.wait("t", 0.3)               # its feed entry stays: never forgotten
+    engine._writer.rollback()                          # what a kill loses: the staged document
+    c.close()
+    c = OTSClient(str(tmp_path))
+    try:
+        assert c.wait_for_search_index("t", "idx")
+        assert sorted(ids(c, MatchAllQuery())[0]) == list(range(10)) + [77]
+        c.delete_table("t")
+        assert not (tmp_path / "search" / "t" / "idx").exists()
+    finally:
+        c.close()
