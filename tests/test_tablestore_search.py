@@ -184,7 +184,7 @@ def test_lifecycle_errors_and_describe(client):
     for call, code in ((lambda: client.create_search_index("t", "idx", SearchIndexMeta(FIELDS)),
                         "OTSObjectAlreadyExist"),
                        (lambda: client.search("t", "nope", SearchQuery(MatchAllQuery())),
-                        "OTSObjectNotExist"),
+                        "OTSMetaNotMatch"),
                        (lambda: ids(client, TermQuery("missing", 1)), "OTSParameterInvalid"),
                        (lambda: ids(client, MatchAllQuery(), limit=101), "OTSParameterInvalid"),
                        (lambda: client.create_search_index("t", "bad", SearchIndexMeta(
@@ -221,3 +221,53 @@ def test_the_index_survives_a_reopen_and_a_crash_before_its_commit(tmp_path):
         assert not (tmp_path / "search" / "t" / "idx").exists()
     finally:
         c.close()
+
+
+def scan_all(client, parallel, max_parallel, session, limit=7, query=None):
+    from tablestore.metadata import ScanQuery
+    out, token = [], None
+    while True:
+        resp = client.parallel_scan("t", "idx", ScanQuery(query or MatchAllQuery(), limit, token,
+                                                          parallel, max_parallel, 30), session,
+                                    ColumnsToGet(return_type=ColumnReturnType.ALL_FROM_INDEX))
+        out += [r[0][0][1] for r in resp.rows]
+        if not resp.next_token:
+            return out
+        token = resp.next_token
+
+
+def test_parallel_scan_streams_hold_every_row_exactly_once(client):
+    server = client._server
+    index(client, 60)
+    (region,) = server.regions("t")
+    from regions.tablestore import pkcodec
+    server.split_region("t", region.region_id, pkcodec.encode_pk(["INTEGER"], [30]) + b"\x00")
+    splits = client.compute_splits("t", "idx")
+    assert splits.splits_size == 2 and splits.session_id
+    streams = [scan_all(client, p, 2, splits.session_id) for p in range(2)]
+    assert sorted(streams[0] + streams[1]) == list(range(60))
+    assert streams[0] and streams[1] and not set(streams[0]) & set(streams[1])
+    assert sorted(scan_all(client, 0, 1, splits.session_id, query=TermQuery("tag", "t1"))) == \
+        [i for i in range(60) if i % 4 == 1]
+
+
+def test_parallel_scan_errors(client):
+    from tablestore.metadata import ScanQuery
+    index(client, 5)
+    splits = client.compute_splits("t", "idx")
+    scan = lambda p, m, session=splits.session_id: client.parallel_scan(  # noqa: E731
+        "t", "idx", ScanQuery(MatchAllQuery(), 10, None, p, m, 30), session)
+    for args, code, text in (((101, 1), "OTSParameterInvalid", "current_parallel_id is 101"),
+                             ((0, 2), "OTSParameterInvalid", "current max_parallel_id is 2"),
+                             ((0, 1, "nope"), "OTSSessionExpired", "session is expired")):
+        with pytest.raises(OTSServiceError) as e:
+            scan(*args)
+        assert e.value.code == code and text in e.value.message
+    with pytest.raises(OTSServiceError) as e:
+        client.compute_splits("t", "not_exist")
+    assert (e.value.code, e.value.message) == ("OTSMetaNotMatch",
+                                               "search index [not_exist] does not exist")
+    client._scans._clock = lambda: 10 ** 12           # past every session's alive time
+    with pytest.raises(OTSServiceError) as e:
+        scan(0, 1)
+    assert e.value.code == "OTSSessionExpired"

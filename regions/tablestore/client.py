@@ -47,8 +47,9 @@ from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowReq
 from .reads import PK_PROJECTIONS, assemble, row_entries, visible, whole_read
 from .schema import ATTRIBUTE, Schema, table_attributes
 from .search import (DEFAULT_LIMIT as DEFAULT_SEARCH_LIMIT, MAX_LIMIT as MAX_SEARCH_LIMIT,
-                     MAX_OFFSET_LIMIT, MAX_SEARCH_INDEXES, SearchHit, SearchResponse,
-                     check_search_meta, describe_search, return_type_name)
+                     MAX_OFFSET_LIMIT, MAX_SCAN_LIMIT, MAX_SEARCH_INDEXES,
+                     ComputeSplitsResponse, ParallelScanResponse, ScanSessions, SearchHit,
+                     SearchResponse, check_search_meta, describe_search, return_type_name)
 from .streams import (DEFAULT_RECORD_LIMIT, MAX_RECORD_LIMIT, STREAM_SPEC, Stream,
                       StreamDetails, check_stream_spec, decode_iterator, stream_spec_record)
 from .transactions import TIMEOUT_S, TransactionManager, partition_of
@@ -126,6 +127,7 @@ class OTSClient:
                 self._configure(name)
         # secondary indexes (indexes.py): the writers feed them
         self._indexer = Indexer(server, locks, self._writer.gens, self._schemas, self._configure)
+        self._scans = ScanSessions()     # parallel scans' sessions (search.py)
         self._writer.indexer = self._transactions.indexer = self._indexer
         # put_row of a plain row in one C call (its twin: prepare + RowWriter.run);
         # it knows the data tables (an index table's writes are refused by
@@ -527,7 +529,12 @@ class OTSClient:
             self._indexer.create_search(name, schema, definition)
 
     def _search_index(self, table_name, index_name):
-        name, _ = self._base_schema(table_name)
+        try:
+            name, _ = self._base_schema(table_name)
+        except OTSServiceError as e:
+            if e.code != "OTSObjectNotExist":
+                raise
+            raise service_error("search_table_not_exist", table=table_name) from None
         index_name = decode_name(index_name, "index")
         definition = self._indexer.search_defs.get((name, index_name))
         if definition is None:
@@ -595,6 +602,38 @@ class OTSClient:
             search_hits.append(SearchHit(row, score))
         return SearchResponse(rows, [], [], token, True,
                               total if search_query.get_total_count else -1, search_hits)
+
+    def compute_splits(self, table_name, index_name):
+        """A parallel scan's session: ComputeSplitsResponse-shaped
+        (``session_id``, ``splits_size``: the number of regions of the table,
+        as the service's is its partitions')."""
+        name, definition, _ = self._search_index(table_name, index_name)
+        splits = len(self._server.table_layout(name)[1])
+        return ComputeSplitsResponse(self._scans.start(name, definition.name, splits), splits)
+
+    def parallel_scan(self, table_name, index_name, scan_query, session_id, columns_to_get=None,
+                      timeout_s=None):
+        """One page of stream ``scan_query.current_parallel_id`` of a parallel
+        scan: ParallelScanResponse-shaped (``rows``, ``next_token``: b"" once
+        the stream is done).  Every matching row is in exactly one stream."""
+        name, definition, engine = self._search_index(table_name, index_name)
+        m, p = scan_query.max_parallel, scan_query.current_parallel_id
+        limit = scan_query.limit
+        if not isinstance(limit, int) or not 0 < limit <= MAX_SCAN_LIMIT:
+            raise service_error("scan_limit", limit=limit, max=MAX_SCAN_LIMIT)
+        after, splits = self._scans.resume(session_id, name, definition.name,
+                                           scan_query.next_token,
+                                           getattr(scan_query, "alive_time", None))
+        if not isinstance(m, int) or not 0 < m <= splits:
+            raise service_error("scan_max_parallel", splits=splits, max=m)
+        if not isinstance(p, int) or not 0 <= p < m:
+            raise service_error("scan_parallel_id", max=m, id=p)
+        schema = self._schemas[name]
+        keys = engine.scan(scan_query.query, p, m, after, limit)
+        rows = [r for r in (self._search_row(name, schema, definition, k, columns_to_get)
+                            for k in keys) if r is not None]
+        token = self._scans.token(session_id, keys[-1]) if keys else b""
+        return ParallelScanResponse(rows, token)
 
     def _search_row(self, name, schema, definition, row_key, columns_to_get):
         kind = return_type_name(getattr(columns_to_get, "return_type", None))

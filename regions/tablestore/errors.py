@@ -238,8 +238,16 @@ ERRORS = {
                                     "at CreateTable only.",),
     # search indexes (search.py); texts ours unless marked
     "search_index_exists": (409, "OTSObjectAlreadyExist", "Index {index} already exists."),
-    "search_index_not_exist": (404, "OTSObjectNotExist",
-                               "Index does not exist: table {table}, index {index}."),
+    # (the vendor's parallel_scan_test, for ComputeSplits; used for every search API)
+    "search_index_not_exist": (400, "OTSMetaNotMatch", "search index [{index}] does not exist"),
+    "search_table_not_exist": _P + ("table [{table}] does not exist",),   # (same test)
+    "scan_parallel_id": _P + ("[parallel_scan.current_parallel_id] must in [0, max_parallel), "
+                              "current max_parallel is {max}, current_parallel_id is {id}",),
+    "scan_max_parallel": _P + ("[parallel_scan.max_parallel_id] must in (0 ,{splits}], current "
+                               "max_parallel_id is {max}",),   # (the vendor's test, its spacing)
+    "scan_session_expired": (400, "OTSSessionExpired", "ScanQuery'session is expired, please "
+                             "retry ComputeSplitsRequest and ScanQuery."),
+    "scan_limit": _P + ("The limit of a scan must be in [1, {max}]: {limit}.",),
     "search_index_count": _P + ("The number of search indexes of table {table} exceeds the "
                                 "limit: {limit}.",),
     "search_field_duplicated": _P + ("Duplicated field name: {field}.",),

@@ -39,6 +39,8 @@ import re
 import shutil
 import threading
 import time
+import uuid
+import zlib
 
 from . import cells, pkcodec
 from .errors import OTSClientError, service_error
@@ -305,6 +307,28 @@ class Engine:
         if start + limit < total:
             next_token = _encode_token(start + limit)
         return [(row_key, score) for row_key, score, _ in page], total, next_token
+
+    def scan(self, query, parallel_id, max_parallel, after, limit):
+        """ParallelScan: up to ``limit`` row keys matching ``query`` of stream
+        ``parallel_id`` of ``max_parallel`` (rows are dealt to the streams by
+        a hash of their key, so each row is in exactly one, whatever is
+        written meanwhile), in key order after row key ``after`` (None: from
+        the start)."""
+        searcher = self.index.searcher()
+        tq, vector = self._query(query)
+        if vector is not None:
+            raise service_error("search_query_unsupported", query="KnnVectorQuery in a scan")
+        result = searcher.search(tq, limit=max(1, searcher.num_docs), count=False)
+        keys = []
+        for _, address in result.hits:
+            row_key = bytes.fromhex(searcher.doc(address).get_first("_pk"))
+            if after is not None and row_key <= after:
+                continue
+            if max_parallel > 1 and zlib.crc32(row_key) % max_parallel != parallel_id:
+                continue
+            keys.append(row_key)
+        keys.sort()
+        return keys[:limit]
 
     def _sort_keys(self, sort, query, knn):
         sorters = list(getattr(sort, "sorters", None) or ())
@@ -642,6 +666,86 @@ def _decode_token(token):
         return int(json.loads(base64.urlsafe_b64decode(raw))["offset"])
     except (ValueError, KeyError, TypeError):
         raise service_error("search_token_invalid") from None
+
+
+# -- parallel scans ------------------------------------------------------------------------
+MAX_SCAN_LIMIT = 2000
+DEFAULT_ALIVE_S = 60
+
+
+class ScanSessions:
+    """The live sessions of parallel scans: id -> (table, index, deadline, splits).
+    A session lives ``alive_time`` seconds from its last use (the ScanQuery's,
+    default 60); a token carries the session and the last row key read.
+    Thread-safe; in memory (a restart expires every session, as a session
+    on the service may expire at any time)."""
+
+    def __init__(self, clock=time.monotonic):
+        self._sessions, self._lock, self._clock = {}, threading.Lock(), clock
+
+    def start(self, table, index, splits):
+        session = uuid.uuid4().hex
+        with self._lock:
+            now = self._clock()
+            self._sessions = {k: v for k, v in self._sessions.items() if v[2] > now}
+            self._sessions[session] = (table, index, now + DEFAULT_ALIVE_S, splits)
+        return session
+
+    def resume(self, session, table, index, token, alive_time):
+        """(the row key to go on after or None for the start, the session's
+        splits), or the service's error for an unknown or expired session or
+        a token not its own."""
+        alive = alive_time if isinstance(alive_time, int) and alive_time > 0 else DEFAULT_ALIVE_S
+        with self._lock:
+            entry = self._sessions.get(session)
+            now = self._clock()
+            if entry is None or entry[2] <= now or entry[:2] != (table, index):
+                self._sessions.pop(session, None)
+                raise service_error("scan_session_expired")
+            splits = entry[3]
+            self._sessions[session] = (table, index, now + alive, splits)
+        if not token:
+            return None, splits
+        try:
+            raw = json.loads(base64.urlsafe_b64decode(bytes(token)))
+            if raw["session"] != session:
+                raise ValueError
+            return bytes.fromhex(raw["after"]), splits
+        except (ValueError, KeyError, TypeError):
+            raise service_error("search_token_invalid") from None
+
+    @staticmethod
+    def token(session, after):
+        return base64.urlsafe_b64encode(json.dumps({"session": session,
+                                                    "after": after.hex()}).encode())
+
+
+class ComputeSplitsResponse:
+    """As the SDK's: ``session_id``, ``splits_size``; iterates as both."""
+
+    def __init__(self, session_id, splits_size):
+        self.session_id, self.splits_size = session_id, splits_size
+        self.request_id = ""
+
+    def v1_response(self):
+        return (self.session_id, self.splits_size)
+
+    def __iter__(self):
+        return iter(self.v1_response())
+
+
+class ParallelScanResponse:
+    """As the SDK's: ``rows``, ``next_token`` (b"": the stream is done)."""
+
+    def __init__(self, rows, next_token):
+        self.rows, self.next_token = rows, next_token
+        self.request_id = ""
+
+    def v1_response(self):
+        return (self.rows, self.next_token)
+
+    def __iter__(self):
+        return iter(self.v1_response())
 
 
 # -- the SDK's response shapes ---------------------------------------------------------
