@@ -271,3 +271,38 @@ def test_parallel_scan_errors(client):
     with pytest.raises(OTSServiceError) as e:
         scan(0, 1)
     assert e.value.code == "OTSSessionExpired"
+
+
+def test_geo_dismax_function_score_collapse_and_ttl(client):
+    from tablestore.metadata import (Collapse, DisMaxQuery, FieldValueFactor, FunctionScoreQuery,
+                                     GeoBoundingBoxQuery, GeoDistanceQuery, GeoPolygonQuery,
+                                     ScoreSort)
+    for i in range(30):
+        client.put_row("t", Row([("id", i)], [("g", "%f,%f" % (30 + 0.01 * i, 120.0)),
+                                              ("n", i), ("tag", "t%d" % (i % 3))]), IGNORE)
+    client.create_search_index("t", "idx", SearchIndexMeta([
+        FieldSchema("g", FieldType.GEOPOINT), FieldSchema("n", FieldType.LONG),
+        FieldSchema("tag", FieldType.KEYWORD)]))
+    assert client.wait_for_search_index("t", "idx")
+    # 0.01 degree of latitude is ~1,112 m
+    assert sorted(ids(client, GeoDistanceQuery("g", "30.0,120.0", 3000))[0]) == [0, 1, 2]
+    assert sorted(ids(client, GeoBoundingBoxQuery("g", "30.105,119.9", "30.085,120.1"))[0]) == \
+        [9, 10]
+    assert sorted(ids(client, GeoPolygonQuery("g", ["30.195,119.0", "30.195,121.0",
+                                                    "30.215,120.0"]))[0]) == [20, 21]
+    found, _ = ids(client, DisMaxQuery([TermQuery("tag", "t1"), TermQuery("n", 0)]))
+    assert sorted(found) == sorted([0] + [i for i in range(30) if i % 3 == 1])
+    found, _ = ids(client, FunctionScoreQuery(RangeQuery("n", 5, 9), FieldValueFactor("n")),
+                   Sort([ScoreSort()]))
+    assert found == [8, 7, 6, 5]
+    resp = client.search("t", "idx", SearchQuery(MatchAllQuery(), limit=100,
+                                                 collapse_field=Collapse("tag")),
+                         ColumnsToGet(return_type=ColumnReturnType.NONE))
+    assert [r[0][0][1] for r in resp.rows] == [0, 1, 2]
+    # the index's TTL: rows whose newest cell is older are not found
+    client.update_search_index("t", "idx", SearchIndexMeta([], time_to_live=86400))
+    client.update_table("t", TableOptions(max_time_deviation=10 * 86400))
+    old = int(__import__("time").time() * 1000) - 2 * 86400 * 1000
+    client.put_row("t", Row([("id", 99)], [("n", 99, old)]), IGNORE)
+    assert client.wait_for_search_index("t", "idx")
+    assert 99 not in ids(client, MatchAllQuery())[0]

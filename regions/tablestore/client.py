@@ -590,9 +590,12 @@ class OTSClient:
             raise service_error("search_limit", limit=limit, max=MAX_SEARCH_LIMIT)
         if not isinstance(offset, int) or offset < 0 or offset + limit > MAX_OFFSET_LIMIT:
             raise service_error("search_offset", offset=offset, max=MAX_OFFSET_LIMIT)
-        hits, total, token = engine.search(search_query.query, search_query.sort, offset, limit,
-                                           search_query.next_token or None)
         schema = self._schemas[name]
+        ttls = [t for t in (definition.ttl, schema.ttl) if t is not None and t > 0]
+        collapse = getattr(getattr(search_query, "collapse", None), "field_name", None)
+        hits, total, token = engine.search(search_query.query, search_query.sort, offset, limit,
+                                           search_query.next_token or None,
+                                           min(ttls) if ttls else -1, collapse)
         rows, search_hits = [], []
         for row_key, score in hits:
             row = self._search_row(name, schema, definition, row_key, columns_to_get)

@@ -273,6 +273,8 @@ ERRORS = {
     "search_limit": _P + ("The limit must be in [0, {max}]: {limit}.",),
     "search_offset": _P + ("offset + limit must be at most {max}: offset {offset}.",),
     "search_token_invalid": _P + ("Invalid next_token.",),
+    "search_top_k": _P + ("top_k must be in [1, {max}]: {top_k}.",),
+    "search_geo_point": _P + ("Invalid geo point: {point} (\"lat,lon\").",),
     # streams (streams.py)
     "stream_expiration": _P + ("The expiration time of a stream must be in [{low}, {high}] "
                                "hours: {value}.",),  # (ours)

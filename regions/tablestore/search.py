@@ -56,7 +56,8 @@ SEARCH_ATTRIBUTE = "search_index"  # the key of the index's record in that table
 MAX_SEARCH_INDEXES = 5             # per table (assumed like secondary indexes; see docs)
 DEFAULT_LIMIT = 10                 # rows a Search returns without a limit
 MAX_LIMIT = 100
-MAX_OFFSET_LIMIT = 2000            # offset + limit (paging past it: next_token)
+MAX_OFFSET_LIMIT = 100_000         # offset + limit (paging past it: next_token)
+MAX_TOP_K = 1000                   # KnnVectorQuery's top_k
 _COMMIT_EVERY = 1000               # back-filled rows between two commits and saved cursors
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -200,6 +201,7 @@ class Engine:
         sb = tv.SchemaBuilder()
         sb.add_text_field("_pk", stored=True, tokenizer_name="raw")
         sb.add_text_field("_has", tokenizer_name="raw")
+        sb.add_integer_field("_ts", stored=True, indexed=True, fast=True)   # newest cell (ms)
         self._names = {}                 # index field name -> tantivy field name
         for i, f in enumerate(definition.fields):
             tname = self._names[f.name] = "f%d" % i
@@ -236,6 +238,7 @@ class Engine:
         {column: [(ts, value)]} (newest first)."""
         doc = self._tv.Document()
         doc.add_text("_pk", row_key.hex())
+        doc.add_integer("_ts", max((v[0][0] for v in live.values() if v), default=0))
         for f in self.definition.fields:
             value = pk_values[f.name] if f.name in pk_values else (
                 live[f.name][0][1] if live.get(f.name) else None)
@@ -281,23 +284,46 @@ class Engine:
             self._writer.wait_merging_threads()
 
     # -- reading ------------------------------------------------------------------
-    def search(self, query, sort=None, offset=0, limit=DEFAULT_LIMIT, token=None):
+    def search(self, query, sort=None, offset=0, limit=DEFAULT_LIMIT, token=None, ttl=-1,
+               collapse=None):
         """(row keys with scores [(row_key, score)], total count, next token) of
-        ``query`` sorted by ``sort`` (the SDK's Sort or None: by primary key,
-        or by score for a scoring query), ``offset``/``limit`` or ``token``."""
+        ``query`` sorted by ``sort`` (the SDK's Sort or None: by primary key),
+        ``offset``/``limit`` or ``token``; rows whose newest cell is older than
+        ``ttl`` seconds (the index's or the table's TTL) are not there;
+        ``collapse``: a field, the first row of each of its values only."""
         searcher = self.index.searcher()
         tq, vector = self._query(query)
+        if ttl is not None and ttl > 0:
+            cutoff = int(time.time() * 1000) - ttl * 1000
+            tq = self._tv.Query.boolean_query([
+                (self._tv.Occur.Must, tq),
+                (self._tv.Occur.Must, self._tv.Query.range_query(
+                    self.schema, "_ts", self._tv.FieldType.Integer, cutoff, _INT_MAX))])
         n = max(1, searcher.num_docs)
         result = searcher.search(tq, limit=n, count=True)
+        factor = (self._names[self.definition.field(query.field_value_factor.field_name).name]
+                  if type(query).__name__ == "FunctionScoreQuery" else None)
         hits = []
         for score, address in result.hits:
             doc = searcher.doc(address).to_dict()
+            if factor is not None:        # the row's score: the field's value
+                score = float((doc.get(factor) or [0])[0])
             hits.append((bytes.fromhex(doc["_pk"][0]), score, doc))
         if vector is not None:
-            hits = self._knn(vector, hits)
+            field, q, top_k, metric, min_score = vector
+            hits = self._knn((field, q, max(top_k, offset + limit), metric, min_score), hits)
         keys = self._sort_keys(sort, query, vector is not None)
         for key_fn, reverse in reversed(keys):
             hits.sort(key=key_fn, reverse=reverse)
+        if collapse is not None:
+            tname, seen, kept = self._names[self.definition.field(collapse).name], set(), []
+            for h in hits:
+                value = tuple(h[2].get(tname) or ())
+                if value and value in seen:
+                    continue
+                seen.add(value)
+                kept.append(h)
+            hits = kept
         total = len(hits)
         start = offset
         if token is not None:
@@ -333,9 +359,9 @@ class Engine:
     def _sort_keys(self, sort, query, knn):
         sorters = list(getattr(sort, "sorters", None) or ())
         if not sorters:
-            scoring = knn or type(query).__name__ in ("MatchQuery", "MatchPhraseQuery",
-                                                      "FunctionScoreQuery", "KnnVectorQuery")
-            return [((lambda h: h[1]), True)] if scoring else [((lambda h: h[0]), False)]
+            # the index's sort, by primary key ascending: relevance is never
+            # the default (the service's docs; a ScoreSort asks for it)
+            return [((lambda h: h[0]), False)]
         out = []
         for s in sorters:
             kind = type(s).__name__
@@ -358,7 +384,7 @@ class Engine:
 
     def _knn(self, vector, hits):
         np = _numpy()
-        field, q, top_k, metric = vector
+        field, q, top_k, metric, min_score = vector
         tname = self._names[field.name]
         keep, mats = [], []
         for h in hits:
@@ -371,7 +397,8 @@ class Engine:
         m = np.vstack(mats)
         scores = _vector_scores(np, m, q, metric)
         order = np.argsort(-scores, kind="stable")[:top_k]
-        return [(keep[i][0], float(scores[i]), keep[i][2]) for i in order]
+        return [(keep[i][0], float(scores[i]), keep[i][2]) for i in order
+                if min_score is None or scores[i] >= min_score]
 
     def _query(self, q):
         """(tantivy query, vector search or None) of the SDK's query ``q``."""
@@ -391,11 +418,20 @@ class Engine:
             base = self._query(q.filter)[0] if getattr(q, "filter", None) is not None \
                 else tv.Query.all_query()
             top_k = q.top_k if q.top_k is not None else DEFAULT_LIMIT
-            return base, (f, vec, top_k, f.metric)
+            if not isinstance(top_k, int) or not 0 < top_k <= MAX_TOP_K:
+                raise service_error("search_top_k", top_k=top_k, max=MAX_TOP_K)
+            return base, (f, vec, top_k, f.metric, getattr(q, "min_score", None))
         if kind == "BoolQuery":
             return self._bool(q), None
         if kind == "ConstScoreQuery":
             return tv.Query.const_score_query(self._query(q.filter)[0], 1.0), None
+        if kind == "FunctionScoreQuery":       # its score: search() (at the top)
+            return self._query(q.query)[0], None
+        if kind == "DisMaxQuery":
+            return tv.Query.disjunction_max_query([self._query(s)[0] for s in q.queries or ()],
+                                                  q.tie_breaker), None
+        if kind in ("GeoDistanceQuery", "GeoBoundingBoxQuery", "GeoPolygonQuery"):
+            return self._geo(kind, q), None
         if kind == "ExistsQuery":
             self.definition.field(q.field_name)
             return tv.Query.term_query(schema, "_has", q.field_name), None
@@ -429,6 +465,49 @@ class Engine:
             return tv.Query.boolean_query([(occur, tv.Query.term_query(schema, tname, w))
                                            for w in words]), None
         raise service_error("search_query_unsupported", query=kind)
+
+    def _geo(self, kind, q):
+        """A geo query: the rows whose point is inside, found through the
+        latitude/longitude fields' ranges (a bounding box) and checked
+        exactly, as a set of row keys."""
+        tv = self._tv
+        f = self.definition.field(q.field_name)
+        if f.type != "GEO_POINT":
+            raise service_error("search_query_field_type", query=kind, field=f.name)
+        tname = self._names[f.name]
+        if kind == "GeoDistanceQuery":
+            lat, lon = _point(q.center_point)
+            radius = float(q.distance)
+            dlat = math.degrees(radius / _EARTH_M)
+            dlon = dlat / max(math.cos(math.radians(lat)), 1e-9)
+            box = (lat - dlat, lat + dlat, lon - dlon, lon + dlon)
+            inside = lambda a, b: _haversine(lat, lon, a, b) <= radius  # noqa: E731
+        elif kind == "GeoBoundingBoxQuery":
+            top, left = _point(q.top_left)
+            bottom, right = _point(q.bottom_right)
+            box = (bottom, top, left, right)
+            inside = lambda a, b: True  # noqa: E731
+        else:
+            poly = [_point(p) for p in q.points]
+            box = (min(p[0] for p in poly), max(p[0] for p in poly),
+                   min(p[1] for p in poly), max(p[1] for p in poly))
+            inside = lambda a, b: _in_polygon(a, b, poly)  # noqa: E731
+        ranges = tv.Query.boolean_query([
+            (tv.Occur.Must, tv.Query.range_query(self.schema, tname + "_lat", tv.FieldType.Float,
+                                                 box[0], box[1])),
+            (tv.Occur.Must, tv.Query.range_query(self.schema, tname + "_lon", tv.FieldType.Float,
+                                                 box[2], box[3]))])
+        searcher = self.index.searcher()
+        keys = []
+        for _, address in searcher.search(ranges, limit=max(1, searcher.num_docs)).hits:
+            doc = searcher.doc(address).to_dict()
+            if any(inside(a, b) for a, b in zip(doc.get(tname + "_lat", ()),
+                                                doc.get(tname + "_lon", ()))):
+                keys.append(doc["_pk"][0])
+        if not keys:
+            return tv.Query.boolean_query([(tv.Occur.Must, tv.Query.all_query()),
+                                           (tv.Occur.MustNot, tv.Query.all_query())])
+        return tv.Query.term_set_query(self.schema, "_pk", keys)
 
     def _term(self, f, tname, value):
         tv = self._tv
@@ -624,6 +703,35 @@ def _tokens(f, text):
         else:
             out.append(w if f.params.get("case_sensitive") else w.lower())
     return out
+
+
+_EARTH_M = 6_371_008.8
+
+
+def _point(text):
+    try:
+        lat, lon = (float(x) for x in str(text).split(","))
+    except ValueError:
+        raise service_error("search_geo_point", point=text) from None
+    return lat, lon
+
+
+def _haversine(lat1, lon1, lat2, lon2):
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lon2 - lon1)
+    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * _EARTH_M * math.asin(min(1.0, math.sqrt(a)))
+
+
+def _in_polygon(lat, lon, poly):
+    """Ray casting over (lat, lon) vertices."""
+    inside = False
+    for (a_lat, a_lon), (b_lat, b_lon) in zip(poly, poly[1:] + poly[:1]):
+        if (a_lon > lon) != (b_lon > lon):
+            cross = a_lat + (lon - a_lon) * (b_lat - a_lat) / (b_lon - a_lon)
+            if lat < cross:
+                inside = not inside
+    return inside
 
 
 def _wildcard_regex(pattern):
