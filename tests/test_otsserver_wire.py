@@ -135,6 +135,22 @@ def _requests():
         ("AddDefinedColumn", add_column),
         ("DeleteDefinedColumn", pb.DeleteDefinedColumnRequest(table_name="t", columns=["j"])),
         ("ListSearchIndex", spb.ListSearchIndexRequest(table_name="t")),
+        ("CreateSearchIndex", search_index_request()),
+        ("ListSearchIndex", spb.ListSearchIndexRequest()),
+        ("DescribeSearchIndex", spb.DescribeSearchIndexRequest(
+            table_name="t", index_name="s", include_sync_stat=True)),
+        ("UpdateSearchIndex", spb.UpdateSearchIndexRequest(table_name="t", index_name="s",
+                                                           time_to_live=2 * 86400)),
+        ("Search", search_request()),
+        ("ComputeSplits", spb.ComputeSplitsRequest(
+            table_name="t", search_index_splits_options=spb.SearchIndexSplitsOptions(
+                index_name="s"))),
+        ("ParallelScan", lambda got: spb.ParallelScanRequest(
+            table_name="t", index_name="s", session_id=got["ComputeSplits"][-1].session_id,
+            scan_query=spb.ScanQuery(
+                query=spb.Query(type=spb.MATCH_ALL_QUERY), limit=10, alive_time=30,
+                current_parallel_id=0, max_parallel=1).SerializeToString())),
+        ("DeleteSearchIndex", spb.DeleteSearchIndexRequest(table_name="t", index_name="s")),
         ("StartLocalTransaction", pb.StartLocalTransactionRequest(
             table_name="t", key=cv.CODEC.encode_row([("gid", 5)]))),
         ("CommitTransaction", None),                   # the transaction just started
@@ -156,8 +172,29 @@ def _requests():
     ]
 
 
+def search_index_request():
+    schema = spb.IndexSchema()
+    schema.field_schemas.add(field_name="i", field_type=spb.LONG, enable_sort_and_agg=True)
+    schema.field_schemas.add(field_name="j", field_type=spb.TEXT, analyzer="split",
+                             analyzer_parameter=spb.SplitAnalyzerParameter(
+                                 delimiter=",").SerializeToString())
+    return spb.CreateSearchIndexRequest(table_name="t", index_name="s", schema=schema)
+
+
+def search_request():
+    term = spb.TermQuery(field_name="i", term=cv.CODEC.encode_variant(2))
+    query = spb.SearchQuery(query=spb.Query(type=spb.TERM_QUERY, query=term.SerializeToString()),
+                            limit=10, get_total_count=True)
+    return spb.SearchRequest(table_name="t", index_name="s", search_query=query.SerializeToString(),
+                             columns_to_get=spb.ColumnsToGet(return_type=spb.RETURN_ALL))
+
+
+SEARCH_APIS = ("ListSearchIndex", "CreateSearchIndex", "DescribeSearchIndex", "UpdateSearchIndex",
+               "DeleteSearchIndex", "Search", "ComputeSplits", "ParallelScan")
+
+
 def response_class(api):
-    module = spb if api == "ListSearchIndex" else pb
+    module = spb if api in SEARCH_APIS else pb
     return getattr(module, api + "Response")
 
 
@@ -189,6 +226,15 @@ def test_every_api_answers_a_response_complete_by_the_services_proto():
     assert [r.action_type for r in answered["GetStreamRecord"][0].stream_records] == [pb.PUT_ROW]
     assert all(r.table_status == pb.ACTIVE for r in answered["DescribeTable"])
     assert [r.is_ok for t in answered["BatchWriteRow"] for r in t.tables[0].rows] == [True] * 4
+    assert [[(i.table_name, i.index_name) for i in r.indices] for r in answered["ListSearchIndex"]] \
+        == [[], [("t", "s")]]
+    described = answered["DescribeSearchIndex"][0]
+    assert [f.field_name for f in described.schema.field_schemas] == ["i", "j"]
+    # (the analyzer's parameters are not in the embedded describe yet: search.py's gap)
+    assert described.schema.field_schemas[1].analyzer == "split"
+    assert described.HasField("sync_stat")
+    found = answered["Search"][0]
+    assert len(found.rows) == len(found.search_hits) and found.is_all_succeed
     plain, matrix = answered["GetRange"]
     assert not plain.HasField("data_block_type")
     assert matrix.data_block_type == pb.DBT_SIMPLE_ROW_MATRIX

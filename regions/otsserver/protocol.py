@@ -9,12 +9,16 @@ become ``WireError`` with the same status, code and message; the data API's
 client-side checks (``OTSClientError``: what the SDK would have refused before
 sending) become 400 OTSParameterInvalid.
 
-Thread-safety: as thread-safe as the client (which is); handlers keep no state.
+Thread-safety: as thread-safe as the client (which is); handlers keep no
+state but the last time each search index was seen in sync (under a lock:
+DescribeSearchIndex's ``current_sync_timestamp``).
 Ownership: the service owns the client and closes it in ``close()``.
 """
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 from tablestore.protobuf import search_pb2 as spb
 
@@ -22,6 +26,7 @@ from lsm.errors import CorruptionError
 
 from regions.otsserver import convert as cv
 from regions.otsserver import errors
+from regions.otsserver import searchwire as sw
 from regions.otsserver import wire as pb
 from regions.tablestore import metadata as md
 from regions.tablestore.errors import OTSClientError, OTSServiceError, service_error
@@ -41,6 +46,8 @@ class TablestoreService:
 
     def __init__(self, client):
         self.client = client
+        self._synced = {}           # (table, search index) -> µs it was last seen in sync
+        self._synced_lock = threading.Lock()
         self._handlers = {
             "CreateTable": self.create_table, "DeleteTable": self.delete_table,
             "ListTable": self.list_table, "DescribeTable": self.describe_table,
@@ -50,7 +57,13 @@ class TablestoreService:
             "GetRange": self.get_range, "CreateIndex": self.create_index,
             "DropIndex": self.drop_index, "AddDefinedColumn": self.add_defined_column,
             "DeleteDefinedColumn": self.delete_defined_column,
+            "CreateSearchIndex": self.create_search_index,
+            "DescribeSearchIndex": self.describe_search_index,
             "ListSearchIndex": self.list_search_index,
+            "UpdateSearchIndex": self.update_search_index,
+            "DeleteSearchIndex": self.delete_search_index,
+            "Search": self.search,
+            "ComputeSplits": self.compute_splits, "ParallelScan": self.parallel_scan,
             "StartLocalTransaction": self.start_local_transaction,
             "CommitTransaction": self.commit_transaction,
             "AbortTransaction": self.abort_transaction,
@@ -213,9 +226,89 @@ class TablestoreService:
         self.client.delete_defined_column(req.table_name, list(req.columns))
         return pb.DeleteDefinedColumnResponse()
 
+    # ------------------------------------------------------ search indexes
+    def create_search_index(self, body):
+        req = cv.parse(spb.CreateSearchIndexRequest, body)
+        self.client.create_search_index(req.table_name, req.index_name, sw.index_meta(req))
+        with self._synced_lock:
+            self._synced.pop((req.table_name, req.index_name), None)
+        return spb.CreateSearchIndexResponse()
+
+    def describe_search_index(self, body):
+        req = cv.parse(spb.DescribeSearchIndexRequest, body)
+        include = req.include_sync_stat if req.HasField("include_sync_stat") else True
+        meta, stat = self.client.describe_search_index(req.table_name, req.index_name, include)
+        resp = spb.DescribeSearchIndexResponse()
+        sw.fill_index_schema(resp.schema, meta)
+        if stat is not None:
+            sw.fill_sync_stat(resp.sync_stat, stat, self._sync_point(req.table_name,
+                                                                     req.index_name, stat))
+        resp.time_to_live = meta.time_to_live if meta.time_to_live is not None else -1
+        return resp
+
+    def _sync_point(self, table, index, stat):
+        """``current_sync_timestamp`` (µs) as the service means it: every write
+        acknowledged before it is in the index.  Now, when the index is in
+        phase INCR and holds every write so far; else the last such time seen
+        (0 before any, and in phase FULL)."""
+        now = time.time_ns() // 1000          # taken before the check: a lower bound
+        key = (table, index)
+        if sw.in_incr(stat) and \
+                self.client.wait_for_search_index(table, index, timeout=0.01):
+            with self._synced_lock:
+                self._synced[key] = max(now, self._synced.get(key, 0))
+                return self._synced[key]
+        with self._synced_lock:
+            if not sw.in_incr(stat):
+                self._synced.pop(key, None)
+            return self._synced.get(key, 0)
+
     def list_search_index(self, body):
-        cv.parse(spb.ListSearchIndexRequest, body)
-        return spb.ListSearchIndexResponse()
+        req = cv.parse(spb.ListSearchIndexRequest, body)
+        resp = spb.ListSearchIndexResponse()
+        for table, index in self.client.list_search_index(cv.optional(req, "table_name")):
+            resp.indices.add(table_name=table, index_name=index)
+        return resp
+
+    def update_search_index(self, body):
+        req = cv.parse(spb.UpdateSearchIndexRequest, body)
+        self.client.update_search_index(req.table_name, req.index_name, sw.update_meta(req))
+        return spb.UpdateSearchIndexResponse()
+
+    def delete_search_index(self, body):
+        req = cv.parse(spb.DeleteSearchIndexRequest, body)
+        self.client.delete_search_index(req.table_name, req.index_name)
+        with self._synced_lock:
+            self._synced.pop((req.table_name, req.index_name), None)
+        return spb.DeleteSearchIndexResponse()
+
+    def search(self, body):
+        req = cv.parse(spb.SearchRequest, body)
+        result = self.client.search(req.table_name, req.index_name,
+                                    sw.search_query(req.search_query), sw.columns_to_get(req),
+                                    routing_keys=sw.routing_keys(req), timeout_s=sw.timeout_s(req))
+        resp = spb.SearchResponse()
+        sw.fill_search_response(resp, result)
+        return resp
+
+    def compute_splits(self, body):
+        req = cv.parse(spb.ComputeSplitsRequest, body)
+        index = req.search_index_splits_options.index_name \
+            if req.HasField("search_index_splits_options") else None
+        resp = spb.ComputeSplitsResponse()
+        sw.fill_compute_splits(resp, self.client.compute_splits(req.table_name, index))
+        return resp
+
+    def parallel_scan(self, body):
+        req = cv.parse(spb.ParallelScanRequest, body)
+        if not req.HasField("scan_query"):
+            raise errors.parameter_invalid("ParallelScan needs a scan_query.")
+        result = self.client.parallel_scan(req.table_name, req.index_name,
+                                           sw.scan_query(req.scan_query), sw.session_id(req),
+                                           sw.columns_to_get(req), timeout_s=sw.timeout_s(req))
+        resp = spb.ParallelScanResponse()
+        sw.fill_parallel_scan(resp, result)
+        return resp
 
     # ---------------------------------------------------------- single row
     def get_row(self, body):
