@@ -306,3 +306,29 @@ def test_geo_dismax_function_score_collapse_and_ttl(client):
     client.put_row("t", Row([("id", 99)], [("n", 99, old)]), IGNORE)
     assert client.wait_for_search_index("t", "idx")
     assert 99 not in ids(client, MatchAllQuery())[0]
+
+
+@pytest.mark.parametrize("analyzer, params, text, query, hit", [
+    (AnalyzerType.SINGLEWORD, None, "Hang Zhou", "hang", True),
+    (AnalyzerType.SINGLEWORD, None, "表格存储", "格", True),
+    ("single_word", {"case_sensitive": True}, "Hang Zhou", "hang", False),
+    ("single_word", {"delimit_word": True}, "iPhone6", "6", True),
+    ("single_word", None, "iPhone6", "6", False),
+    (AnalyzerType.MAXWORD, None, "菊花茶很好喝", "花茶", True),
+    (AnalyzerType.MINWORD, None, "菊花茶很好喝", "花茶", False),
+    (AnalyzerType.MINWORD, None, "菊花茶很好喝", "菊花茶", True),
+    (AnalyzerType.SPLIT, {"delimiter": ","}, "a b,c", "a b", True),
+    (AnalyzerType.SPLIT, {"delimiter": ","}, "a b,c", "a", False),
+    (AnalyzerType.FUZZY, {"min_chars": 2, "max_chars": 3}, "Tablestore", "abl", True),
+])
+def test_analyzers_tokenize_as_the_service_describes(client, analyzer, params, text, query, hit):
+    from tablestore.metadata import (FuzzyAnalyzerParameter, SingleWordAnalyzerParameter,
+                                     SplitAnalyzerParameter)
+    kinds = {"single_word": SingleWordAnalyzerParameter, "split": SplitAnalyzerParameter,
+             "fuzzy": FuzzyAnalyzerParameter}
+    parameter = kinds[analyzer](**params) if params else None
+    client.put_row("t", Row([("id", 1)], [("s", text)]), IGNORE)
+    client.create_search_index("t", "idx", SearchIndexMeta([FieldSchema(
+        "s", FieldType.TEXT, analyzer=analyzer, analyzer_parameter=parameter)]))
+    assert client.wait_for_search_index("t", "idx")
+    assert ids(client, MatchPhraseQuery("s", query))[0] == ([1] if hit else [])

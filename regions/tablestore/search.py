@@ -213,8 +213,9 @@ class Engine:
                 sb.add_boolean_field(tname, stored=True, indexed=True, fast=True)
             elif f.type == "KEYWORD":
                 sb.add_text_field(tname, stored=True, tokenizer_name="raw", fast=True)
-            elif f.type == "TEXT":
-                sb.add_text_field(tname, stored=True, tokenizer_name=_tokenizer(f))
+            elif f.type == "TEXT":           # tokens are ours (_tokens), joined by spaces
+                sb.add_text_field(tname, stored=True, tokenizer_name="whitespace")
+                sb.add_text_field(tname + "_raw", stored=True, tokenizer_name="raw")
             elif f.type == "GEO_POINT":
                 sb.add_text_field(tname, stored=True, tokenizer_name="raw")
                 sb.add_float_field(tname + "_lat", stored=True, indexed=True, fast=True)
@@ -451,19 +452,22 @@ class Engine:
                        else _wildcard_regex(q.value))
             return tv.Query.regex_query(schema, tname, pattern), None
         if kind in ("MatchQuery", "MatchPhraseQuery"):
-            if f.type not in ("TEXT", "KEYWORD"):
+            if f.type != "TEXT":               # a keyword (or number) matches whole
                 return self._term(f, tname, q.text), None
-            words = _tokens(f, q.text)
+            words = [w.replace(" ", _SPACE) for w in _tokens(f, q.text)]
             if not words:
-                return tv.Query.boolean_query([]), None
+                return _nothing(tv), None
             if kind == "MatchPhraseQuery":
                 if len(words) == 1:
                     return tv.Query.term_query(schema, tname, words[0]), None
                 return tv.Query.phrase_query(schema, tname, words), None
-            and_op = _enum_name(getattr(q, "operator", None), _OPERATORS) == "AND"
-            occur = tv.Occur.Must if and_op else tv.Occur.Should
-            return tv.Query.boolean_query([(occur, tv.Query.term_query(schema, tname, w))
-                                           for w in words]), None
+            terms = [tv.Query.term_query(schema, tname, w) for w in dict.fromkeys(words)]
+            if _enum_name(getattr(q, "operator", None), _OPERATORS) == "AND":
+                return tv.Query.boolean_query([(tv.Occur.Must, t) for t in terms]), None
+            msm = getattr(q, "minimum_should_match", None)
+            if isinstance(msm, int) and msm > 1:
+                return self._at_least(terms, msm), None
+            return tv.Query.boolean_query([(tv.Occur.Should, t) for t in terms]), None
         raise service_error("search_query_unsupported", query=kind)
 
     def _geo(self, kind, q):
@@ -505,8 +509,7 @@ class Engine:
                                                 doc.get(tname + "_lon", ()))):
                 keys.append(doc["_pk"][0])
         if not keys:
-            return tv.Query.boolean_query([(tv.Occur.Must, tv.Query.all_query()),
-                                           (tv.Occur.MustNot, tv.Query.all_query())])
+            return _nothing(tv)
         return tv.Query.term_set_query(self.schema, "_pk", keys)
 
     def _term(self, f, tname, value):
@@ -582,8 +585,7 @@ class Engine:
         import itertools
         tv = self._tv
         if msm > len(should):
-            return tv.Query.boolean_query([(tv.Occur.Must, tv.Query.all_query()),
-                                           (tv.Occur.MustNot, tv.Query.all_query())])
+            return _nothing(tv)
         combos = [tv.Query.boolean_query([(tv.Occur.Must, s) for s in combo])
                   for combo in itertools.combinations(should, msm)]
         return tv.Query.boolean_query([(tv.Occur.Should, c) for c in combos])
@@ -655,6 +657,7 @@ def _add(doc, f, tname, v):
         doc.add_text(tname, v)
     elif t == "TEXT":
         doc.add_text(tname, _analyze_text(f, v))
+        doc.add_text(tname + "_raw", v)               # the text as written (highlighting)
     elif t == "GEO_POINT":
         doc.add_text(tname, v[2])
         doc.add_float(tname + "_lat", v[0])
@@ -664,27 +667,35 @@ def _add(doc, f, tname, v):
         doc.add_bytes(tname, struct.pack("<%df" % len(v), *v))
 
 
-def _tokenizer(f):
-    """The tantivy tokenizer of a TEXT field: single_word lower-cases unless
-    case_sensitive; the others are pre-tokenized by us (``_analyze_text``)
-    into whitespace-separated tokens."""
-    if f.analyzer in (None, "single_word") and not f.params.get("case_sensitive"):
-        return "default"
-    return "whitespace"
+_SPACE = "\u2581"        # stands for a space inside a token (tantivy splits on spaces)
 
 
 def _analyze_text(f, text):
-    """The text as indexed: for analyzers tantivy lacks, our tokens joined by spaces."""
-    if _tokenizer(f) == "default":
-        return text
-    return " ".join(_tokens(f, text))
+    """The text as indexed: its tokens (``_tokens``) joined by spaces, which
+    tantivy's whitespace tokenizer splits again, in order (phrase positions)."""
+    return " ".join(t.replace(" ", _SPACE) for t in _tokens(f, text))
+
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_WORD = re.compile(r"[^\W_]+")
+_LETTERS_DIGITS = re.compile(r"[^\W\d_]+|\d+")
 
 
 def _tokens(f, text):
-    """The tokens of ``text`` by field ``f``'s analyzer (a query's words go
-    through the same analyzer as the field)."""
-    if f.type == "KEYWORD":
-        return [text]
+    """The tokens of ``text`` by field ``f``'s analyzer, as the service
+    describes each (docs/search.md); a query's text goes through the same.
+
+    - single_word: words split at whitespace and punctuation, each CJK
+      character a word; lower-cased unless ``case_sensitive``; with
+      ``delimit_word``, letters and digits apart ("iPhone6": iphone, 6).
+    - max_word / min_word: Chinese segmented by jieba's dictionary (rjieba):
+      max_word every dictionary word it finds, overlapping (jieba's search
+      mode: 菊花茶 -> 菊花, 花茶, 菊花茶), min_word the fewest (its precise
+      mode); other words as single_word; lower-cased.
+    - split: the text split at ``delimiter`` (default a space), as written.
+    - fuzzy: every substring of ``min_chars`` to ``max_chars`` characters
+      (n-grams), lower-cased.
+    """
     analyzer = f.analyzer or "single_word"
     if analyzer == "split":
         delimiter = f.params.get("delimiter") or " "
@@ -693,16 +704,38 @@ def _tokens(f, text):
         lo, hi = f.params.get("min_chars", 1), f.params.get("max_chars", 7)
         low = text.lower()
         return sorted({low[i:i + n] for n in range(lo, hi + 1) for i in range(len(low) - n + 1)})
-    words = re.findall(r"[^\W_]+", text)
+    case = analyzer == "single_word" and f.params.get("case_sensitive")
+    split_digits = analyzer == "single_word" and f.params.get("delimit_word")
     out = []
-    for w in words:
-        # CJK characters are single words (single_word); the word analyzers
-        # (max_word, min_word) would segment them with a dictionary (jieba)
-        if re.search(r"[\u4e00-\u9fff]", w):
-            out += list(w)
-        else:
-            out.append(w if f.params.get("case_sensitive") else w.lower())
+    for w in _WORD.findall(text):
+        if _CJK.search(w):
+            if analyzer in ("max_word", "min_word"):
+                jieba = _jieba()
+                parts = jieba.cut_for_search(w) if analyzer == "max_word" else jieba.cut(w)
+                out += [p.lower() for p in parts if _WORD.fullmatch(p)]
+            else:
+                out += [p.lower() for p in _split_cjk(w)]
+            continue
+        for part in (_LETTERS_DIGITS.findall(w) if split_digits else (w,)):
+            out.append(part if case else part.lower())
     return out
+
+
+def _split_cjk(word):
+    """single_word: each CJK character alone, runs of other characters kept."""
+    return [m for m in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]|[^\u3400-\u9fff\uf900-\ufaff]+",
+                                  word)]
+
+
+def _jieba():
+    from regions.extras import require
+    return require("rjieba", "The max_word and min_word analyzers")
+
+
+def _nothing(tv):
+    """A query no document matches."""
+    return tv.Query.boolean_query([(tv.Occur.Must, tv.Query.all_query()),
+                                   (tv.Occur.MustNot, tv.Query.all_query())])
 
 
 _EARTH_M = 6_371_008.8
