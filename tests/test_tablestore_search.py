@@ -332,3 +332,28 @@ def test_analyzers_tokenize_as_the_service_describes(client, analyzer, params, t
         "s", FieldType.TEXT, analyzer=analyzer, analyzer_parameter=parameter)]))
     assert client.wait_for_search_index("t", "idx")
     assert ids(client, MatchPhraseQuery("s", query))[0] == ([1] if hit else [])
+
+
+def test_highlight_wraps_the_query_words_in_the_field_as_written(client):
+    from tablestore.metadata import Highlight, HighlightParameter
+    client.put_row("t", Row([("id", 1)], [("title", "菊花茶是一款大部分人都适合的经典花茶"),
+                                          ("plain", "x")]), IGNORE)
+    client.put_row("t", Row([("id", 2)], [("title", "The Quick brown fox")]), IGNORE)
+    client.create_search_index("t", "idx", SearchIndexMeta([
+        FieldSchema("title", FieldType.TEXT, analyzer=AnalyzerType.MAXWORD,
+                    enable_highlighting=True),
+        FieldSchema("plain", FieldType.TEXT)]))
+    assert client.wait_for_search_index("t", "idx")
+
+    def fragments(query, field="title", size=18):
+        resp = client.search("t", "idx", SearchQuery(query, highlight=Highlight(
+            [HighlightParameter(field, 1, size, "<b>", "</b>")])))
+        return [[f.field_fragments for f in h.highlight_result.highlight_fields]
+                for h in resp.search_hits]
+    assert fragments(MatchQuery("title", "花茶")) == [[["菊<b>花茶</b>是一款大部分人都适合的经典<b>花茶</b>"]]]
+    assert fragments(MatchQuery("title", "quick"), size=40) == [[["The <b>Quick</b> brown fox"]]]
+    with pytest.raises(OTSServiceError) as e:
+        fragments(MatchQuery("plain", "x"), "plain")
+    assert e.value.message == "highlighting is not supported for field[plain]"
+    meta, _ = client.describe_search_index("t", "idx")
+    assert [f.enable_highlighting for f in meta.fields] == [True, False]

@@ -596,14 +596,17 @@ class OTSClient:
         hits, total, token = engine.search(search_query.query, search_query.sort, offset, limit,
                                            search_query.next_token or None,
                                            min(ttls) if ttls else -1, collapse)
+        highlight = getattr(getattr(search_query, "highlight", None), "highlight_parameters",
+                            None)
         rows, search_hits = [], []
-        for row_key, score in hits:
+        for row_key, score, doc in hits:
             row = self._search_row(name, schema, definition, row_key, columns_to_get)
             if row is None:
                 continue                 # deleted since the index saw it
             rows.append(row)
-            search_hits.append(SearchHit(row, score))
-        return SearchResponse(rows, [], [], token, True,
+            search_hits.append(SearchHit(row, score, engine.highlight(
+                search_query.query, doc, highlight) if highlight else None))
+        return SearchResponse(rows, [], [], token or b"", True,
                               total if search_query.get_total_count else -1, search_hits)
 
     def compute_splits(self, table_name, index_name):

@@ -275,6 +275,9 @@ ERRORS = {
     "search_token_invalid": _P + ("Invalid next_token.",),
     "search_top_k": _P + ("top_k must be in [1, {max}]: {top_k}.",),
     "search_geo_point": _P + ("Invalid geo point: {point} (\"lat,lon\").",),
+    # (the vendor's full_text_search_test)
+    "search_highlight_field": _P + ("highlighting is not supported for field[{field}]",),
+    "search_highlight_not_text": _P + ("enable_highlighting is only for TEXT fields: {field}.",),
     # streams (streams.py)
     "stream_expiration": _P + ("The expiration time of a stream must be in [{low}, {high}] "
                                "hours: {value}.",),  # (ours)

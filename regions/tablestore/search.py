@@ -85,11 +85,13 @@ class FieldDef:
     """One field of a search index, from the SDK's FieldSchema."""
 
     __slots__ = ("name", "type", "is_array", "analyzer", "params", "sortable", "store", "index",
-                 "dimension", "metric", "date_formats")
+                 "dimension", "metric", "date_formats", "highlight")
 
     def __init__(self, name, type, is_array=False, analyzer=None, params=None, sortable=None,
-                 store=True, index=True, dimension=None, metric=None, date_formats=()):
+                 store=True, index=True, dimension=None, metric=None, date_formats=(),
+                 highlight=False):
         self.name, self.type, self.is_array = name, type, bool(is_array)
+        self.highlight = bool(highlight)
         self.analyzer, self.params = analyzer, dict(params or {})
         self.sortable = (type not in ("TEXT", "VECTOR")) if sortable is None else bool(sortable)
         self.store, self.index = bool(store), bool(index)
@@ -176,10 +178,13 @@ def check_search_meta(index_name, base, meta, pk_names) -> SearchIndexDef:
         sortable = schema.enable_sort_and_agg
         if kind in ("TEXT", "VECTOR") and sortable:
             raise service_error("search_sort_on_text", field=name)
+        highlight = bool(getattr(schema, "enable_highlighting", False))
+        if highlight and kind != "TEXT":
+            raise service_error("search_highlight_not_text", field=name)
         fields.append(FieldDef(name, kind, schema.is_array, analyzer, params, sortable,
                                True if schema.store is None else schema.store,
                                True if schema.index is None else schema.index, dimension, metric,
-                               getattr(schema, "date_formats", None) or ()))
+                               getattr(schema, "date_formats", None) or (), highlight))
     if not fields:
         raise service_error("search_no_fields")
     ttl = meta.time_to_live if meta.time_to_live is not None else -1
@@ -333,7 +338,26 @@ class Engine:
         next_token = None
         if start + limit < total:
             next_token = _encode_token(start + limit)
-        return [(row_key, score) for row_key, score, _ in page], total, next_token
+        return [(row_key, score, doc) for row_key, score, doc in page], total, next_token
+
+    def highlight(self, query, doc, parameters):
+        """The SDK's HighlightResult of one hit (its stored document ``doc``)
+        for the Highlight's ``parameters``: each field's text as written,
+        with the query's terms on that field wrapped in the tags."""
+        sdk = _sdk()
+        out = []
+        for p in parameters:
+            f = self.definition.field(p.field_name)
+            if not f.highlight:
+                raise service_error("search_highlight_field", field=f.name)
+            text = (doc.get(self._names[f.name] + "_raw") or [""])[0]
+            words = {w for w in _query_words(query, f)}
+            fragments = _highlight(text, words, p.pre_tag or "<em>", p.post_tag or "</em>",
+                                   p.fragment_size or 100, p.number_of_fragments or 5,
+                                   not f.params.get("case_sensitive"))
+            if fragments:
+                out.append(sdk.HighlightField(f.name, fragments))
+        return sdk.HighlightResult(out)
 
     def scan(self, query, parallel_id, max_parallel, after, limit):
         """ParallelScan: up to ``limit`` row keys matching ``query`` of stream
@@ -732,6 +756,59 @@ def _jieba():
     return require("rjieba", "The max_word and min_word analyzers")
 
 
+def _query_words(query, f):
+    """The tokens the query looks for in field ``f`` (highlighting)."""
+    if query is None:
+        return []
+    kind = type(query).__name__
+    words = []
+    if getattr(query, "field_name", None) == f.name:
+        if kind in ("MatchQuery", "MatchPhraseQuery"):
+            words += _tokens(f, query.text)
+        elif kind == "TermQuery":
+            words.append(query.column_value)
+        elif kind == "TermsQuery":
+            words += list(query.column_values)
+    for attr in ("query", "filter", "must_queries", "should_queries", "filter_queries",
+                 "queries"):
+        sub = getattr(query, attr, None)
+        for q in (sub if isinstance(sub, list) else [sub] if sub is not None else []):
+            if hasattr(q, "__dict__"):
+                words += _query_words(q, f)
+    return [w for w in words if isinstance(w, str) and w]
+
+
+def _highlight(text, words, pre, post, size, count, fold):
+    """Fragments of ``text`` of about ``size`` characters around the words
+    found (longest first where they overlap), the words wrapped in tags."""
+    if not words:
+        return []
+    pattern = re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)),
+                         re.IGNORECASE if fold else 0)
+    spans = [m.span() for m in pattern.finditer(text)]
+    if not spans:
+        return []
+    fragments, start = [], None
+    for a, b in spans:
+        if start is None or b - start > size:
+            if len(fragments) == count:
+                break
+            start = max(0, a - max(0, (size - (b - a)) // 2)) if len(text) > size else 0
+            fragments.append([start, min(len(text), start + size), []])
+        fragments[-1][2].append((a, b))
+    out = []
+    for lo, hi, marks in fragments:
+        piece, pos = [], lo
+        for a, b in marks:
+            if a < pos or b > hi:
+                continue
+            piece += [text[pos:a], pre, text[a:b], post]
+            pos = b
+        piece.append(text[pos:hi])
+        out.append("".join(piece))
+    return out
+
+
 def _nothing(tv):
     """A query no document matches."""
     return tv.Query.boolean_query([(tv.Occur.Must, tv.Query.all_query()),
@@ -798,7 +875,7 @@ def _vector_scores(np, m, q, metric):
 
 
 def _encode_token(position):
-    return base64.urlsafe_b64encode(json.dumps({"offset": position}).encode()).decode()
+    return base64.urlsafe_b64encode(json.dumps({"offset": position}).encode())
 
 
 def _decode_token(token):
@@ -944,8 +1021,10 @@ def describe_search(definition, include_sync_stat=True):
                                        sdk.VectorMetricType(metrics[f.metric]), f.dimension)
         fields.append(sdk.FieldSchema(
             f.name, sdk.FieldType(kinds[f.type]), index=f.index, store=f.store,
-            is_array=f.is_array, enable_sort_and_agg=f.sortable, analyzer=f.analyzer,
-            date_formats=f.date_formats or None, vector_options=vector))
+            is_array=f.is_array, enable_sort_and_agg=f.sortable,
+            analyzer=f.analyzer if f.type != "TEXT" else (f.analyzer or "single_word"),
+            date_formats=f.date_formats or None, vector_options=vector,
+            enable_highlighting=f.highlight if f.type == "TEXT" else None))
     meta = sdk.SearchIndexMeta(fields, time_to_live=definition.ttl)
     stat = None
     if include_sync_stat:
