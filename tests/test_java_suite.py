@@ -341,6 +341,15 @@ def test_the_events_give_each_outcome_and_the_test_the_jvm_died_in():
     assert started == "APITest.testCase4" and not ended
     assert java_suite.first_line(outcomes["APITest.testCase2"][1], "APITest") == (
         "APITest.java:77: java.lang.AssertionError: expected:<1> but was:<2>")
+    # the test method's own line before a helper's of the same class
+    helper = ["org.junit.ComparisonFailure: expected:<a> but was:<b>",
+              "\tat org.junit.Assert.assertEquals(Assert.java:117)",
+              "\tat p.ParameterLegalityTest.checkException(ParameterLegalityTest.java:86)",
+              "\tat p.ParameterLegalityTest.testInvalidTableName(ParameterLegalityTest.java:140)"]
+    assert java_suite.first_line(helper, "ParameterLegalityTest", "testInvalidTableName") == (
+        "ParameterLegalityTest.java:140: org.junit.ComparisonFailure: expected:<a> but was:<b>")
+    assert java_suite.first_line(helper, "ParameterLegalityTest", "testOther").startswith(
+        "ParameterLegalityTest.java:86: ")
     # without a frame of the class: the first test-looking frame, else the message alone
     assert java_suite.first_line(["x.Boom: no", "\tat a.b.OTSHelperTest.f(OTSHelperTest.java:3)",
                                   "\tat a.b.Other.g(Other.java:4)"], "APITest") == (

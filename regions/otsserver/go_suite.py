@@ -635,7 +635,7 @@ def excluded_lines(excluded: dict) -> list:
 def report_group(title: str, names, results: dict, say, verbose: bool = False,
                  width: int = 40) -> tuple:
     """Print a group of tests: its title with the counts, then each test as
-    PASS, SKIP or FAIL (``say(lines)``: the one line; ``verbose``: all of a
+    PASS, SKIP or FAIL (``say(lines, name)``: the one line; ``verbose``: all of a
     failure's lines); ``(passed, failed, skipped)``.  A test without an
     outcome, or missed, failed."""
     outcomes = {}
@@ -652,9 +652,9 @@ def report_group(title: str, names, results: dict, say, verbose: bool = False,
         if status == "passed":
             print("  PASS %s" % short)
         elif status == "skipped":
-            print("  SKIP %s: %s" % (short, say(lines)))
+            print("  SKIP %s: %s" % (short, say(lines, name)))
         else:
-            print("  FAIL %s: %s" % (short, "\n".join(lines) if verbose else say(lines)))
+            print("  FAIL %s: %s" % (short, "\n".join(lines) if verbose else say(lines, name)))
     return counts.get("passed", 0), counts.get("failed", 0), counts.get("skipped", 0)
 
 
@@ -666,7 +666,8 @@ def report(chosen: dict, results: dict, verbose: bool = False) -> int:
                           []).append(name)
     failed = passed = skipped = 0
     for group, names in groups.items():
-        p, f, s = report_group(group, names, results, first_line, verbose)
+        p, f, s = report_group(group, names, results, lambda lines, name: first_line(lines),
+                               verbose)
         passed, failed, skipped = passed + p, failed + f, skipped + s
     for line in excluded_lines(chosen["excluded"]):
         print(line)

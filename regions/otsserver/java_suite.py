@@ -530,27 +530,30 @@ def parse_events(text: str) -> tuple:
 _FRAME = re.compile(r"^\s*at ([\w$.]+)\.([\w$<>]+)\(([\w$]+\.java):(\d+)\)")
 
 
-def first_line(lines, simple: str | None = None) -> str:
-    """What went wrong, in one line: the test's own line (the first frame
-    in the test class ``simple``, else in any ``*Test*`` class) and the
-    exception's first line."""
+def first_line(lines, simple: str | None = None, method: str | None = None) -> str:
+    """What went wrong, in one line: the test's own line (the frame of the
+    test ``method`` of class ``simple``, else the first frame in that class,
+    else in any ``*Test*`` class) and the exception's first line."""
     lines = [ln.rstrip() for ln in lines]
     said = [ln.strip() for ln in lines if ln.strip()]
     if not said:
         return ""
-    message = said[0]
-    where = None
+    own = in_class = other = None
     for ln in lines:
         m = _FRAME.match(ln)
         if not m:
             continue
         cls = m.group(1).rsplit(".", 1)[-1].split("$")[0]
+        here = "%s:%s" % (m.group(3), m.group(4))
         if simple and cls == simple:
-            where = "%s:%s" % (m.group(3), m.group(4))
-            break
-        if where is None and "Test" in cls and not m.group(1).startswith(("org.junit.", "junit.")):
-            where = "%s:%s" % (m.group(3), m.group(4))
-    return (("%s: %s" % (where, message)) if where else message)[:300]
+            if method and m.group(2) == method and own is None:
+                own = here
+            in_class = in_class or here
+        elif other is None and "Test" in cls and not m.group(1).startswith(("org.junit.",
+                                                                             "junit.")):
+            other = here
+    where = own or in_class or other
+    return (("%s: %s" % (where, said[0])) if where else said[0])[:300]
 
 
 # -- running -----------------------------------------------------------------
@@ -730,9 +733,10 @@ def report(chosen: dict, results: dict, verbose: bool = False) -> int:
             names = ["%s.%s" % (cls["simple"], m) for m in cls["methods"]]
             names += [n for n in outcomes if n not in names]
             title = cls["path"][:-5].replace("com/alicloud/openservices/tablestore/", "")
-            p, f, s = go_suite.report_group(title, names, outcomes,
-                                            lambda lines: first_line(lines, cls["simple"]),
-                                            verbose, width=44)
+            p, f, s = go_suite.report_group(
+                title, names, outcomes, lambda lines, name: first_line(
+                    lines, cls["simple"], name.split(".", 1)[-1]),
+                verbose, width=44)
             passed, failed, skipped = passed + p, failed + f, skipped + s
     for line in excluded_lines(chosen["excluded"]):
         print(line)
