@@ -357,3 +357,24 @@ def test_highlight_wraps_the_query_words_in_the_field_as_written(client):
     assert e.value.message == "highlighting is not supported for field[plain]"
     meta, _ = client.describe_search_index("t", "idx")
     assert [f.enable_highlighting for f in meta.fields] == [True, False]
+
+
+def test_nested_fields_and_dates(client):
+    from tablestore.metadata import NestedQuery
+    for i in range(20):
+        client.put_row("t", Row([("id", i)], [
+            ("n", json.dumps([{"nk": "key%03d" % i, "nl": i}, {"nk": "other", "nl": 100 + i}])),
+            ("day", "2024-01-%02d" % (i + 1)), ("ms", 1704067200000 + i * 86400000)]), IGNORE)
+    client.create_search_index("t", "idx", SearchIndexMeta([
+        FieldSchema("n", FieldType.NESTED, sub_field_schemas=[
+            FieldSchema("nk", FieldType.KEYWORD), FieldSchema("nl", FieldType.LONG)]),
+        FieldSchema("day", FieldType.DATE, date_formats=["yyyy-MM-dd"]),
+        FieldSchema("ms", FieldType.DATE)]))
+    assert client.wait_for_search_index("t", "idx")
+    assert ids(client, NestedQuery("n", TermQuery("n.nk", "key007")))[0] == [7]
+    assert len(ids(client, NestedQuery("n", TermQuery("n.nk", "other")))[0]) == 20
+    assert ids(client, NestedQuery("n", RangeQuery("n.nl", 105, 108)))[0] == [5, 6, 7]
+    assert ids(client, RangeQuery("day", "2024-01-03", "2024-01-05"))[0] == [2, 3]
+    assert ids(client, RangeQuery("ms", 1704067200000 + 18 * 86400000))[0] == [18, 19]
+    meta, _ = client.describe_search_index("t", "idx")
+    assert [s.field_name for s in meta.fields[0].sub_field_schemas] == ["nk", "nl"]

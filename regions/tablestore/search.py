@@ -65,7 +65,8 @@ _INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
 FIELD_TYPES = {1: "LONG", 2: "DOUBLE", 3: "BOOLEAN", 4: "KEYWORD", 5: "TEXT", 6: "NESTED",
                7: "GEO_POINT", 8: "DATE", 9: "VECTOR", 12: "JSON"}
 _OPERATORS = {1: "OR", 2: "AND"}
-_SERVED_TYPES = ("LONG", "DOUBLE", "BOOLEAN", "KEYWORD", "TEXT", "DATE", "GEO_POINT", "VECTOR")
+_SERVED_TYPES = ("LONG", "DOUBLE", "BOOLEAN", "KEYWORD", "TEXT", "DATE", "GEO_POINT", "VECTOR",
+                 "NESTED")
 _ANALYZERS = ("single_word", "max_word", "min_word", "split", "fuzzy")
 _METRICS = {0: "euclidean", 1: "cosine", 2: "dot_product"}
 
@@ -85,13 +86,14 @@ class FieldDef:
     """One field of a search index, from the SDK's FieldSchema."""
 
     __slots__ = ("name", "type", "is_array", "analyzer", "params", "sortable", "store", "index",
-                 "dimension", "metric", "date_formats", "highlight")
+                 "dimension", "metric", "date_formats", "highlight", "parent")
 
     def __init__(self, name, type, is_array=False, analyzer=None, params=None, sortable=None,
                  store=True, index=True, dimension=None, metric=None, date_formats=(),
-                 highlight=False):
+                 highlight=False, parent=None):
         self.name, self.type, self.is_array = name, type, bool(is_array)
         self.highlight = bool(highlight)
+        self.parent = parent        # a NESTED field's name, for its sub-fields ("n.nk")
         self.analyzer, self.params = analyzer, dict(params or {})
         self.sortable = (type not in ("TEXT", "VECTOR")) if sortable is None else bool(sortable)
         self.store, self.index = bool(store), bool(index)
@@ -155,14 +157,29 @@ def check_search_meta(index_name, base, meta, pk_names) -> SearchIndexDef:
                              % type(meta).__name__)
     fields, seen = [], set()
     for schema in meta.fields or ():
+        _check_field(schema, fields, seen, None)
+    if not fields:
+        raise service_error("search_no_fields")
+    ttl = meta.time_to_live if meta.time_to_live is not None else -1
+    if not isinstance(ttl, int) or (ttl != -1 and ttl < 86400):
+        raise service_error("search_ttl_invalid", ttl=ttl)
+    return SearchIndexDef(index_name, base, fields, ttl, int(time.time()), "FULL")
+
+
+def _check_field(schema, fields, seen, parent):
+    """Append the FieldDef of the SDK's FieldSchema ``schema`` to ``fields``
+    (a NESTED field's, then its sub-fields', named "parent.sub")."""
+    if True:
         name = schema.field_name
         if not isinstance(name, str) or not name:
             raise OTSClientError("field_name should be a non-empty str, not %r" % (name,))
+        if parent is not None:
+            name = parent + "." + name
         if name in seen:
             raise service_error("search_field_duplicated", field=name)
         seen.add(name)
         kind = _enum_name(schema.field_type, FIELD_TYPES)
-        if kind not in _SERVED_TYPES:
+        if kind not in _SERVED_TYPES or (kind == "NESTED" and parent is not None):
             raise service_error("search_field_type_unsupported", field=name, type=kind)
         analyzer = schema.analyzer if kind == "TEXT" else None
         if analyzer is not None and analyzer not in _ANALYZERS:
@@ -184,13 +201,13 @@ def check_search_meta(index_name, base, meta, pk_names) -> SearchIndexDef:
         fields.append(FieldDef(name, kind, schema.is_array, analyzer, params, sortable,
                                True if schema.store is None else schema.store,
                                True if schema.index is None else schema.index, dimension, metric,
-                               getattr(schema, "date_formats", None) or (), highlight))
-    if not fields:
-        raise service_error("search_no_fields")
-    ttl = meta.time_to_live if meta.time_to_live is not None else -1
-    if not isinstance(ttl, int) or (ttl != -1 and ttl < 86400):
-        raise service_error("search_ttl_invalid", ttl=ttl)
-    return SearchIndexDef(index_name, base, fields, ttl, int(time.time()), "FULL")
+                               getattr(schema, "date_formats", None) or (), highlight, parent))
+        if kind == "NESTED":
+            subs = getattr(schema, "sub_field_schemas", None) or []
+            if not subs:
+                raise service_error("search_nested_no_fields", field=name)
+            for sub in subs:
+                _check_field(sub, fields, seen, name)
 
 
 # -- the engine ---------------------------------------------------------------------
@@ -227,6 +244,7 @@ class Engine:
                 sb.add_float_field(tname + "_lon", stored=True, indexed=True, fast=True)
             elif f.type == "VECTOR":
                 sb.add_bytes_field(tname, stored=True)
+            # NESTED: its sub-fields hold its objects' values (flattened)
         self.schema = sb.build()
         if path is not None:
             os.makedirs(path, exist_ok=True)
@@ -245,12 +263,22 @@ class Engine:
         doc = self._tv.Document()
         doc.add_text("_pk", row_key.hex())
         doc.add_integer("_ts", max((v[0][0] for v in live.values() if v), default=0))
+        objects = {}                     # NESTED field -> its objects
         for f in self.definition.fields:
-            value = pk_values[f.name] if f.name in pk_values else (
-                live[f.name][0][1] if live.get(f.name) else None)
-            if value is None:
-                continue
-            values = _field_values(f, value)
+            if f.parent is not None:
+                values = [v for o in objects.get(f.parent, ()) if isinstance(o, dict)
+                          for v in _field_values(f, o.get(f.name[len(f.parent) + 1:]), True)]
+            else:
+                value = pk_values[f.name] if f.name in pk_values else (
+                    live[f.name][0][1] if live.get(f.name) else None)
+                if value is None:
+                    continue
+                if f.type == "NESTED":
+                    objects[f.name] = _nested_objects(value)
+                    if objects[f.name]:
+                        doc.add_text("_has", f.name)
+                    continue
+                values = _field_values(f, value)
             if not values:
                 continue
             doc.add_text("_has", f.name)
@@ -457,6 +485,9 @@ class Engine:
                                                   q.tie_breaker), None
         if kind in ("GeoDistanceQuery", "GeoBoundingBoxQuery", "GeoPolygonQuery"):
             return self._geo(kind, q), None
+        if kind == "NestedQuery":           # sub-fields are flattened: the inner query
+            self.definition.field(q.path)
+            return self._query(q.query)[0], None
         if kind == "ExistsQuery":
             self.definition.field(q.field_name)
             return tv.Query.term_query(schema, "_has", q.field_name), None
@@ -616,9 +647,26 @@ class Engine:
 
 
 # -- values -----------------------------------------------------------------------------
-def _field_values(f, value):
+def _nested_objects(value):
+    """A NESTED column's objects (a JSON array of objects), or none."""
+    try:
+        objects = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        return []
+    return objects if isinstance(objects, list) else []
+
+
+def _field_values(f, value, parsed=False):
     """The values a column's value gives field ``f`` (a list: arrays give
-    several; a value that does not fit the type gives none)."""
+    several; a value that does not fit the type gives none).  ``parsed``: a
+    nested object's value, already JSON (an array is a list)."""
+    if value is None:
+        return []
+    if parsed:
+        items = value if isinstance(value, list) else [value]
+        if f.type == "VECTOR":
+            return [value] if isinstance(value, list) and len(value) == f.dimension else []
+        return [v for v in (_coerce(f, x) for x in items) if v is not None]
     if f.is_array or f.type in ("VECTOR",):
         if f.type == "VECTOR":
             try:
@@ -641,7 +689,9 @@ def _field_values(f, value):
 
 def _coerce(f, value):
     t = f.type
-    if t in ("LONG", "DATE"):
+    if t == "DATE":
+        return _date_ms(f, value)
+    if t == "LONG":
         return value if isinstance(value, int) and not isinstance(value, bool) else None
     if t == "DOUBLE":
         if isinstance(value, bool):
@@ -659,6 +709,44 @@ def _coerce(f, value):
         except ValueError:
             return None
         return (lat, lon, value)
+    return None
+
+
+_EPOCH_UNITS = {"epoch_second": 1000, "epoch_millis": 1, "epoch_micros": 0.001,
+                "epoch_nanos": 0.000001}
+_JAVA_DATE = (("yyyy", "%Y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"),
+              ("ss", "%S"), ("SSS", "%f"), ("XXX", "%z"), ("Z", "%z"))
+
+
+def _date_ms(f, value):
+    """A DATE field's value as ms since the epoch: an integer by the field's
+    epoch format (epoch_millis when none is given), a string by one of its
+    Java-style date formats (yyyy-MM-dd HH:mm:ss...); else None (not indexed,
+    as the service drops a value it cannot parse)."""
+    if isinstance(value, bool):
+        return None
+    formats = f.date_formats or ["epoch_millis"]
+    if isinstance(value, int):
+        for fmt in formats:
+            if fmt in _EPOCH_UNITS:
+                return int(value * _EPOCH_UNITS[fmt])
+        return value
+    if not isinstance(value, str):
+        return None
+    import datetime
+    for fmt in formats:
+        if fmt in _EPOCH_UNITS:
+            continue
+        pattern = fmt
+        for java, py in _JAVA_DATE:
+            pattern = pattern.replace(java, py)
+        try:
+            parsed = datetime.datetime.strptime(value, pattern.replace("'", ""))
+        except ValueError:
+            continue
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+        return int(parsed.timestamp() * 1000)
     return None
 
 
@@ -1013,18 +1101,24 @@ def describe_search(definition, include_sync_stat=True):
     sdk = _sdk()
     kinds = {v: k for k, v in FIELD_TYPES.items()}
     metrics = {v: k for k, v in _METRICS.items()}
-    fields = []
+    fields, by_name = [], {}
     for f in definition.fields:
         vector = None
         if f.type == "VECTOR":
             vector = sdk.VectorOptions(sdk.VectorDataType.VD_FLOAT_32,
                                        sdk.VectorMetricType(metrics[f.metric]), f.dimension)
-        fields.append(sdk.FieldSchema(
-            f.name, sdk.FieldType(kinds[f.type]), index=f.index, store=f.store,
+        schema = sdk.FieldSchema(
+            f.name if f.parent is None else f.name[len(f.parent) + 1:],
+            sdk.FieldType(kinds[f.type]), index=f.index, store=f.store,
             is_array=f.is_array, enable_sort_and_agg=f.sortable,
             analyzer=f.analyzer if f.type != "TEXT" else (f.analyzer or "single_word"),
             date_formats=f.date_formats or None, vector_options=vector,
-            enable_highlighting=f.highlight if f.type == "TEXT" else None))
+            enable_highlighting=f.highlight if f.type == "TEXT" else None)
+        by_name[f.name] = schema
+        if f.parent is None:
+            fields.append(schema)
+        else:
+            by_name[f.parent].sub_field_schemas.append(schema)
     meta = sdk.SearchIndexMeta(fields, time_to_live=definition.ttl)
     stat = None
     if include_sync_stat:
