@@ -29,6 +29,10 @@ OPTIONAL = {
     "tqdm": ("transfer", None),
     "pyarrow": ("transfer", None),
     "matplotlib": ("plot", None),
+    "tantivy": ("search", "the full-text search engine"),
+    "usearch": ("search", "the vector index"),
+    "numpy": ("search", None),
+    "rjieba": ("search", "Chinese word segmentation"),
 }
 
 

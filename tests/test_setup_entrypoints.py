@@ -5,7 +5,7 @@ exact line, which extra to install, not a traceback.
 
 A fresh virtualenv with only the core installed is too slow to build here;
 its stand-in is a child process in which the optional modules
-(``regions.extras.OPTIONAL``: the server, transfer and plot extras) cannot be
+(``regions.extras.OPTIONAL``: the server, transfer, plot and search extras) cannot be
 imported.  The extras themselves are checked against pyproject.toml, and
 ``regions-server`` is checked to start without the SDK's warnings.
 """
