@@ -76,6 +76,21 @@ FILES = {
             public void helper() {}
         }
         ''',
+    f"{TEST}/writer/TestWriter.java": '''
+        package com.alicloud.openservices.tablestore.writer;
+        public class TestWriter {
+            @Test
+            public void testWriteSameRow() {
+                config.setBatchRequestType(BatchRequestType.BULK_IMPORT);
+            }
+
+            @Test
+            public void testWrite() {}
+
+            @Test
+            public void testBulkImportDirtyRows() {}
+        }
+        ''',
     f"{TEST}/model/TestPrimaryKey.java": '''
         package com.alicloud.openservices.tablestore.model;
         public class TestPrimaryKey {
@@ -273,7 +288,8 @@ def test_the_test_classes_are_the_ones_with_test_methods(sdk):
     assert sorted(by_path) == ["functiontest/APITest.java",
                                "functiontest/TestBulkExportFunciton.java",
                                "functiontest/TimeseriesTest.java",
-                               "model/TestPrimaryKey.java", "model/search/SearchQueryTest.java"]
+                               "model/TestPrimaryKey.java", "model/search/SearchQueryTest.java",
+                               "writer/TestWriter.java"]
     api = by_path["functiontest/APITest.java"]
     assert api["methods"] == ["testCase1", "testCase10", "testStream"]
     assert api["name"] == "com.alicloud.openservices.tablestore.functiontest.APITest"
@@ -285,11 +301,17 @@ def test_selection_runs_the_served_api_and_lists_the_rest_with_reasons(sdk):
     chosen = java_suite.select(classes)
     assert [(c["simple"], c["methods"]) for c in chosen["run"]] == [
         ("APITest", ["testCase1", "testCase10", "testStream"]),
-        ("TestPrimaryKey", ["testEquals"])]
+        ("TestPrimaryKey", ["testEquals"]), ("TestWriter", ["testWrite"])]
+    bulk = "BulkImport is not served (the writer's BULK_IMPORT mode, bulkImport calls)"
     assert {os.path.basename(p): why for p, why in chosen["excluded"].items()} == {
         "SearchQueryTest.java": ("search indexes are not served", 2),
         "TimeseriesTest.java": ("timeseries tables are not served", 1),
-        "TestBulkExportFunciton.java": ("BulkExport and BulkImport are not served", 1)}
+        "TestBulkExportFunciton.java": ("BulkExport and BulkImport are not served", 1),
+        "TestWriter.java::testWriteSameRow": (bulk, 1),       # its source sets BULK_IMPORT
+        "TestWriter.java::testBulkImportDirtyRows": (bulk, 1)}
+    assert java_suite.excluded_lines(chosen["excluded"])[-1] == (
+        "excluded 2 tests: %s [TestWriter.testBulkImportDirtyRows, TestWriter.testWriteSameRow]"
+        % bulk)
     narrowed = java_suite.select(classes, r"APITest\.testCase1$")
     assert [(c["simple"], c["methods"]) for c in narrowed["run"]] == [("APITest", ["testCase1"])]
     assert narrowed["excluded"] == chosen["excluded"]
@@ -448,7 +470,7 @@ def test_the_report_lists_each_test_by_group_and_counts_only_what_ran(capsys):
         "  SKIP testC: @Ignore",
         "-- unit tests (no server)",
         "model/TestRow                                1 passed", "  PASS testX",
-        "excluded 2 classes (5 tests): search indexes are not served [A, B]",
+        "excluded 2 classes, 5 tests: search indexes are not served [A, B]",
         "java suite: 2 passed, 1 failed, 1 skipped"]
     assert java_suite.report({"run": [unit], "excluded": {}},
                              {unit["path"]: {"TestRow.testX": ("passed", [])}}) == 0
