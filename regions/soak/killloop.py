@@ -34,8 +34,19 @@ from one kill to the next) and checks that every acknowledged write is one
 record, in order per row, with the columns it wrote, and that the write in
 flight has a record only if it landed and at most one.
 
+With ``--search`` the table has a search index (regions.soak.searchcheck:
+a field per column the workload writes), made right after CreateTable, and
+one child in four drops and makes it again (its back-fill then runs beside
+the workload); a kill may land between the engine's add and its commit,
+between the commit and the feed's forget, in a back-fill, or inside the
+index's create or drop.  After each kill the parent waits for the index to
+be in sync and checks it holds exactly the table's rows: each row one
+document with the row's values, no phantom, no duplicate, through the
+engine, MatchAll, a parallel scan and a few Term/Range/Match queries.
+
     python -m regions.soak killloop --seed 1 --count 150 --indexes
     python -m regions.soak killloop --seed 1 --count 200 --stream
+    python -m regions.soak killloop --seed 1 --count 200 --search
 """
 import logging
 import os
@@ -51,9 +62,10 @@ from lsm.fs import OSFileSystem
 from regions import cliutil
 from regions.tablestore import OTSClient
 from regions.tablestore.indexes import FEED_SUFFIX, INDEX_ATTRIBUTE
+from regions.tablestore.search import SEARCH_ATTRIBUTE
 
 from . import Summary
-from . import streamcheck, workload
+from . import searchcheck, streamcheck, workload
 from .harness import AppendFileProxy, NoSyncFileSystem, child_env, parser, report, start
 
 __all__ = ["run", "main", "child"]
@@ -64,11 +76,12 @@ _START_TIMEOUT_S = 60.0
 
 
 def child(argv=None) -> None:
-    """The child: ``PATH LOG SEED NEXT_ID NEXT_NODE [indexes] [stream]``;
+    """The child: ``PATH LOG SEED NEXT_ID NEXT_NODE [indexes] [stream] [search]``;
     runs until killed (or until its parent is gone)."""
     args = (argv or sys.argv[1:])
     path, log_path, seed, next_id, next_node = args[:5]
-    indexes, stream = "indexes" in args[5:], "stream" in args[5:]
+    indexes, stream, search = ("indexes" in args[5:], "stream" in args[5:],
+                               "search" in args[5:])
     log = workload.AckFile(log_path)
     server = regions.RegionServer.open(path, workload.server_options(fs=_TableNotingFS(log)))
     client = OTSClient(path, server=server)
@@ -76,6 +89,10 @@ def child(argv=None) -> None:
     rng = random.Random(int(seed))
     if indexes and rng.random() < 1 / 3:
         log.note("I", workload.churn_index(client))
+    if search:
+        searchcheck.ensure(client, log)
+        if rng.random() < 1 / 4:
+            searchcheck.churn(client, log)
     os.write(1, _READY)
     wl = workload.Workload(client, rng, log, int(next_id), int(next_node))
     parent = os.getppid()
@@ -141,7 +158,7 @@ def _wait_ready(proc, timeout):
 
 def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         window: float = 0.4, epoch: int = 25, stats: dict = None,
-        indexes: bool = False, stream: bool = False) -> Summary:
+        indexes: bool = False, stream: bool = False, search: bool = False) -> Summary:
     """Run ``count`` kill cycles (or as many as fit in ``seconds``; 150 when
     neither is given) in ``dir`` (harness.WorkDir).  ``stats``, if given,
     receives the operations acknowledged, the kills with one in flight, the
@@ -151,17 +168,22 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
     index checks and the problems they found, the indexes created and
     dropped, the kills that left entries in the change feed and those that
     stopped a back-fill; with ``stream``, streamcheck.STATS and the kills
-    that left change-feed entries."""
+    that left change-feed entries; with ``search``, searchcheck.STATS, the
+    indexes made and dropped, the kills that stopped its back-fill and
+    those that left change-feed entries."""
     if count is None and seconds is None:
         count = 150
     summary, work, rng, st = start(
         "killloop", "SIGKILL at a random moment" + (", with indexes" if indexes else "")
-        + (", with a stream" if stream else ""), seed,
+        + (", with a stream" if stream else "") + (", with a search index" if search else ""),
+        seed,
         dir, stats, ("ops", "pending", "kills_in_start", "kills_in_table_write", "kills_in_split",
                      "splits", "regions") + (_INDEX_STATS if indexes else ())
-        + (_STREAM_STATS if stream else ()))
+        + (_STREAM_STATS if stream else ()) + (_SEARCH_STATS if search else ()))
     checker = streamcheck.StreamCheck(st) if stream else None
-    flags = (["indexes"] if indexes else []) + (["stream"] if stream else [])
+    searches = searchcheck.SearchCheck(st, seed=seed) if search else None
+    flags = (["indexes"] if indexes else []) + (["stream"] if stream else []) + (
+        ["search"] if search else [])
     path, log_path = work.path("store"), work.path("acks.log")
     recoveries = _SplitRecoveries()
     logging.getLogger("regions").addHandler(recoveries)
@@ -194,6 +216,11 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         st["kills_in_table_write"] += bool(set(notes.get("T+", ())) - set(notes.get("T-", ())))
         for done in notes.get("I", ()):
             st["indexes_" + done] += 1
+        if search:
+            searches.expect = searchcheck.expected(notes, searches.expect)
+            for done in notes.get("S", ()):
+                if done.endswith("ed"):
+                    st["searches_" + done] += 1
         st["ops"] += len(acked)
         st["pending"] += pending is not None
         next_id += len(acked) + (pending is not None)
@@ -204,11 +231,14 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
         except Exception as e:      # a store that does not reopen: the worst outcome
             summary.failure("crashes", f"cycle {summary.cycles}: reopen failed: {e!r}")
             continue
-        if indexes or stream:
+        if indexes or stream or search:
             _count_index_kills(server, st)
         model, n = workload.verify_reopened(summary, server, path, model, acked, pending,
                                             drop=summary.cycles % epoch == 0,
-                                            indexes=st if indexes else None, stream=checker)
+                                            indexes=st if indexes else None, stream=checker,
+                                            search=searches)
+        if search and summary.cycles % epoch == 0:
+            searches.expect = False         # the table dropped, with its index
         st["splits"] += max(0, n - regions_before)
         st["regions"] = regions_before = n
     logging.getLogger("regions").removeHandler(recoveries)
@@ -219,6 +249,8 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None,
 _INDEX_STATS = ("index_checks", "index_problems", "indexes_created", "indexes_dropped",
                 "kills_with_feed_left", "kills_in_backfill")
 _STREAM_STATS = ("kills_with_feed_left",) + streamcheck.STATS
+_SEARCH_STATS = ("kills_with_feed_left", "kills_in_search_backfill", "searches_created",
+                 "searches_dropped") + searchcheck.STATS
 
 
 def _count_index_kills(server, st) -> None:
@@ -232,6 +264,10 @@ def _count_index_kills(server, st) -> None:
         own = (server.table_attributes(name) or {}).get(INDEX_ATTRIBUTE)
         if own is not None and own.get("phase") == "ISP_FULL":
             st["kills_in_backfill"] += 1
+        record = (server.table_attributes(name) or {}).get(SEARCH_ATTRIBUTE)
+        if record is not None and record.get("phase") == "FULL" and \
+                "kills_in_search_backfill" in st:
+            st["kills_in_search_backfill"] += 1
 
 
 def main(argv=None) -> int:
@@ -243,8 +279,11 @@ def main(argv=None) -> int:
     ap.add_argument("--stream", action="store_true",
                     help="the table has a stream, read through its shards and checked "
                          "against the acknowledgements after every kill")
+    ap.add_argument("--search", action="store_true",
+                    help="the table has a search index, checked against the table after "
+                         "every kill")
     args = ap.parse_args(argv)
     stats = {}
     summary = run(args.seed, args.count, args.seconds, args.dir, window=args.window, stats=stats,
-                  indexes=args.indexes, stream=args.stream)
+                  indexes=args.indexes, stream=args.stream, search=args.search)
     return report(summary, stats)

@@ -6,10 +6,14 @@ with indexes and/or a stream), runs 300 operations of the crash workload
 (logged to an acknowledgement file, workload.AckFile), optionally adds rows
 for a back-fill to read, then SIGKILLs itself at the chosen step: a *trap*
 on a region-server method (the nth call on one table, before or after it
-runs, by any thread or a named one) while it goes on writing, creating the
-churn index or dropping an index; or, with action ``split``, at a kill point
-of a split it makes itself (``REGIONS_KILL_AT``, regions.procedure) while a
-thread writes.  ``run_child`` runs it and returns its log.
+runs, by any thread or a named one) or on a search engine's method
+(``engine.commit``, counting only commits with changes staged, or
+``engine.upsert``; the "table" is the search index) while it goes on
+writing, creating the churn index or dropping an index, creating or
+dropping the search index (regions.soak.searchcheck); or, with action
+``split``, at a kill point of a split it makes itself (``REGIONS_KILL_AT``,
+regions.procedure) while a thread writes.  ``run_child`` runs it and
+returns its log.
 """
 import os
 import random
@@ -20,8 +24,9 @@ import threading
 
 import regions
 from regions.tablestore import OTSClient
+from regions.tablestore.search import Engine
 
-from . import workload
+from . import searchcheck, workload
 from .harness import child_env
 
 __all__ = ["run_child", "child"]
@@ -30,18 +35,22 @@ _CHILD = "from regions.soak.killsteps import child; child()"
 
 
 def run_child(path, seed, action, methods="", table=workload.TABLE, nth=1, when="before",
-              bulk=0, env=None, indexes=True, stream=False):
+              bulk=0, env=None, indexes=True, stream=False, search=False):
     """Run the child until it kills itself (``action``: ``write``, ``create``
-    the churn index, ``drop`` index ``table`` or ``split`` ``table``; the
+    the churn index, ``drop`` index ``table``, ``search-create`` or
+    ``search-drop`` the search index (made with the table unless
+    ``search-create``), or ``split`` ``table``; the
     trap: the ``nth`` call of one of ``methods`` (``put+write``;
     ``...@thread``: called by that thread) on ``table``, ``when`` ``before``
     or ``after`` it runs; ``bulk`` rows added first for a back-fill; ``env``:
     more environment, such as a kill point); the table with the workload's
-    ``indexes`` and/or a ``stream``.  Returns its log's ``(acked, pending)``."""
+    ``indexes``, a ``stream`` and/or a ``search`` index.  Returns its log's
+    ``(acked, pending)``."""
     log_path = os.path.join(os.path.dirname(path), "acks.log")
     p = subprocess.run([sys.executable, "-c", _CHILD, path, log_path, str(seed), action,
                         methods, table, str(nth), when, str(bulk),
-                        ("indexes" if indexes else "-") + ("+stream" if stream else "")],
+                        ("indexes" if indexes else "-") + ("+stream" if stream else "")
+                        + ("+search" if search else "")],
                        env=dict(child_env(), **(env or {})), capture_output=True, timeout=300)
     assert p.returncode == -signal.SIGKILL, (action, methods, table, p.returncode,
                                              p.stdout.decode(), p.stderr.decode()[-3000:])
@@ -63,6 +72,8 @@ def child(argv=None) -> None:
     server = regions.RegionServer.open(path, options)
     client = OTSClient(path, server=server)
     workload.create_table(client, indexes="indexes" in kind, stream="stream" in kind)
+    if "search" in kind and action != "search-create":
+        searchcheck.ensure(client, log)
     wl = workload.Workload(client, random.Random(int(seed)), log, 0, 0)
     for _ in range(300):
         wl.step()
@@ -84,19 +95,27 @@ def child(argv=None) -> None:
     def trap(method):
         """Kill at the nth call of ``method`` on ``table`` (by ``thread``, if
         named), before or after it runs."""
-        real, calls = getattr(server, method), [0]
+        engine = method.startswith("engine.")
+        owner = Engine if engine else server
+        method = method.partition(".")[2] if engine else method
+        real, calls = getattr(owner, method), [0]
 
         def call(name, *args, **kwargs):
+            if engine:              # name: the Engine; a commit with nothing staged: no call
+                self, name = name, name.definition.name
+                args = (self,) + args
+                if method == "commit" and not self._pending:
+                    return real(*args, **kwargs)
             mine = name == table and thread in ("", threading.current_thread().name)
             if mine:
                 calls[0] += 1
                 if calls[0] == nth and when == "before":
                     die()
-            result = real(name, *args, **kwargs)
+            result = real(*args, **kwargs) if engine else real(name, *args, **kwargs)
             if mine and calls[0] == nth and when == "after":
                 die()
             return result
-        setattr(server, method, call)
+        setattr(owner, method, call)
 
     if action == "split":
         threading.Thread(target=lambda: [wl.step() for _ in iter(int, 1)], daemon=True).start()
@@ -110,6 +129,10 @@ def child(argv=None) -> None:
             workload.churn_index(client)            # CHURN_INDEX, with its base data
         elif action == "drop":
             client.delete_secondary_index(workload.TABLE, table)
+        elif action == "search-create":
+            searchcheck.create(client, log)
+        elif action == "search-drop":
+            searchcheck.drop(client, log)
         for _ in range(3000):
             wl.step()
     sys.stdout.write("END: the kill never came\n")

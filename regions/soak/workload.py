@@ -559,12 +559,13 @@ def check_files(summary, path: str, region_ids) -> None:
 
 
 def verify_reopened(summary, server, path, model, acked, pending, drop=False, check=check_state,
-                    indexes=None, stream=None):
+                    indexes=None, stream=None, search=None):
     """Check the reopened ``server`` (at ``path``) against ``model`` and the
     log (``check``: ``check_state`` or ``check_prefix``; ``check_regions``,
     ``check_files``); ``indexes`` (a stats dict): the table's indexes too
     (``check_indexes``); ``stream`` (a streamcheck.StreamCheck): the table's
-    stream too; close it.  Returns ``(next model,
+    stream too; ``search`` (a searchcheck.SearchCheck): its search index too;
+    close it.  Returns ``(next model,
     regions of the table)``; ``drop``: delete the table afterwards (the next
     model is then empty).  An exception counts as a crash."""
     try:
@@ -577,6 +578,8 @@ def verify_reopened(summary, server, path, model, acked, pending, drop=False, ch
             check_indexes(summary, client, indexes)
         if stream is not None and exists:
             stream.check(summary, client, before, acked, pending, actual)
+        if search is not None and exists:
+            search.check(summary, client, actual)
         client.close()                  # its index maintainer stops; the server stays open
         served = check_regions(summary, server)
         n = len(server.regions(TABLE)) if exists else INITIAL_REGIONS
