@@ -131,6 +131,39 @@ def test_kill_inside_a_split_of_the_base_table(tmp_path, point):
     verify(path, acked, pending, 9, True)
 
 
+@pytest.mark.parametrize("drop", ["the last secondary index", "the stream"])
+def test_a_search_index_keeps_the_feed_when_the_tables_last_index_or_its_stream_goes(
+        tmp_path, drop):
+    """Dropping a table's last secondary index, or disabling its stream, once
+    dropped the table's change feed with its search engines (``_unfeed``):
+    the search index was still listed but unreadable (KeyError), and the
+    writes after it never reached it, not even after a reopen (found reading
+    indexes.py for this soak)."""
+    from tablestore.metadata import FieldSchema, FieldType, SearchIndexMeta
+    from regions.tablestore import Row, SecondaryIndexMeta, TableMeta
+    from regions.tablestore.streams import StreamSpecification
+    client = OTSClient(str(tmp_path))
+    stream = drop == "the stream"
+    client.create_table(TableMeta("t", [("p", "INTEGER")], [("a", "STRING")]),
+                        secondary_indexes=None if stream else [SecondaryIndexMeta("g", ["a"], [])],
+                        stream_spec=StreamSpecification(True, 24) if stream else None)
+    client.create_search_index("t", "s", SearchIndexMeta([FieldSchema("a", FieldType.KEYWORD)]))
+    client.put_row("t", Row([("p", 1)], [("a", "x")]))
+    if stream:
+        client.update_table("t", stream_spec=StreamSpecification(False))
+    else:
+        client.delete_secondary_index("t", "g")
+    client.put_row("t", Row([("p", 2)], [("a", "y")]))
+    for reopen in (False, True):
+        if reopen:
+            client.close()
+            client = OTSClient(str(tmp_path))
+        assert client.wait_for_search_index("t", "s")
+        engine = client._indexer.tables["t"].searches["s"]
+        assert engine.num_docs() == 2
+    client.close()
+
+
 # -- the checker sees each kind of problem ------------------------------------------
 
 @pytest.fixture

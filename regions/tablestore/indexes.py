@@ -556,7 +556,8 @@ class Indexer:
             self.index_of.pop(index_name, None)
             self.phase.pop(index_name, None)
             table = self.tables.get(base)
-            if new.indexes or (table is not None and table.stream is not None):
+            if new.indexes or (table is not None and (table.stream is not None
+                                                      or table.searches)):
                 self._attach(base, new)
             else:
                 self._unfeed(base)
@@ -612,7 +613,7 @@ class Indexer:
         with self._mutex:
             stream.drop()
             table.inflight.clear()
-            if not table.indexes and self.tables.get(base) is table:
+            if not table.indexes and not table.searches and self.tables.get(base) is table:
                 self._unfeed(base)
 
     def _pass_locks(self):
