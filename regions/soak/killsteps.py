@@ -2,9 +2,9 @@
 (tests/test_tablestore_index_crash.py, tests/test_tablestore_stream_crash.py).
 
 The child opens a store, makes the workload's table (workload.create_table,
-with indexes and/or a stream), runs 300 operations of the crash workload
-(logged to an acknowledgement file, workload.AckFile), optionally adds rows
-for a back-fill to read, then SIGKILLs itself at the chosen step: a *trap*
+with indexes, a stream and/or a search index), runs operations of the crash
+workload (300 unless told; logged to an acknowledgement file,
+workload.AckFile), optionally adds rows for a back-fill to read, then SIGKILLs itself at the chosen step: a *trap*
 on a region-server method (the nth call on one table, before or after it
 runs, by any thread or a named one) or on a search engine's method
 (``engine.commit``, counting only commits with changes staged, or
@@ -35,7 +35,7 @@ _CHILD = "from regions.soak.killsteps import child; child()"
 
 
 def run_child(path, seed, action, methods="", table=workload.TABLE, nth=1, when="before",
-              bulk=0, env=None, indexes=True, stream=False, search=False):
+              bulk=0, env=None, indexes=True, stream=False, search=False, ops=300):
     """Run the child until it kills itself (``action``: ``write``, ``create``
     the churn index, ``drop`` index ``table``, ``search-create`` or
     ``search-drop`` the search index (made with the table unless
@@ -44,13 +44,13 @@ def run_child(path, seed, action, methods="", table=workload.TABLE, nth=1, when=
     ``...@thread``: called by that thread) on ``table``, ``when`` ``before``
     or ``after`` it runs; ``bulk`` rows added first for a back-fill; ``env``:
     more environment, such as a kill point); the table with the workload's
-    ``indexes``, a ``stream`` and/or a ``search`` index.  Returns its log's
-    ``(acked, pending)``."""
+    ``indexes``, a ``stream`` and/or a ``search`` index; ``ops`` operations
+    before the trap is set.  Returns its log's ``(acked, pending)``."""
     log_path = os.path.join(os.path.dirname(path), "acks.log")
     p = subprocess.run([sys.executable, "-c", _CHILD, path, log_path, str(seed), action,
                         methods, table, str(nth), when, str(bulk),
                         ("indexes" if indexes else "-") + ("+stream" if stream else "")
-                        + ("+search" if search else "")],
+                        + ("+search" if search else ""), str(ops)],
                        env=dict(child_env(), **(env or {})), capture_output=True, timeout=300)
     assert p.returncode == -signal.SIGKILL, (action, methods, table, p.returncode,
                                              p.stdout.decode(), p.stderr.decode()[-3000:])
@@ -61,9 +61,9 @@ def run_child(path, seed, action, methods="", table=workload.TABLE, nth=1, when=
 
 
 def child(argv=None) -> None:
-    """``PATH LOG SEED ACTION METHODS TABLE NTH WHEN BULK KIND`` (``run_child``)."""
-    path, log_path, seed, action, methods, table, nth, when, bulk, kind = \
-        (argv or sys.argv[1:])[:10]
+    """``PATH LOG SEED ACTION METHODS TABLE NTH WHEN BULK KIND OPS`` (``run_child``)."""
+    path, log_path, seed, action, methods, table, nth, when, bulk, kind, ops = \
+        (argv or sys.argv[1:])[:11]
     nth, bulk = int(nth), int(bulk)
     log = workload.AckFile(log_path)
     options = workload.server_options()
@@ -75,7 +75,7 @@ def child(argv=None) -> None:
     if "search" in kind and action != "search-create":
         searchcheck.ensure(client, log)
     wl = workload.Workload(client, random.Random(int(seed)), log, 0, 0)
-    for _ in range(300):
+    for _ in range(int(ops)):
         wl.step()
     for first in range(0, bulk, 200):      # rows for a back-fill to read, logged as batches
         op = {"id": wl.next_id, "kind": "batch", "rows": [     # r from 2000: no workload key
