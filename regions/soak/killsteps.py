@@ -4,9 +4,10 @@
 The child opens a store, makes the workload's table (workload.create_table,
 with indexes, a stream and/or a search index), runs operations of the crash
 workload (300 unless told; logged to an acknowledgement file,
-workload.AckFile), optionally adds rows for a back-fill to read, then SIGKILLs itself at the chosen step: a *trap*
-on a region-server method (the nth call on one table, before or after it
-runs, by any thread or a named one) or on a search engine's method
+workload.AckFile), optionally adds rows for a back-fill to read, then
+SIGKILLs itself at the chosen step: a *trap* on a region-server method (the
+nth call on one table, before or after it runs, by any thread or a named
+one) or on a search engine's method
 (``engine.commit``, counting only commits with changes staged, or
 ``engine.upsert``; the "table" is the search index) while it goes on
 writing, creating the churn index or dropping an index, creating or
