@@ -26,7 +26,8 @@ FIELDS = [ts.FieldSchema("tag", ts.FieldType.KEYWORD, enable_sort_and_agg=True),
           ts.FieldSchema("n", ts.FieldType.LONG, enable_sort_and_agg=True),
           ts.FieldSchema("x", ts.FieldType.DOUBLE, enable_sort_and_agg=True),
           ts.FieldSchema("ok", ts.FieldType.BOOLEAN),
-          ts.FieldSchema("body", ts.FieldType.TEXT, analyzer=ts.AnalyzerType.SINGLEWORD),
+          ts.FieldSchema("body", ts.FieldType.TEXT, analyzer=ts.AnalyzerType.SINGLEWORD,
+                         enable_highlighting=True),
           ts.FieldSchema("csv", ts.FieldType.TEXT, analyzer=ts.AnalyzerType.SPLIT,
                          analyzer_parameter=ts.SplitAnalyzerParameter(",")),
           ts.FieldSchema("tags", ts.FieldType.KEYWORD, is_array=True),
@@ -228,6 +229,21 @@ def test_score_sort_and_scores(served):
     assert scores == sorted(scores, reverse=True) and scores[0] > 0
 
 
+def test_highlighting(served):
+    highlight = ts.Highlight([ts.HighlightParameter("body", 1, 40, "<b>", "</b>")])
+    wire, embedded = both(served, ts.MatchQuery("body", "fig"), None, highlight=highlight)
+    same(wire, embedded)
+    assert wire.rows
+    for w, e in zip(wire.search_hits, embedded.search_hits):
+        got = [(f.field_name, list(f.field_fragments)) for f in w.highlight_result.highlight_fields]
+        assert got == [(f.field_name, list(f.field_fragments))
+                       for f in e.highlight_result.highlight_fields]
+        (name, (fragment,)), = got
+        assert name == "body" and "<b>fig</b>" in fragment
+    wire, _ = both(served, ts.MatchQuery("body", "fig"), None)
+    assert all(not h.highlight_result.highlight_fields for h in wire.search_hits)
+
+
 def test_collapse(served):
     wire, embedded = both(served, ts.MatchAllQuery(), None, collapse_field=ts.Collapse("tag"))
     same(wire, embedded)
@@ -267,7 +283,7 @@ def test_describe_list_update_and_the_sync_point(served):
     assert [type(s).__name__ for s in meta.index_sort.sorters] == ["PrimaryKeySort"]
     assert meta.index_setting.routing_fields == [] and meta.time_to_live == -1
     # the sync point: every write acknowledged before it is searchable
-    before = time.time_ns() // 1000
+    before = time.time_ns()                       # nanoseconds, as the service's
     c.put_row("t", ts.Row([("id", 1000)], [("n", 1000)]))
     deadline = time.monotonic() + 10
     while True:

@@ -46,7 +46,7 @@ class TablestoreService:
 
     def __init__(self, client):
         self.client = client
-        self._synced = {}           # (table, search index) -> µs it was last seen in sync
+        self._synced = {}           # (table, search index) -> ns it was last seen in sync
         self._synced_lock = threading.Lock()
         self._handlers = {
             "CreateTable": self.create_table, "DeleteTable": self.delete_table,
@@ -247,11 +247,13 @@ class TablestoreService:
         return resp
 
     def _sync_point(self, table, index, stat):
-        """``current_sync_timestamp`` (µs) as the service means it: every write
-        acknowledged before it is in the index.  Now, when the index is in
-        phase INCR and holds every write so far; else the last such time seen
-        (0 before any, and in phase FULL)."""
-        now = time.time_ns() // 1000          # taken before the check: a lower bound
+        """``current_sync_timestamp`` as the service means it (nanoseconds, its
+        docs' SyncStat and the vendor's example): every write acknowledged
+        before it is in the index.  Now, when the index is in phase INCR and
+        holds every write so far; else the last such time seen (0 before any,
+        and in phase FULL).  The embedded client's describe gives the time of
+        the call in microseconds, in sync or not: not what a waiter needs."""
+        now = time.time_ns()                  # taken before the check: a lower bound
         key = (table, index)
         if sw.in_incr(stat) and \
                 self.client.wait_for_search_index(table, index, timeout=0.01):
@@ -293,10 +295,11 @@ class TablestoreService:
 
     def compute_splits(self, body):
         req = cv.parse(spb.ComputeSplitsRequest, body)
-        index = req.search_index_splits_options.index_name \
-            if req.HasField("search_index_splits_options") else None
+        if not req.HasField("search_index_splits_options"):     # the service's words
+            raise errors.parameter_invalid("[search index splits options] must not be null")
         resp = spb.ComputeSplitsResponse()
-        sw.fill_compute_splits(resp, self.client.compute_splits(req.table_name, index))
+        sw.fill_compute_splits(resp, self.client.compute_splits(
+            req.table_name, req.search_index_splits_options.index_name))
         return resp
 
     def parallel_scan(self, body):

@@ -10,8 +10,8 @@ ColumnsToGet; routing keys), so the embedded client (``regions.tablestore``,
 search.py) checks and answers them exactly as it does for embedded callers,
 and raises the service's error for what it does not serve.  Responses go the
 other way: DescribeSearchIndex's schema and sync stat, ListSearchIndex's
-indices, Search's rows (PlainBuffer, ``convert.CODEC``), scores, next token
-and total count; ComputeSplits' session and ParallelScan's pages.
+indices, Search's rows (PlainBuffer, ``convert.CODEC``), hits (scores,
+highlight fragments, inner hits), next token and total count; ComputeSplits' session and ParallelScan's pages.
 
 The yardstick of the bytes is the SDK's own encoder.py (what a request holds)
 and decoder.py (what it reads back); where the two disagree with proto2
@@ -41,7 +41,7 @@ from regions.otsserver.plainbuffer import PlainBufferError
 __all__ = ["ConstScoreQuery", "MAX_QUERY_DEPTH", "index_meta", "search_query",
            "columns_to_get", "routing_keys", "timeout_s", "fill_index_schema", "fill_sync_stat",
            "fill_search_response", "query", "sort", "update_meta", "in_incr",
-           "scan_query", "session_id", "fill_compute_splits", "fill_parallel_scan"]
+           "scan_query", "session_id", "fill_compute_splits", "fill_parallel_scan", "fill_hit"]
 
 #: Queries nested deeper than this (Bool in Bool..., each level its own bytes) are refused.
 MAX_QUERY_DEPTH = 64
@@ -506,7 +506,7 @@ def in_incr(stat) -> bool:
 
 def fill_sync_stat(proto, stat, current_sync_timestamp=None) -> None:
     """``proto`` (a SyncStat) from the SDK's SyncStat; ``current_sync_timestamp``
-    (µs) replaces the stat's when given."""
+    (ns) replaces the stat's when given."""
     proto.sync_phase = SYNC_PHASES[_enum_number(stat.sync_phase)]
     ts = stat.current_sync_timestamp if current_sync_timestamp is None else current_sync_timestamp
     proto.current_sync_timestamp = int(ts or 0)
@@ -539,6 +539,28 @@ def fill_parallel_scan(proto, result) -> None:
     proto.next_token = _bytes(result.next_token)
 
 
+def fill_hit(proto, hit) -> None:
+    """``proto`` (a SearchHit) from the SDK's SearchHit: its score, highlight
+    result (each field's fragments), inner hits of nested queries (each a
+    path and its hits, recursively) and nested document offset."""
+    if hit is None:
+        return
+    if getattr(hit, "score", None) is not None:
+        proto.score = float(hit.score)
+    result = getattr(hit, "highlight_result", None)
+    if result is not None:
+        proto.highlight_result.SetInParent()
+        for field in getattr(result, "highlight_fields", None) or ():
+            proto.highlight_result.highlight_fields.add(
+                field_name=field.field_name, field_fragments=list(field.field_fragments or ()))
+    for inner in getattr(hit, "search_inner_hits", None) or ():
+        out = proto.search_inner_hits.add(path=inner.path)
+        for sub in inner.search_hits or ():
+            fill_hit(out.search_hits.add(), sub)
+    if getattr(hit, "nested_doc_offset", None) is not None:
+        proto.nested_doc_offset = int(hit.nested_doc_offset)
+
+
 def fill_search_response(proto, result) -> None:
     """``proto`` (a SearchResponse) from the embedded client's SearchResponse:
     each row in PlainBuffer with its hit (score), the total count (-1 when
@@ -546,10 +568,7 @@ def fill_search_response(proto, result) -> None:
     hits = list(getattr(result, "search_hits", None) or ())
     encode_rows(proto.rows, result.rows)
     for i in range(len(result.rows)):
-        hit = proto.search_hits.add()
-        score = hits[i].score if i < len(hits) else None
-        if score is not None:
-            hit.score = float(score)
+        fill_hit(proto.search_hits.add(), hits[i] if i < len(hits) else None)
     proto.total_hits = -1 if result.total_count is None else int(result.total_count)
     proto.is_all_succeed = bool(result.is_all_succeed)
     if result.next_token:
