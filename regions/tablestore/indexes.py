@@ -638,8 +638,28 @@ class Indexer:
         declared), ``primary_key`` (``[[name, type]]``: those, then the base
         key's other columns), ``attributes``, ``phase``, ``options`` (the
         index table's)), and with ``feeds``, ``feeds`` (base table ->
-        ``feed_state``)."""
-        out = {"index_of": dict(self.index_of), "indexes": {}, "feeds": {}}
+        ``feed_state``); ``searches`` (base table -> a dict per search index:
+        ``name``, ``phase`` (FULL, INCR), ``time_to_live``, ``fields``
+        (``[[name, type]]``), ``documents``, ``storage_bytes``) and
+        ``streams`` (base table -> ``stream_id``, ``expiration_hours``,
+        ``shards``, ``open_shards``)."""
+        out = {"index_of": dict(self.index_of), "indexes": {}, "feeds": {}, "searches": {},
+               "streams": {}}
+        for (base, name), definition in sorted(self.search_defs.items()):
+            table = self.tables.get(base)
+            engine = table.searches.get(name) if table is not None else None
+            out["searches"].setdefault(base, []).append({
+                "name": name, "phase": definition.phase, "time_to_live": definition.ttl,
+                "fields": [[f.name, f.type] for f in definition.fields],
+                "documents": engine.num_docs() if engine is not None else None,
+                "storage_bytes": engine.storage_bytes() if engine is not None else None})
+            if feeds:
+                out["feeds"][base] = self.feed_state(base)
+        for stream in self.streams():
+            out["streams"][stream.base] = {
+                "stream_id": stream.id, "expiration_hours": stream.expiration,
+                "shards": len(stream.shards),
+                "open_shards": sum(1 for s in stream.shards.values() if s.close_seq is None)}
         for base in sorted(set(out["index_of"].values())):
             entries = out["indexes"][base] = []
             for index in self.indexes_of(base):

@@ -246,6 +246,7 @@ class Engine:
                 sb.add_bytes_field(tname, stored=True)
             # NESTED: its sub-fields hold its objects' values (flattened)
         self.schema = sb.build()
+        self.path = path
         if path is not None:
             os.makedirs(path, exist_ok=True)
             self.index = tv.Index(self.schema, path=path, reuse=True)
@@ -311,6 +312,13 @@ class Engine:
 
     def num_docs(self):
         return self.index.searcher().num_docs
+
+    def storage_bytes(self):
+        """The engine's files' size (None in memory)."""
+        if self.path is None:
+            return None
+        return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(self.path)
+                   for f in files)
 
     def close(self):
         with self._lock:
