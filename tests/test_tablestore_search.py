@@ -378,3 +378,28 @@ def test_nested_fields_and_dates(client):
     assert ids(client, RangeQuery("ms", 1704067200000 + 18 * 86400000))[0] == [18, 19]
     meta, _ = client.describe_search_index("t", "idx")
     assert [s.field_name for s in meta.fields[0].sub_field_schemas] == ["nk", "nl"]
+
+
+def test_the_index_sort_orders_by_default_and_describe_tells_what_was_asked(client):
+    from tablestore.metadata import (GeoDistanceSort, IndexSetting, SingleWordAnalyzerParameter)
+    for i in range(6):
+        client.put_row("t", Row([("id", i)], [("l", i * 10), ("g", "30.0,%f" % (120 + i * 0.01)),
+                                              ("s", "x")]), IGNORE)
+    client.create_search_index("t", "idx", SearchIndexMeta(
+        [FieldSchema("l", FieldType.LONG), FieldSchema("g", FieldType.GEOPOINT),
+         FieldSchema("s", FieldType.TEXT, analyzer_parameter=SingleWordAnalyzerParameter(
+             case_sensitive=True))],
+        index_setting=IndexSetting(["id"]), index_sort=Sort([PrimaryKeySort(SortOrder.DESC)])))
+    assert client.wait_for_search_index("t", "idx")
+    assert ids(client, MatchAllQuery())[0] == [5, 4, 3, 2, 1, 0]      # the index's sort
+    assert ids(client, TermQuery("l", "30"))[0] == [3]                  # a string on a LONG
+    assert ids(client, MatchAllQuery(), Sort([FieldSort("l", SortOrder.ASC)]))[0] == \
+        [0, 1, 2, 3, 4, 5]                                              # sortable without asking
+    assert ids(client, MatchAllQuery(), Sort([GeoDistanceSort("g", ["30.0,120.031"])]))[0][:3] == \
+        [3, 4, 2]
+    meta, stat = client.describe_search_index("t", "idx")
+    assert [f.enable_sort_and_agg for f in meta.fields] == [False, False, False]
+    assert meta.index_setting.routing_fields == ["id"]
+    assert [int(s.sort_order) for s in meta.index_sort.sorters] == [1]
+    assert meta.fields[2].analyzer_parameter.case_sensitive is True
+    assert stat.current_sync_timestamp > 10 ** 18                      # ns

@@ -555,8 +555,14 @@ class OTSClient:
 
     def describe_search_index(self, table_name, index_name, include_sync_stat=True):
         """(SearchIndexMeta, SyncStat or None), the SDK's classes."""
-        _, definition, _ = self._search_index(table_name, index_name)
-        return describe_search(definition, include_sync_stat)
+        name, definition, _ = self._search_index(table_name, index_name)
+        oldest = self._indexer.feed_state(name)["oldest_pending"]
+        sync_point = None
+        if definition.phase == "FULL":
+            sync_point = definition.created * 1_000_000          # nothing before is certain
+        elif oldest is not None:
+            sync_point = int(oldest * 1_000_000_000) - 1         # before the oldest pending write
+        return describe_search(definition, include_sync_stat, sync_point)
 
     def update_search_index(self, table_name, index_name, index_meta):
         """What the service lets change: the index's ``time_to_live``."""
@@ -596,6 +602,8 @@ class OTSClient:
         hits, total, token = engine.search(search_query.query, search_query.sort, offset, limit,
                                            search_query.next_token or None,
                                            min(ttls) if ttls else -1, collapse)
+        if definition.nested and search_query.sort is None:
+            token = None       # an index with NESTED fields has no index sort: no paging token
         highlight = getattr(getattr(search_query, "highlight", None), "highlight_parameters",
                             None)
         rows, search_hits = [], []

@@ -279,6 +279,7 @@ ERRORS = {
     "search_highlight_field": _P + ("highlighting is not supported for field[{field}]",),
     "search_highlight_not_text": _P + ("enable_highlighting is only for TEXT fields: {field}.",),
     "search_nested_no_fields": _P + ("NESTED field {field} needs sub_field_schemas.",),
+    "search_routing_field": _P + ("Routing field {field} is not a primary key column.",),
     # streams (streams.py)
     "stream_expiration": _P + ("The expiration time of a stream must be in [{low}, {high}] "
                                "hours: {value}.",),  # (ours)

@@ -95,7 +95,7 @@ class FieldDef:
         self.highlight = bool(highlight)
         self.parent = parent        # a NESTED field's name, for its sub-fields ("n.nk")
         self.analyzer, self.params = analyzer, dict(params or {})
-        self.sortable = (type not in ("TEXT", "VECTOR")) if sortable is None else bool(sortable)
+        self.sortable = bool(sortable)     # as declared (described so); any non-TEXT field sorts
         self.store, self.index = bool(store), bool(index)
         self.dimension, self.metric = dimension, metric
         self.date_formats = list(date_formats)
@@ -112,10 +112,12 @@ class SearchIndexDef:
     """A search index as its record stores it."""
 
     def __init__(self, name, base, fields, ttl=-1, created=0, phase="FULL", cursor=None,
-                 index_sort=None):
+                 index_sort=None, routing=()):
         self.name, self.base, self.fields = name, base, list(fields)
         self.ttl, self.created, self.phase, self.cursor = ttl, created, phase, cursor
-        self.index_sort = index_sort
+        # [[sorter kind, field or None, "ASC"|"DESC"]]: the order of a search without a sort
+        self.index_sort = index_sort or [["PrimaryKeySort", None, "ASC"]]
+        self.routing = list(routing)       # IndexSetting.routing_fields (described only)
 
     @property
     def table(self):
@@ -124,12 +126,21 @@ class SearchIndexDef:
     def to_json(self):
         return {"name": self.name, "base": self.base, "fields": [f.to_json() for f in self.fields],
                 "ttl": self.ttl, "created": self.created, "phase": self.phase,
-                "cursor": self.cursor, "index_sort": self.index_sort}
+                "cursor": self.cursor, "index_sort": self.index_sort, "routing": self.routing}
 
     @classmethod
     def from_json(cls, d):
         return cls(d["name"], d["base"], [FieldDef.from_json(f) for f in d["fields"]], d["ttl"],
-                   d["created"], d["phase"], d["cursor"], d.get("index_sort"))
+                   d["created"], d["phase"], d["cursor"], d.get("index_sort"),
+                   d.get("routing", ()))
+
+    def sort(self):
+        """The index's sort as the SDK's Sort-like object (the default order)."""
+        return _IndexSort(self.index_sort)
+
+    @property
+    def nested(self):
+        return any(f.type == "NESTED" for f in self.fields)
 
     def field(self, name):
         for f in self.fields:
@@ -163,7 +174,38 @@ def check_search_meta(index_name, base, meta, pk_names) -> SearchIndexDef:
     ttl = meta.time_to_live if meta.time_to_live is not None else -1
     if not isinstance(ttl, int) or (ttl != -1 and ttl < 86400):
         raise service_error("search_ttl_invalid", ttl=ttl)
-    return SearchIndexDef(index_name, base, fields, ttl, int(time.time()), "FULL")
+    index_sort = None
+    if getattr(meta, "index_sort", None) is not None:
+        index_sort = []
+        for s in meta.index_sort.sorters or ():
+            kind = type(s).__name__
+            if kind not in ("PrimaryKeySort", "FieldSort"):
+                raise service_error("search_sort_unsupported", sort=kind)
+            order = "DESC" if int(getattr(s, "sort_order", 0) or 0) == 1 else "ASC"
+            index_sort.append([kind, getattr(s, "field_name", None), order])
+    routing = list(getattr(getattr(meta, "index_setting", None), "routing_fields", None) or ())
+    for name in routing:
+        if name not in pk_names:
+            raise service_error("search_routing_field", field=name)
+    return SearchIndexDef(index_name, base, fields, ttl, int(time.time() * 1000), "FULL",
+                          index_sort=index_sort, routing=routing)
+
+
+class _IndexSort:
+    """An index's stored sort, shaped as the SDK's Sort (``sorters``)."""
+
+    class _Sorter:
+        def __init__(self, kind, field_name, order):
+            self.kind, self.field_name = kind, field_name
+            self.sort_order = 1 if order == "DESC" else 0
+            self.sort_mode = None
+
+    def __init__(self, stored):
+        self.sorters = []
+        for kind, field, order in stored:
+            sorter = self._Sorter(kind, field, order)
+            sorter.__class__ = type(kind, (self._Sorter,), {})
+            self.sorters.append(sorter)
 
 
 def _check_field(schema, fields, seen, parent):
@@ -348,13 +390,16 @@ class Engine:
         hits = []
         for score, address in result.hits:
             doc = searcher.doc(address).to_dict()
-            if factor is not None:        # the row's score: the field's value
-                score = float((doc.get(factor) or [0])[0])
+            if factor is not None:        # the query's score times the field's value
+                score = score * float((doc.get(factor) or [0])[0])
             hits.append((bytes.fromhex(doc["_pk"][0]), score, doc))
+        start = offset if token is None else _decode_token(token)
         if vector is not None:
             field, q, top_k, metric, min_score = vector
-            hits = self._knn((field, q, max(top_k, offset + limit), metric, min_score), hits)
+            raised = top_k < start + limit         # the service then takes offset + limit
+            hits = self._knn((field, q, max(top_k, start + limit), metric, min_score), hits)
         keys = self._sort_keys(sort, query, vector is not None)
+        hits.sort(key=lambda h: h[0])     # ties in any sort go by primary key
         for key_fn, reverse in reversed(keys):
             hits.sort(key=key_fn, reverse=reverse)
         if collapse is not None:
@@ -367,12 +412,9 @@ class Engine:
                 kept.append(h)
             hits = kept
         total = len(hits)
-        start = offset
-        if token is not None:
-            start = _decode_token(token)
         page = hits[start:start + limit]
         next_token = None
-        if start + limit < total:
+        if start + limit < total or (vector is not None and raised and len(page) == limit):
             next_token = _encode_token(start + limit)
         return [(row_key, score, doc) for row_key, score, doc in page], total, next_token
 
@@ -420,9 +462,9 @@ class Engine:
     def _sort_keys(self, sort, query, knn):
         sorters = list(getattr(sort, "sorters", None) or ())
         if not sorters:
-            # the index's sort, by primary key ascending: relevance is never
-            # the default (the service's docs; a ScoreSort asks for it)
-            return [((lambda h: h[0]), False)]
+            # the index's sort (by primary key ascending unless it says
+            # otherwise): relevance is never the default (the service's docs)
+            sorters = self.definition.sort().sorters
         out = []
         for s in sorters:
             kind = type(s).__name__
@@ -434,11 +476,18 @@ class Engine:
                 out.append(((lambda h: h[1]), desc))
             elif kind == "FieldSort":
                 f = self.definition.field(s.field_name)
-                if not f.sortable:
+                if f.type in ("TEXT", "VECTOR", "NESTED"):
                     raise service_error("search_sort_not_enabled", field=f.name)
                 tname = self._names[f.name]
                 mode_max = int(getattr(s, "sort_mode", 0) or 0) == 1
                 out.append((_field_sort_key(tname, desc, mode_max), desc))
+            elif kind == "GeoDistanceSort":
+                f = self.definition.field(s.field_name)
+                if f.type != "GEO_POINT":
+                    raise service_error("search_sort_not_enabled", field=f.name)
+                lat, lon = _point((s.points or [None])[0])
+                tname = self._names[f.name]
+                out.append((_geo_sort_key(tname, lat, lon, desc), desc))
             else:
                 raise service_error("search_sort_unsupported", sort=kind)
         return out
@@ -553,7 +602,8 @@ class Engine:
             top, left = _point(q.top_left)
             bottom, right = _point(q.bottom_right)
             box = (bottom, top, left, right)
-            inside = lambda a, b: True  # noqa: E731
+            # the bottom edge is out (the vendor's test: the service's 500 of 600 rows)
+            inside = lambda a, b: a > bottom  # noqa: E731
         else:
             poly = [_point(p) for p in q.points]
             box = (min(p[0] for p in poly), max(p[0] for p in poly),
@@ -759,6 +809,11 @@ def _date_ms(f, value):
 
 
 def _typed(f, value):
+    if isinstance(value, str) and f.type in ("LONG", "DOUBLE"):
+        try:                              # the service converts a query's string
+            value = int(value) if f.type == "LONG" else float(value)
+        except ValueError:
+            pass
     v = _coerce(f, value)
     if v is None:
         raise service_error("search_query_value_type", field=f.name, type=f.type)
@@ -947,6 +1002,18 @@ def _wildcard_regex(pattern):
     return "".join(out)
 
 
+def _geo_sort_key(tname, lat, lon, desc):
+    """GeoDistanceSort: by the distance of the row's nearest point (rows
+    without one last)."""
+    def key(h):
+        points = list(zip(h[2].get(tname + "_lat", ()), h[2].get(tname + "_lon", ())))
+        if not points:
+            return (1, 0) if not desc else (0, 0)
+        d = min(_haversine(lat, lon, a, b) for a, b in points)
+        return (0, d) if not desc else (1, d)
+    return key
+
+
 def _field_sort_key(tname, desc, mode_max):
     """A sort key over stored field values: rows without the field last (as
     the service puts missing values last in either order)."""
@@ -1104,8 +1171,9 @@ def return_type_name(value):
     return _RETURN_TYPES.get(int(value), "NONE")
 
 
-def describe_search(definition, include_sync_stat=True):
-    """``(SearchIndexMeta, SyncStat or None)`` in the SDK's classes."""
+def describe_search(definition, include_sync_stat=True, sync_point_ns=None):
+    """``(SearchIndexMeta, SyncStat or None)`` in the SDK's classes; the sync
+    point (ns): every write acknowledged before it is searchable."""
     sdk = _sdk()
     kinds = {v: k for k, v in FIELD_TYPES.items()}
     metrics = {v: k for k, v in _METRICS.items()}
@@ -1121,18 +1189,34 @@ def describe_search(definition, include_sync_stat=True):
             is_array=f.is_array, enable_sort_and_agg=f.sortable,
             analyzer=f.analyzer if f.type != "TEXT" else (f.analyzer or "single_word"),
             date_formats=f.date_formats or None, vector_options=vector,
-            enable_highlighting=f.highlight if f.type == "TEXT" else None)
+            enable_highlighting=f.highlight if f.type == "TEXT" else None,
+            analyzer_parameter=_analyzer_parameter(sdk, f))
         by_name[f.name] = schema
         if f.parent is None:
             fields.append(schema)
         else:
             by_name[f.parent].sub_field_schemas.append(schema)
-    meta = sdk.SearchIndexMeta(fields, time_to_live=definition.ttl)
+    sorters = []
+    for kind, field, order in definition.index_sort:
+        order = sdk.SortOrder.DESC if order == "DESC" else sdk.SortOrder.ASC
+        sorters.append(sdk.PrimaryKeySort(order) if kind == "PrimaryKeySort"
+                       else sdk.FieldSort(field, order))
+    meta = sdk.SearchIndexMeta(fields, index_setting=sdk.IndexSetting(definition.routing),
+                               index_sort=None if definition.nested else sdk.Sort(sorters),
+                               time_to_live=definition.ttl)
     stat = None
     if include_sync_stat:
         phase = sdk.SyncPhase.FULL if definition.phase == "FULL" else sdk.SyncPhase.INCR
-        stat = sdk.SyncStat(phase, int(time.time() * 1_000_000))
+        stat = sdk.SyncStat(phase, time.time_ns() if sync_point_ns is None else sync_point_ns)
     return meta, stat
+
+
+def _analyzer_parameter(sdk, f):
+    if f.type != "TEXT" or not f.params:
+        return None
+    kind = {"single_word": sdk.SingleWordAnalyzerParameter, "split": sdk.SplitAnalyzerParameter,
+            "fuzzy": sdk.FuzzyAnalyzerParameter}.get(f.analyzer or "single_word")
+    return kind(**f.params) if kind is not None else None
 
 
 def _sdk():
