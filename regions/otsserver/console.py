@@ -8,11 +8,13 @@ Pages (server-rendered HTML, no JavaScript; each has a JSON twin with
   requests and errors per second over the last minute, block cache, split
   counters, and every table with its row-key schema, region count, stored
   and memtable bytes, and its last split; each data table followed by its
-  secondary indexes (marked), and the indexes' helper tables (change feeds,
-  refs) folded apart as internal.
+  secondary indexes, then its search indexes (marked; a table with a stream
+  tagged), and the helper tables (change feeds, refs, search index records,
+  stream logs) folded apart as internal.
 - ``/tables/<name>``: schema and options (an index: whose index, its
-  columns and sync phase; a base table: its indexes and its change feed's
-  backlog), the split policy in words,
+  columns and sync phase; a base table: its secondary indexes, its search
+  indexes (sync phase, lag, documents, size), its change feed's backlog and
+  its stream (id, shards)), the split policy in words,
   regions in key order (start/end keys as typed partition-key values, state,
   stored bytes, store files per level, memtable bytes, reads/writes per
   second, split threshold, split blocker with its hot key), bars of region
@@ -36,8 +38,8 @@ values on one line, cut with an ellipsis (the whole value is the title);
 the JSON twins keep bytes, seconds since the epoch and cell timestamps in ms.
 
 Every number comes from ``OTSClient.metrics()`` (regions.metrics), and what
-is known of secondary indexes from ``index_catalogue`` (the client's
-index catalogue); the console only formats.  Every value shown is user data
+is known of secondary and search indexes and streams from ``index_catalogue``
+(the client's index catalogue); the console only formats.  Every value shown is user data
 and escaped.
 
 Access: when the server listens on a loopback address everything is open;
@@ -67,6 +69,8 @@ from regions.meta import SPLIT_HISTORY
 from regions.reports import human_bytes
 from regions.tablestore import pkcodec
 from regions.tablestore.indexes import FEED_SUFFIX, REFS_SUFFIX
+from regions.tablestore.search import SEARCH_INFIX
+from regions.tablestore.streams import LOG_SUFFIX
 from regions.tablestore.errors import OTSClientError, OTSServiceError
 from regions.tablestore.metadata import INF_MAX, INF_MIN, Direction
 
@@ -167,24 +171,34 @@ def parse_key_value(text: str, pk_type: str, default):
 
 # -- secondary indexes ---------------------------------------------------------
 def index_catalogue(client, feeds: bool = True) -> dict:
-    """The secondary indexes of ``client``'s tables, as the console and
-    ``/metrics`` show them (``OTSClient.index_catalogue``; see
-    ``indexes.Indexer.catalogue`` for its shape)."""
+    """The secondary and search indexes and the streams of ``client``'s
+    tables, as the console and ``/metrics`` show them
+    (``OTSClient.index_catalogue``; see ``indexes.Indexer.catalogue`` for
+    its shape)."""
     catalogue = getattr(client, "index_catalogue", None)
-    if catalogue is None:
-        return {"index_of": {}, "indexes": {}, "feeds": {}}
-    return catalogue(feeds)
+    out = catalogue(feeds) if catalogue is not None else {"index_of": {}, "indexes": {},
+                                                           "feeds": {}}
+    out.setdefault("searches", {})      # base table -> its search indexes
+    out.setdefault("streams", {})       # base table -> its stream
+    return out
 
 
 def table_kinds(tables, server_tables, catalogue) -> dict:
     """``{name: (kind, base)}`` of every region-server table: kind ``table``
     (base ``""``), ``global_index`` or ``local_index`` (base: its data
     table), ``feed`` (a data table's change feed), ``refs`` (an index's
-    base row -> index row map; base: the index's data table) or ``internal``
-    (a helper table left without its owner, deleted at the next open).
+    base row -> index row map; base: the index's data table), ``search`` (a
+    search index's record, ``<table>.search.<index>``; its documents are in
+    the engine's files), ``stream`` (a table's stream log, ``<table>.stream``)
+    or ``internal`` (a helper table left without its owner, deleted at the
+    next open).
     ``tables``: the Tablestore tables (``OTSClient.metrics()["tables"]``)."""
     index_of = catalogue["index_of"]
     types = {i["name"]: i["type"] for v in catalogue["indexes"].values() for i in v}
+    searches = {base + SEARCH_INFIX + s["name"]: base
+                for base, v in catalogue.get("searches", {}).items() for s in v}
+    streams = catalogue.get("streams", {})
+    fed = set(catalogue["indexes"]) | set(searches.values()) | set(streams)
     kinds = {}
     for name in server_tables:
         owner = name[:-len(FEED_SUFFIX)]
@@ -192,10 +206,14 @@ def table_kinds(tables, server_tables, catalogue) -> dict:
             kinds[name] = (types.get(name, "global") + "_index", index_of[name])
         elif name in tables:
             kinds[name] = ("table", "")
-        elif name.endswith(FEED_SUFFIX) and owner in catalogue["indexes"]:
+        elif name.endswith(FEED_SUFFIX) and owner in fed:
             kinds[name] = ("feed", owner)
         elif name.endswith(REFS_SUFFIX) and name[:-len(REFS_SUFFIX)] in index_of:
             kinds[name] = ("refs", index_of[name[:-len(REFS_SUFFIX)]])
+        elif name in searches:
+            kinds[name] = ("search", searches[name])
+        elif name.endswith(LOG_SUFFIX) and name[:-len(LOG_SUFFIX)] in streams:
+            kinds[name] = ("stream", name[:-len(LOG_SUFFIX)])
         else:
             kinds[name] = ("internal", "")
     return kinds
@@ -462,11 +480,14 @@ class Console:
                                                if s["table"] == name), None),
                            "index_of": base or None,
                            "index_type": kind[:-len("_index")] if base else None,
-                           "indexes": [i["name"] for i in cat["indexes"].get(name, ())]})
-        internal = [{"name": name, "kind": kind, "of": _owner(name, kind), "base": base,
+                           "indexes": [i["name"] for i in cat["indexes"].get(name, ())],
+                           "search_indexes": [_shown_search(s)
+                                              for s in cat["searches"].get(name, ())],
+                           "stream": cat["streams"].get(name)})
+        internal = [{"name": name, "kind": kind, "of": _owner(name, kind, base), "base": base,
                      **_totals(server["tables"][name])}
                     for name, (kind, base) in kinds.items()
-                    if kind in ("feed", "refs", "internal")]
+                    if kind in ("feed", "refs", "search", "stream", "internal")]
         return {"instance": self.instance, "data_directory": server["path"],
                 "started_at": server["opened_at"], "uptime_seconds": server["uptime_seconds"],
                 "durability": "sync" if server["sync"] else "async",
@@ -515,8 +536,16 @@ class Console:
         feed = cat["feeds"].get(name)
         if feed is not None:
             feed = {**feed, **_totals(m["server"]["tables"].get(feed["table"], []))}
+        now = time.time()
+        searches = [{**_shown_search(s), **_search_lag(feed, now)}
+                    for s in cat["searches"].get(name, ())]
+        stream = cat["streams"].get(name)
+        if stream is not None:
+            log = name + LOG_SUFFIX
+            stream = {**stream, "table": log, **_totals(m["server"]["tables"].get(log, []))}
         return {"name": name, **schema, "split_policy": m["server"]["split_policy"],
                 "index_of": base, "index": index, "indexes": indexes, "feed": feed,
+                "search_indexes": searches, "stream": stream,
                 "regions": regions, "recent_splits": splits}
 
     def _schema(self, name):
@@ -606,11 +635,18 @@ class Console:
                  ("Splits since start", "%(started)d started, %(finished)d finished, "
                   "%(rolled_back)d rolled back" % d["splits"])]
         body = _facts(facts)
-        rows = [(_table_link(t["name"], t["index_of"], t["index_type"]),
-                 _pk_text(t["primary_key"]), str(t["regions"]), human_bytes(t["stored_bytes"]),
-                 human_bytes(t["memtable_bytes"]),
-                 when(t["last_split"], now) if t["last_split"] is not None else "never")
-                for t in d["tables"]]
+        rows, pending = [], []      # a table's search indexes follow its secondary indexes
+        for t in d["tables"]:
+            if not t["index_of"]:
+                rows += pending
+                pending = [_search_row(t["name"], s) for s in t.get("search_indexes", ())]
+            link = _table_link(t["name"], t["index_of"], t["index_type"])
+            if t.get("stream"):
+                link += " " + _stream_tag(t["stream"])
+            rows.append((link, _pk_text(t["primary_key"]), str(t["regions"]),
+                         human_bytes(t["stored_bytes"]), human_bytes(t["memtable_bytes"]),
+                         when(t["last_split"], now) if t["last_split"] is not None else "never"))
+        rows += pending
         body += "<h2>Tables</h2>" + (table_html(
             ("Table", "Primary key", "Regions", "Stored", "Memtable", "Last split (UTC)"), rows,
             "tables", ("", "", "num", "num", "num", "")) if rows else "<p>No tables.</p>")
@@ -620,7 +656,8 @@ class Console:
                      str(t["regions"]), human_bytes(t["stored_bytes"]),
                      human_bytes(t["memtable_bytes"])) for t in internal]
             body += ('<details class="internal"><summary>Internal tables (%d): the change feeds '
-                     'and refs that keep the secondary indexes in step, not tables of the data '
+                     'and refs that keep the secondary indexes in step (and the search indexes\' '
+                     'records, the streams\' logs), not tables of the data '
                      'API</summary>%s</details>' % (len(internal), table_html(
                          ("Table", "Holds", "Regions", "Stored", "Memtable"), rows, "internal",
                          ("", "", "num", "num", "num"))))
@@ -654,7 +691,14 @@ class Console:
         body += '<p class="links"><a id="browse" href="/tables/%s/rows">Browse rows</a> &middot; ' \
                 '<a href="/tables/%s?format=json">JSON</a></p>' % (q, q)
         if d["indexes"]:
-            body += _indexes_html(d["indexes"], d["feed"], now)
+            body += _indexes_html(d["indexes"])
+        if d["search_indexes"]:
+            body += _searches_html(d["search_indexes"], now)
+        if d["feed"] is not None and (d["indexes"] or d["search_indexes"]):
+            body += _feed_html(d["feed"], any(i["type"] == "global" for i in d["indexes"]),
+                               bool(d["search_indexes"]), now)
+        if d["stream"] is not None:
+            body += _stream_html(d["stream"])
         regs = d["regions"]
         top_size = max((r["stored_bytes"] + r["memtable_bytes"] for r in regs), default=0)
         top_rate = max((r["writes_per_second"] or 0 for r in regs), default=0)
@@ -774,10 +818,30 @@ def _shown(index) -> dict:
     return {k: v for k, v in index.items() if k != "options"}
 
 
-def _owner(name, kind):
-    """What a helper table serves: a feed its data table, a refs table its index."""
+def _owner(name, kind, base=None):
+    """What a helper table serves: a feed its data table, a refs table its
+    index, a search index's record or a stream's log their data table."""
+    if kind in ("search", "stream"):
+        return base
     suffix = {"feed": FEED_SUFFIX, "refs": REFS_SUFFIX}.get(kind)
     return name[:-len(suffix)] if suffix else None
+
+
+def _shown_search(search) -> dict:
+    """A search index of ``index_catalogue`` as the pages show it."""
+    return {k: search.get(k) for k in ("name", "phase", "time_to_live", "fields", "documents",
+                                       "storage_bytes")}
+
+
+def _search_lag(feed, now) -> dict:
+    """A search index's lag: its table's change feed's entries not yet
+    applied (``backlog``) and the age of the oldest (``lag_seconds``, 0 when
+    none is pending); None without a feed state."""
+    if feed is None or feed["backlog"] is None:
+        return {"backlog": None, "lag_seconds": None}
+    oldest = feed["oldest_pending"]
+    return {"backlog": feed["backlog"],
+            "lag_seconds": max(0.0, now - oldest) if oldest is not None else 0.0}
 
 
 _PHASES = {"ISP_FULL": "ISP_FULL: loading the table's rows", "ISP_INCR": "ISP_INCR: in step"}
@@ -803,6 +867,11 @@ def _helper_text(t) -> str:
         return "change feed of %s" % _table_link(t["of"])
     if t["kind"] == "refs":
         return "refs of index %s (base row &rarr; index row)" % _table_link(t["of"])
+    if t["kind"] == "search":
+        return "record of search index %s of %s (its documents: the engine's files)" % (
+            e(t["name"].split(SEARCH_INFIX, 1)[1]), _table_link(t["of"]))
+    if t["kind"] == "stream":
+        return "stream log of %s (its records)" % _table_link(t["of"])
     return "left by a dropped index (deleted at the next open)"
 
 
@@ -828,30 +897,104 @@ def _index_facts(base, index):
             ("Sync phase", e(_PHASES.get(index["phase"], index["phase"])))]
 
 
-def _indexes_html(indexes, feed, now) -> str:
-    """A base table's indexes, and how far behind its change feed is."""
+def _indexes_html(indexes) -> str:
+    """A base table's secondary indexes."""
     rows = [(_table_link(i["name"]), e(i["type"]), clip(_index_columns(i)),
              clip(e(", ".join(i["attributes"])) or "&ndash;"),
              e(_PHASES.get(i["phase"], i["phase"])), "{:,}".format(i["key_count"]),
              human_bytes(i["stored_bytes"]), human_bytes(i["memtable_bytes"]), str(i["regions"]))
             for i in indexes]
-    out = "<h2>Secondary indexes (%d)</h2>" % len(indexes) + table_html(
+    return "<h2>Secondary indexes (%d)</h2>" % len(indexes) + table_html(
         ("Index", "Type", "Index columns", "Attribute columns", "Sync phase", "Entries (≈ rows)",
          "Stored",
          "Memtable", "Regions"), rows, "indexes",
         ("", "", "key", "key", "", "num", "num", "num", "num"))
+
+
+_SEARCH_PHASES = {"FULL": "FULL: loading the table's rows", "INCR": "INCR: in step"}
+
+
+def _search_anchor(name) -> str:
+    return "search-" + name
+
+
+def _fields_text(fields) -> str:
+    """A search index's fields, ``name TYPE, ...`` (all of them the title)."""
+    text = e(", ".join("%s %s" % tuple(f) for f in fields))
+    return '<span title="%s">%s</span>' % (text, text) if text else "&ndash;"
+
+
+def _search_row(base, s):
+    """A search index's line under its table on the overview (the columns
+    of a table's: its fields for a key, its engine's files for stored)."""
+    link = '<a class="search-link" href="/tables/%s#%s">%s</a>' % (
+        quote(base, safe=""), e(quote(_search_anchor(s["name"]), safe="")), e(s["name"]))
+    return ('<span class="sub" title="%s">&#8627;</span> %s <span class="tag">search index'
+            '</span>' % (e("search index of " + base), link), clip(_fields_text(s["fields"])),
+            "&ndash;", human_bytes(s["storage_bytes"]) if s["storage_bytes"] is not None
+            else "&ndash;", "&ndash;", "&ndash;")
+
+
+def _stream_tag(stream) -> str:
+    return '<span class="tag stream" title="%s">stream</span>' % e(
+        "stream %s: %d shard%s (%d open), records kept %d h" % (
+            stream["stream_id"], stream["shards"], "" if stream["shards"] == 1 else "s",
+            stream["open_shards"], stream["expiration_hours"]))
+
+
+def _lag_text(backlog, seconds) -> str:
+    if backlog is None:
+        return "&ndash;"
+    if backlog == 0:
+        return "none"
+    return "%s entr%s, oldest %s" % ("{:,}".format(backlog), "y" if backlog == 1 else "ies",
+                                    ago_text(seconds))
+
+
+def _searches_html(searches, now) -> str:
+    """A base table's search indexes: phase, lag (its change feed's), size."""
+    rows = [('<span class="mono" id="%s">%s</span>' % (e(_search_anchor(s["name"])),
+                                                        e(s["name"])),
+             e(_SEARCH_PHASES.get(s["phase"], s["phase"])), clip(_fields_text(s["fields"])),
+             "forever" if s["time_to_live"] in (None, -1) else span_text(s["time_to_live"]),
+             _lag_text(s["backlog"], s["lag_seconds"]),
+             "{:,}".format(s["documents"]) if s["documents"] is not None else "&ndash;",
+             human_bytes(s["storage_bytes"]) if s["storage_bytes"] is not None else "in memory")
+            for s in searches]
+    return "<h2>Search indexes (%d)</h2>" % len(searches) + table_html(
+        ("Search index", "Sync phase", "Fields", "Time to live", "Lag (feed entries pending)",
+         "Documents", "Size"), rows, "searches", ("", "", "key", "", "", "num", "num"))
+
+
+def _feed_html(feed, has_global, has_search, now) -> str:
+    """How far behind a base table's change feed is: the lag of its global
+    and search indexes (the writers apply local indexes and the stream)."""
+    who = ("global and search indexes" if has_global else "search indexes") if has_search \
+        else "global indexes"
     where = '<span class="mono">%s</span>, %s in %d region%s' % (
         e(feed["table"]), human_bytes(feed["stored_bytes"] + feed["memtable_bytes"]),
         feed["regions"], "" if feed["regions"] == 1 else "s")
     if feed["backlog"] is None:
         lag = "local indexes only: each write updates them before it returns"
     elif feed["backlog"] == 0:
-        lag = "<b>nothing pending</b>: the global indexes hold every write"
+        lag = "<b>nothing pending</b>: the %s hold every write" % who
     else:
-        lag = "<b>%s entr%s pending</b>: the global indexes' lag in rows, the oldest written " \
+        lag = "<b>%s entr%s pending</b>: the %s' lag in rows, the oldest written " \
               "%s" % ("{:,}".format(feed["backlog"]), "y" if feed["backlog"] == 1 else "ies",
-                      ago_text(now - feed["oldest_pending"]))
-    return out + '<p class="feed" id="feed">Change feed %s: %s.</p>' % (where, lag)
+                      who, ago_text(now - feed["oldest_pending"]))
+    return '<p class="feed" id="feed">Change feed %s: %s.</p>' % (where, lag)
+
+
+def _stream_html(stream) -> str:
+    """A table's stream: its id, shards (one per region) and log."""
+    row = ('<span class="mono">%s</span>' % e(stream["stream_id"]),
+           "%d h" % stream["expiration_hours"], str(stream["shards"]), str(stream["open_shards"]),
+           '<span class="mono">%s</span>' % e(stream["table"]),
+           human_bytes(stream["stored_bytes"] + stream["memtable_bytes"]))
+    return ('<h2 id="stream">Stream</h2><p class="note">A shard per region: a split closes its '
+            'region\'s shard and opens one per daughter.</p>' + table_html(
+                ("Stream ID", "Records kept", "Shards", "Open shards", "Log", "Log size"), [row],
+                "stream", ("", "num", "num", "num", "", "num")))
 
 
 def _facts(facts) -> str:

@@ -25,6 +25,13 @@ regions_table_regions                       gauge      table
 regions_table_info (always 1)               gauge      table, kind, base
 regions_index_feed_backlog                  gauge      table
 regions_index_feed_oldest_pending_seconds   gauge      table
+regions_search_index_info (always 1)        gauge      table, index, phase
+regions_search_index_documents              gauge      table, index
+regions_search_index_storage_bytes          gauge      table, index
+regions_search_index_sync_backlog           gauge      table, index
+regions_search_index_sync_lag_seconds       gauge      table, index
+regions_stream_info (always 1)              gauge      table, stream_id
+regions_stream_shards / _open_shards        gauge      table
 regions_splits_started_total / _finished_total / _rolled_back_total   counter
 regions_split_duration_seconds              histogram
 regions_block_cache_hits_total / _misses_total                        counter
@@ -38,12 +45,25 @@ split creating it); the ``region`` label is the region id, never reused.
 Every table of the region server has its series, secondary indexes and their
 helper tables too; ``regions_table_info`` tells them apart: ``kind`` is
 ``table``, ``global_index``, ``local_index``, ``feed`` (a table's change
-feed), ``refs`` (an index's base row -> index row map) or ``internal`` (left
+feed), ``refs`` (an index's base row -> index row map), ``search`` (a search
+index's record), ``stream`` (a table's stream log) or ``internal`` (left
 by a dropped index), and ``base`` the data table an index or helper serves
 (``""`` for a data table), so ``sum by (base)`` of a join gives what a table
-costs with its indexes.  Per data table with a global index, the change
-feed's entries not yet applied (the global indexes' lag in rows) and the age
+costs with its indexes.  Per data table with a global or search index, the
+change feed's entries not yet applied (the indexes' lag in rows) and the age
 of the oldest of them (0 when none is pending).
+
+Per search index (``index`` its name, ``table`` its data table): its sync
+phase (``FULL`` while it loads the table's rows, then ``INCR``), documents,
+the bytes of its engine's files (no series for an in-memory server), and its
+sync lag: the table's change-feed backlog and the age of its oldest entry
+(the feed is shared by the table's global and search indexes, so each index
+of a table shows the same two values).  Query latency is the data API's:
+every request through the wire, ``Search``, ``ParallelScan`` and
+``ComputeSplits`` too, is timed in ``regions_api_request_duration_seconds``
+under its API name (per API, not per index).  Per table with a stream: its
+id, its shards (one per region, closed ones kept until their records expire)
+and those still open.
 
 ``prometheus_client`` is an optional dependency (the ``server`` extra);
 this module imports it only when first used, and without it a scrape raises
@@ -166,7 +186,8 @@ def _index_families(client, m):
         info.add_metric([name, kind, base], 1)
     yield info
     backlog = GaugeMetricFamily("regions_index_feed_backlog", "Change-feed entries of the table "
-                                "not yet applied to its global indexes", labels=["table"])
+                                "not yet applied to its global and search indexes",
+                                labels=["table"])
     oldest = GaugeMetricFamily("regions_index_feed_oldest_pending_seconds", "Age of the oldest "
                                "change-feed entry not yet applied (0: none)", labels=["table"])
     now = time.time()
@@ -177,6 +198,51 @@ def _index_families(client, m):
                               if feed["oldest_pending"] is not None else 0.0)
     yield backlog
     yield oldest
+    yield from _search_families(catalogue, now)
+
+
+def _search_families(catalogue, now):
+    """The search indexes' and the streams' gauges (module docstring)."""
+    from prometheus_client.core import GaugeMetricFamily
+    labels = ["table", "index"]
+    info = GaugeMetricFamily("regions_search_index_info", "Each search index: its data table "
+                             "and sync phase (FULL: loading the table's rows, INCR: in step)",
+                             labels=labels + ["phase"])
+    docs = GaugeMetricFamily("regions_search_index_documents", "Documents in the search index",
+                             labels=labels)
+    size = GaugeMetricFamily("regions_search_index_storage_bytes", "Bytes of the search "
+                             "index's engine files", labels=labels)
+    backlog = GaugeMetricFamily("regions_search_index_sync_backlog", "Change-feed entries of "
+                                "the table not yet applied to its indexes", labels=labels)
+    lag = GaugeMetricFamily("regions_search_index_sync_lag_seconds", "Age of the oldest "
+                            "change-feed entry not yet applied to the index (0: none)",
+                            labels=labels)
+    for base, searches in sorted(catalogue["searches"].items()):
+        feed = catalogue["feeds"].get(base) or {}
+        for s in searches:
+            key = [base, s["name"]]
+            info.add_metric(key + [str(s["phase"])], 1)
+            if s["documents"] is not None:
+                docs.add_metric(key, s["documents"])
+            if s["storage_bytes"] is not None:
+                size.add_metric(key, s["storage_bytes"])
+            if feed.get("backlog") is not None:
+                backlog.add_metric(key, feed["backlog"])
+                lag.add_metric(key, max(0.0, now - feed["oldest_pending"])
+                               if feed["oldest_pending"] is not None else 0.0)
+    yield from (info, docs, size, backlog, lag)
+    info = GaugeMetricFamily("regions_stream_info", "Each table's stream (its id)",
+                             labels=["table", "stream_id"])
+    shards = GaugeMetricFamily("regions_stream_shards", "Shards of the table's stream (one per "
+                               "region; closed ones kept until their records expire)",
+                               labels=["table"])
+    open_shards = GaugeMetricFamily("regions_stream_open_shards", "Shards of the table's stream "
+                                    "still open (its regions')", labels=["table"])
+    for base, stream in sorted(catalogue["streams"].items()):
+        info.add_metric([base, str(stream["stream_id"])], 1)
+        shards.add_metric([base], stream["shards"])
+        open_shards.add_metric([base], stream["open_shards"])
+    yield from (info, shards, open_shards)
 
 
 def exposition(client) -> bytes:
