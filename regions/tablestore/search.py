@@ -795,9 +795,13 @@ def _date_ms(f, value):
     for fmt in formats:
         if fmt in _EPOCH_UNITS:
             continue
-        pattern = fmt
+        pattern, strict = fmt, re.escape(fmt)
         for java, py in _JAVA_DATE:
             pattern = pattern.replace(java, py)
+            strict = strict.replace(java, r"\d{%d}" % len(java) if java[0] not in "XZ"
+                                    else r"[+-]\d{2}:?\d{2}|Z")
+        if not re.fullmatch(strict.replace("'", ""), value):
+            continue                      # Java's formats are strict: "dd" is two digits
         try:
             parsed = datetime.datetime.strptime(value, pattern.replace("'", ""))
         except ValueError:
@@ -884,15 +888,32 @@ def _tokens(f, text):
     out = []
     for w in _WORD.findall(text):
         if _CJK.search(w):
-            if analyzer in ("max_word", "min_word"):
-                jieba = _jieba()
-                parts = jieba.cut_for_search(w) if analyzer == "max_word" else jieba.cut(w)
-                out += [p.lower() for p in parts if _WORD.fullmatch(p)]
+            if analyzer == "max_word":
+                out += _max_words(w)
+            elif analyzer == "min_word":
+                out += [p.lower() for p in _jieba().cut(w) if _WORD.fullmatch(p)]
             else:
                 out += [p.lower() for p in _split_cjk(w)]
             continue
         for part in (_LETTERS_DIGITS.findall(w) if split_digits else (w,)):
             out.append(part if case else part.lower())
+    return out
+
+
+def _max_words(word):
+    """max_word: every dictionary word in ``word`` (jieba's full mode), a
+    single character only where no longer word covers it (梨花茶 -> 梨花,
+    花茶: the service's "the most words")."""
+    parts = [p.lower() for p in _jieba().cut_all(word) if _WORD.fullmatch(p)]
+    longer = [p for p in parts if len(p) > 1]
+    out = []
+    for p in parts:
+        if len(p) == 1 and any(p in q for q in longer):
+            continue                  # a character a word covers
+        shorter = [q for q in longer if len(q) < len(p) and q in p]
+        if len(p) > 2 and shorter and all(any(c in q for q in shorter) for c in p):
+            continue                  # a word its shorter words cover (菊花茶: 菊花, 花茶)
+        out.append(p)
     return out
 
 
