@@ -668,3 +668,201 @@ def test_metrics_count_index_tables_and_tell_them_apart(server):
     assert m[("regions_index_feed_backlog", (("table", "events"),))] == 0
     assert not [k for k in m if k[0] == "regions_index_feed_backlog"
                 and dict(k[1])["table"] == "local_only"]
+
+
+# -- search indexes and streams -------------------------------------------------------
+def create_docs(client, name="docs", split_at=("m",), stream=True, search=True):
+    """A table (pk STRING) pre-split at ``split_at``, with a stream (records
+    kept 24 h) and a search index ``<name>_idx`` (title TEXT, n LONG); n is a
+    defined column (a secondary index may use it)."""
+    from regions.tablestore.streams import StreamSpecification
+    from tablestore.metadata import FieldSchema, FieldType, SearchIndexMeta
+    client.create_table(emb.TableMeta(name, [("pk", "STRING")],
+                                      defined_columns=[("n", "INTEGER")]), emb.TableOptions(),
+                        emb.ReservedThroughput(emb.CapacityUnit(0, 0)),
+                        split_points=list(split_at),
+                        stream_spec=StreamSpecification(True, 24) if stream else None)
+    if search:
+        client.create_search_index(name, name + "_idx", SearchIndexMeta(
+            [FieldSchema("title", FieldType.TEXT), FieldSchema("n", FieldType.LONG)]))
+
+
+def put_docs(client, name, n, start=0, size=10):
+    for i in range(start, start + n):
+        client.put_row(name, emb.Row([("pk", "d%04d" % i)],
+                                     [("title", "hello %d %s" % (i, "x" * size)), ("n", i)]))
+
+
+def test_search_indexes_and_the_stream_show_with_their_table(server):
+    client = server.service.client
+    create_docs(client)
+    create_docs(client, "plain", stream=False, search=False)
+    c = sdk(server)
+    for i in range(20):         # through the wire: the writes and the search are metered
+        c.put_row("docs", ts.Row([("pk", "a%02d" % i)], [("title", "hello %d" % i), ("n", i)]))
+    assert client.wait_for_search_index("docs", "docs_idx")
+    found = c.search("docs", "docs_idx", ts.SearchQuery(ts.MatchQuery("title", "hello"),
+                                                         limit=5, get_total_count=True),
+                     ts.ColumnsToGet(return_type=ts.ColumnReturnType.NONE))
+    assert found.total_count == 20
+
+    o = jget(server, "/?format=json")
+    docs, plain = o["tables"]
+    assert (docs["name"], docs["indexes"], plain["search_indexes"], plain["stream"]) == \
+        ("docs", [], [], None)
+    (s,) = docs["search_indexes"]
+    assert {k: v for k, v in s.items() if k != "storage_bytes"} == {
+        "name": "docs_idx", "phase": "INCR", "time_to_live": -1,
+        "fields": [["title", "TEXT"], ["n", "LONG"]], "documents": 20}
+    assert s["storage_bytes"] > 0
+    stream_id = docs["stream"]["stream_id"]
+    assert docs["stream"] == {"stream_id": stream_id, "expiration_hours": 24, "shards": 2,
+                              "open_shards": 2}                      # a shard per region
+    assert [(t["name"], t["kind"], t["of"], t["base"]) for t in o["internal_tables"]] == [
+        ("docs.feed", "feed", "docs", "docs"), ("docs.search.docs_idx", "search", "docs", "docs"),
+        ("docs.stream", "stream", "docs", "docs")]
+    html = get(server, "/")[2].decode()
+    assert '<a class="table-link" href="/tables/docs">docs</a> <span class="tag stream" ' \
+           'title="stream %s: 2 shards (2 open), records kept 24 h">stream</span>' % stream_id \
+        in html
+    assert '<span class="sub" title="search index of docs">&#8627;</span> <a ' \
+           'class="search-link" href="/tables/docs#search-docs_idx">docs_idx</a> <span ' \
+           'class="tag">search index</span></td><td><div class="k"><span title="title TEXT, ' \
+           'n LONG">title TEXT, n LONG</span></div></td>' in html
+    assert html.index(">docs_idx</a>") < html.index(">plain</a>")      # under its table
+    assert "record of search index docs_idx of " in html and "stream log of " in html
+    assert "Internal tables (3)" in html
+
+    d = jget(server, "/tables/docs?format=json")
+    (s,) = d["search_indexes"]
+    assert (s["name"], s["phase"], s["documents"], s["backlog"], s["lag_seconds"]) == \
+        ("docs_idx", "INCR", 20, 0, 0.0)
+    assert (d["feed"]["table"], d["feed"]["backlog"]) == ("docs.feed", 0)
+    assert {k: d["stream"][k] for k in ("stream_id", "shards", "open_shards", "table",
+                                        "regions")} == {
+        "stream_id": stream_id, "shards": 2, "open_shards": 2, "table": "docs.stream",
+        "regions": 1}
+    assert d["stream"]["stored_bytes"] + d["stream"]["memtable_bytes"] > 0
+    html = get(server, "/tables/docs")[2].decode()
+    assert "<h2>Search indexes (1)</h2>" in html and "Secondary indexes" not in html
+    assert '<td><span class="mono" id="search-docs_idx">docs_idx</span></td><td>INCR: in step' \
+           '</td>' in html
+    assert "<td>forever</td><td>none</td><td class=\"num\">20</td>" in html
+    assert "<b>nothing pending</b>: the search indexes hold every write" in html
+    assert '<h2 id="stream">Stream</h2>' in html
+    assert '<td><span class="mono">%s</span></td><td class="num">24 h</td><td class="num">2' \
+           '</td><td class="num">2</td><td><span class="mono">docs.stream</span></td>' \
+           % stream_id in html
+    html = get(server, "/tables/plain")[2].decode()
+    assert "Search indexes" not in html and "Stream" not in html
+    assert jget(server, "/tables/plain?format=json")["stream"] is None
+
+    m = scrape(server)
+    key = (("index", "docs_idx"), ("table", "docs"))
+    assert m[("regions_search_index_info", (("index", "docs_idx"), ("phase", "INCR"),
+                                            ("table", "docs")))] == 1
+    assert m[("regions_search_index_documents", key)] == 20
+    assert m[("regions_search_index_storage_bytes", key)] == s["storage_bytes"]
+    assert m[("regions_search_index_sync_backlog", key)] == 0
+    assert m[("regions_search_index_sync_lag_seconds", key)] == 0
+    assert m[("regions_stream_info", (("stream_id", stream_id), ("table", "docs")))] == 1
+    assert m[("regions_stream_shards", (("table", "docs"),))] == 2
+    assert m[("regions_stream_open_shards", (("table", "docs"),))] == 2
+    assert not [k for k in m if k[0].startswith("regions_stream") and
+                dict(k[1])["table"] == "plain"]
+    info = {dict(labels)["table"]: (dict(labels)["kind"], dict(labels)["base"])
+            for (name, labels), v in m.items() if name == "regions_table_info"}
+    assert info == {"docs": ("table", ""), "plain": ("table", ""), "docs.feed": ("feed", "docs"),
+                    "docs.search.docs_idx": ("search", "docs"),
+                    "docs.stream": ("stream", "docs")}
+    # a Search through the wire is timed like every API, by its name
+    assert m[("regions_api_requests_total", (("api", "Search"),))] == 1
+    assert m[("regions_api_request_duration_seconds_count", (("api", "Search"),))] == 1
+
+    # a region splits: its shard closes, one opens per daughter (the stream
+    # follows the regions at its table's next write)
+    put_docs(client, "docs", 300, size=200)
+    wait_for(lambda: jget(server, "/tables/docs?format=json")["recent_splits"], what="a split")
+
+    def resharded():
+        put_docs(client, "docs", 1, start=1000)
+        d = jget(server, "/tables/docs?format=json")
+        st = d["stream"]
+        return st["shards"] > st["open_shards"] == len(d["regions"]) and st
+    stream = wait_for(resharded, what="a closed shard")
+    time.sleep(1.0)             # past the pages' rendering cache
+    m = scrape(server)
+    assert m[("regions_stream_shards", (("table", "docs"),))] >= stream["shards"] > \
+        stream["open_shards"] >= 3
+
+
+def test_a_search_index_lags_with_its_feed_and_shows_its_back_fill(tmp_path, monkeypatch):
+    """The maintainer held: the table's page and /metrics count the feed's
+    entries pending as each search index's lag; a new index loading the
+    table's rows is in phase FULL; released, INCR with nothing pending."""
+    import threading
+    from tablestore.metadata import FieldSchema, FieldType, SearchIndexMeta
+    with emb.OTSClient(str(tmp_path / "s")) as client:
+        create_docs(client, stream=False)
+        client.create_secondary_index("docs", emb.SecondaryIndexMeta("docs_by_n", ["n"], []))
+        indexer = client._indexer
+        gate, held = threading.Event(), threading.Event()
+        drain, backfill = indexer._drain, indexer._search_backfill
+
+        def held_drain(*args):
+            held.set()
+            gate.wait()
+            return drain(*args)
+
+        def held_backfill(base, name):
+            gate.wait()
+            return backfill(base, name)
+        monkeypatch.setattr(indexer, "_drain", held_drain)
+        monkeypatch.setattr(indexer, "_search_backfill", held_backfill)
+        c = Console(client, "i", {}, open_access=True, sample_seconds=0, render_seconds=0)
+
+        def page(path):
+            reply = c.handle(path, {})
+            assert reply.status == 200, reply
+            return json.loads(reply.body) if "format=json" in path else reply.body.decode()
+        try:
+            assert held.wait(10)
+            before = time.time()
+            put_docs(client, "docs", 25)
+            (s,) = page("/tables/docs?format=json")["search_indexes"]
+            assert (s["backlog"], s["documents"]) == (25, 0)
+            assert 0 <= s["lag_seconds"] <= time.time() - before + 1
+            html = page("/tables/docs")
+            assert "<td>25 entries, oldest " in html
+            assert "<b>25 entries pending</b>: the global and search indexes' lag in rows, " \
+                   "the oldest written" in html
+            m = scrape_client(client)
+            key = (("index", "docs_idx"), ("table", "docs"))
+            assert m[("regions_search_index_sync_backlog", key)] == 25
+            assert m[("regions_search_index_sync_lag_seconds", key)] >= 0
+            assert m[("regions_search_index_documents", key)] == 0
+            assert m[("regions_index_feed_backlog", (("table", "docs"),))] == 25
+            client.create_search_index("docs", "docs_by_title", SearchIndexMeta(
+                [FieldSchema("title", FieldType.KEYWORD)]))
+            d = page("/tables/docs?format=json")
+            assert [(s["name"], s["phase"]) for s in d["search_indexes"]] == [
+                ("docs_by_title", "FULL"), ("docs_idx", "INCR")]
+            assert "FULL: loading the table&#x27;s rows" in page("/tables/docs")
+            m = scrape_client(client)
+            assert m[("regions_search_index_info", (("index", "docs_by_title"), ("phase", "FULL"),
+                                                    ("table", "docs")))] == 1
+        finally:
+            gate.set()
+        assert client.wait_for_search_index("docs", "docs_idx")
+        assert client.wait_for_search_index("docs", "docs_by_title")
+        d = page("/tables/docs?format=json")
+        assert [(s["phase"], s["documents"], s["backlog"], s["lag_seconds"])
+                for s in d["search_indexes"]] == [("INCR", 25, 0, 0.0)] * 2
+        assert "<b>nothing pending</b>: the global and search indexes hold every write" in \
+            page("/tables/docs")
+        m = scrape_client(client)
+        for name in ("docs_idx", "docs_by_title"):
+            key = (("index", name), ("table", "docs"))
+            assert m[("regions_search_index_documents", key)] == 25
+            assert m[("regions_search_index_sync_backlog", key)] == 0
+            assert m[("regions_search_index_sync_lag_seconds", key)] == 0
