@@ -573,34 +573,51 @@ def test_indexes_show_with_their_base_table_and_the_helper_tables_apart(server):
         in html and '<label>n2 <input name="start.n2"' in html
 
 
+def hold_maintainer(client, monkeypatch, backfill):
+    """Hold ``client``'s index maintainer, and its back-fills (method
+    ``backfill`` of its Indexer), at a gate: (gate, held), ``held`` set once
+    the maintainer waits at the gate."""
+    import threading
+    indexer = client._indexer
+    gate, held = threading.Event(), threading.Event()
+    drain, fill = indexer._drain, getattr(indexer, backfill)
+
+    def held_drain(*args):
+        held.set()
+        gate.wait()
+        return drain(*args)
+
+    def held_backfill(*args):
+        gate.wait()
+        return fill(*args)
+    monkeypatch.setattr(indexer, "_drain", held_drain)
+    monkeypatch.setattr(indexer, backfill, held_backfill)
+    return gate, held
+
+
+def console_pages(client):
+    """A function of a console of ``client``, never cached: a path -> its
+    page (its JSON decoded with ``format=json``), asserting 200; the
+    Console is its ``console``."""
+    c = Console(client, "i", {}, open_access=True, sample_seconds=0, render_seconds=0)
+
+    def page(path):
+        reply = c.handle(path, {})
+        assert reply.status == 200, reply
+        return json.loads(reply.body) if "format=json" in path else reply.body.decode()
+    page.console = c
+    return page
+
+
 def test_the_feed_backlog_is_the_global_indexes_lag_and_a_back_fill_shows(tmp_path,
                                                                          monkeypatch):
     """The maintainer held: the base table's page, the overview and /metrics
     count the feed's entries pending; released, they drain to none."""
-    import threading
     from consoleserver import create_table
     with emb.OTSClient(str(tmp_path / "s")) as client:
         create_table(client, indexed=True)
-        indexer = client._indexer
-        gate, held, drain, backfill = threading.Event(), threading.Event(), indexer._drain, \
-            indexer._backfill
-
-        def held_drain(*args):
-            held.set()
-            gate.wait()
-            return drain(*args)
-
-        def held_backfill(base, index_name):
-            gate.wait()
-            return backfill(base, index_name)
-        monkeypatch.setattr(indexer, "_drain", held_drain)
-        monkeypatch.setattr(indexer, "_backfill", held_backfill)
-        c = Console(client, "i", {}, open_access=True, sample_seconds=0, render_seconds=0)
-
-        def page(path):
-            reply = c.handle(path, {})
-            assert reply.status == 200, reply
-            return json.loads(reply.body) if "format=json" in path else reply.body.decode()
+        gate, held = hold_maintainer(client, monkeypatch, "_backfill")
+        page = console_pages(client)
         try:
             assert held.wait(10)            # the maintainer waits at the gate
             before = time.time()
@@ -628,7 +645,7 @@ def test_the_feed_backlog_is_the_global_indexes_lag_and_a_back_fill_shows(tmp_pa
             assert page("/tables/events_by_v?format=json")["primary_key"] == [
                 ["v", "STRING"], ["pk", "STRING"], ["n", "INTEGER"]]
             assert "<dt>Sync phase</dt><dd>ISP_FULL: loading" in page("/tables/events_by_v")
-            reply = c.handle(rows_url("events_by_v"), {})    # the service refuses the read
+            reply = page.console.handle(rows_url("events_by_v"), {})    # the service refuses the read
             assert reply.status == 400 and b"building base state" in reply.body
         finally:
             gate.set()
@@ -800,31 +817,12 @@ def test_a_search_index_lags_with_its_feed_and_shows_its_back_fill(tmp_path, mon
     """The maintainer held: the table's page and /metrics count the feed's
     entries pending as each search index's lag; a new index loading the
     table's rows is in phase FULL; released, INCR with nothing pending."""
-    import threading
     from tablestore.metadata import FieldSchema, FieldType, SearchIndexMeta
     with emb.OTSClient(str(tmp_path / "s")) as client:
         create_docs(client, stream=False)
         client.create_secondary_index("docs", emb.SecondaryIndexMeta("docs_by_n", ["n"], []))
-        indexer = client._indexer
-        gate, held = threading.Event(), threading.Event()
-        drain, backfill = indexer._drain, indexer._search_backfill
-
-        def held_drain(*args):
-            held.set()
-            gate.wait()
-            return drain(*args)
-
-        def held_backfill(base, name):
-            gate.wait()
-            return backfill(base, name)
-        monkeypatch.setattr(indexer, "_drain", held_drain)
-        monkeypatch.setattr(indexer, "_search_backfill", held_backfill)
-        c = Console(client, "i", {}, open_access=True, sample_seconds=0, render_seconds=0)
-
-        def page(path):
-            reply = c.handle(path, {})
-            assert reply.status == 200, reply
-            return json.loads(reply.body) if "format=json" in path else reply.body.decode()
+        gate, held = hold_maintainer(client, monkeypatch, "_search_backfill")
+        page = console_pages(client)
         try:
             assert held.wait(10)
             before = time.time()
