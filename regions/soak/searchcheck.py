@@ -222,6 +222,9 @@ class SearchCheck:
             return [(TermQuery("v", "o-1"), lambda k, c: False)]
         pick = lambda col: rng.choice([c[col] for _, c in rows if col in c] or [None])  # noqa
         v, n, node = pick("v"), pick("n"), pick("node")
+        # no row with the column: a value no row has (never None, which the
+        # predicates would take for "the column missing")
+        v, n, node = v or "o-1", -1 if n is None else n, 0 if node is None else node
         vs = sorted({pick("v") for _ in range(5)} - {None})
         pad = rng.choice([c["pad"] for _, c in rows if c.get("pad")] or ["x"])
         lo = rng.randrange(0, 12)
@@ -230,9 +233,9 @@ class SearchCheck:
             (TermQuery("v", v), lambda k, c: c.get("v") == v),
             (TermsQuery("v", vs), lambda k, c: c.get("v") in vs),
             (RangeQuery("n", lo, lo + 8), lambda k, c: "n" in c and lo <= c["n"] < lo + 8),
-            (TermQuery("n", n if n is not None else -1), lambda k, c: c.get("n") == n),
-            (RangeQuery("node", node if node is not None else 0, include_lower=False),
-             lambda k, c: "node" in c and c["node"] > (node if node is not None else 0)),
+            (TermQuery("n", n), lambda k, c: c.get("n") == n),
+            (RangeQuery("node", node, include_lower=False),
+             lambda k, c: "node" in c and c["node"] > node),
             (ExistsQuery("prev"), lambda k, c: "prev" in c),
             (MatchQuery("pad", pad), lambda k, c: c.get("pad") == pad),
             (BoolQuery(must_queries=[TermQuery("p", p)], must_not_queries=[ExistsQuery("n")]),
