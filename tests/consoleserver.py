@@ -88,6 +88,25 @@ def create_table(client, name="events", split_at=("m",), indexed=False, index_sp
                         secondary_indexes=indexes, split_points=list(split_at))
 
 
+def create_docs(client, name="docs", split_at=("m",), stream=True, search=True, keywords=()):
+    """A table (pk STRING) pre-split at ``split_at``, with a stream (records
+    kept 24 h) and a search index ``<name>_idx`` (title TEXT, n LONG); n is a
+    defined column (a secondary index may use it); ``keywords``: more
+    fields, KEYWORD."""
+    import regions.tablestore as emb
+    from regions.tablestore.streams import StreamSpecification
+    from tablestore.metadata import FieldSchema, FieldType, SearchIndexMeta
+    client.create_table(emb.TableMeta(name, [("pk", "STRING")],
+                                      defined_columns=[("n", "INTEGER")]), emb.TableOptions(),
+                        emb.ReservedThroughput(emb.CapacityUnit(0, 0)),
+                        split_points=list(split_at),
+                        stream_spec=StreamSpecification(True, 24) if stream else None)
+    if search:
+        client.create_search_index(name, name + "_idx", SearchIndexMeta(
+            [FieldSchema("title", FieldType.TEXT), FieldSchema("n", FieldType.LONG)] +
+            [FieldSchema(k, FieldType.KEYWORD) for k in keywords]))
+
+
 def put_rows(client, name, keys, value_bytes=200, hostile=False):
     """Write rows ``(pk, n)`` in batches of 100 through BatchWriteRow."""
     keys = list(keys)

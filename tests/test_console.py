@@ -15,8 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import regions
 import regions.tablestore as emb
-from consoleserver import (HOSTILE, KEY_ID, SECRET, create_events, get, post_signed, put_rows,
-                           rows_url, sdk, start, wait_for)
+from consoleserver import (HOSTILE, KEY_ID, SECRET, create_docs, create_events, get,
+                           post_signed, put_rows, rows_url, sdk, start, wait_for)
 from regions import procedure
 from regions.metrics import LATENCY_BUCKETS, ApiMetrics, RateTracker
 from regions.otsserver.console import (Console, ago_text, duration_text, is_loopback, span_text,
@@ -688,22 +688,6 @@ def test_metrics_count_index_tables_and_tell_them_apart(server):
 
 
 # -- search indexes and streams -------------------------------------------------------
-def create_docs(client, name="docs", split_at=("m",), stream=True, search=True):
-    """A table (pk STRING) pre-split at ``split_at``, with a stream (records
-    kept 24 h) and a search index ``<name>_idx`` (title TEXT, n LONG); n is a
-    defined column (a secondary index may use it)."""
-    from regions.tablestore.streams import StreamSpecification
-    from tablestore.metadata import FieldSchema, FieldType, SearchIndexMeta
-    client.create_table(emb.TableMeta(name, [("pk", "STRING")],
-                                      defined_columns=[("n", "INTEGER")]), emb.TableOptions(),
-                        emb.ReservedThroughput(emb.CapacityUnit(0, 0)),
-                        split_points=list(split_at),
-                        stream_spec=StreamSpecification(True, 24) if stream else None)
-    if search:
-        client.create_search_index(name, name + "_idx", SearchIndexMeta(
-            [FieldSchema("title", FieldType.TEXT), FieldSchema("n", FieldType.LONG)]))
-
-
 def put_docs(client, name, n, start=0, size=10):
     for i in range(start, start + n):
         client.put_row(name, emb.Row([("pk", "d%04d" % i)],

@@ -274,3 +274,60 @@ def test_console_in_headless_chromium(tmp_path, browser):
         assert _no_alert(browser)
     finally:
         srv.stop()
+
+
+def test_search_indexes_and_the_stream_in_headless_chromium(tmp_path, browser):
+    """A table with a search index (many fields: cut on one line) and a
+    stream: the overview's line under the table links to the index's row on
+    the table's page; the sections stay on one line a row and fit."""
+    from selenium.webdriver.common.by import By
+    from consoleserver import create_docs
+    srv = start(tmp_path)
+    try:
+        client = srv.service.client
+        keywords = ["keyword_field_%02d" % i for i in range(12)]
+        create_docs(client, keywords=keywords)
+        c = sdk(srv)
+        import tablestore as ts
+        for i in range(30):
+            c.put_row("docs", ts.Row([("pk", "d%02d" % i)], [("title", "hello %d" % i), ("n", i)]))
+        assert client.wait_for_search_index("docs", "docs_idx")
+        base = "http://127.0.0.1:%d" % srv.server_address[1]
+        browser.get(base + "/")
+        assert [t.text for t in browser.find_elements(By.CSS_SELECTOR, "table.tables .tag")] == [
+            "stream", "search index"]
+        cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR,
+                                                         "table.tables tbody tr")[1]
+                 .find_elements(By.TAG_NAME, "td")]
+        assert cells[0] == "\u21b3 docs_idx search index" and cells[1].startswith("title TEXT")
+        heights = [r.size["height"] for r in browser.find_elements(
+            By.CSS_SELECTOR, "table.tables tbody tr")]
+        assert heights[1] <= heights[0] + 1, heights     # the fields cut on one line
+        _navigate(browser, browser.find_element(By.CSS_SELECTOR, "a.search-link"))
+        assert browser.current_url.endswith("/tables/docs#search-docs_idx")
+        assert browser.find_element(By.ID, "search-docs_idx").text == "docs_idx"
+        rows = [[td.text for td in r.find_elements(By.TAG_NAME, "td")]
+                for r in browser.find_elements(By.CSS_SELECTOR, "table.searches tbody tr")]
+        assert [r[:2] + r[3:6] for r in rows] == [
+            ["docs_idx", "INCR: in step", "forever", "none", "30"]]
+        assert re.match(r"^[\d.]+ (B|KiB)$", rows[0][6])
+        fields = browser.find_element(By.CSS_SELECTOR, "table.searches td.key .k span")
+        assert fields.get_attribute("title").endswith("keyword_field_11 KEYWORD")
+        assert browser.execute_script(      # cut with an ellipsis, whole in its title
+            "const k = document.querySelector('table.searches td.key .k');"
+            "return k.scrollWidth > k.clientWidth")
+        _assert_one_line(browser, "searches")
+        assert re.match(r"^Change feed docs\.feed, [\d.]+ (B|KiB) in 1 region: nothing pending: "
+                        r"the search indexes hold every write\.$",
+                        browser.find_element(By.ID, "feed").text)
+        stream = [td.text for td in browser.find_elements(By.CSS_SELECTOR,
+                                                          "table.stream tbody td")]
+        assert stream[0].startswith("docs_") and stream[1:5] == ["24 h", "2", "2", "docs.stream"]
+        for table in ("searches", "stream"):
+            assert browser.execute_script(
+                "return document.querySelector('table.%s').getBoundingClientRect().right"
+                % table) <= WIDTH
+        browser.save_screenshot(os.path.join(os.environ.get(SCREENSHOTS_ENV) or str(tmp_path),
+                                             "console-search.png"))
+    finally:
+        srv.stop()
