@@ -645,14 +645,20 @@ class Indexer:
         ``shards``, ``open_shards``)."""
         out = {"index_of": dict(self.index_of), "indexes": {}, "feeds": {}, "searches": {},
                "streams": {}}
-        for (base, name), definition in sorted(self.search_defs.items()):
-            table = self.tables.get(base)
+        with self._mutex:           # a search index made or dropped meanwhile
+            searches = [(key, d, self.tables.get(key[0]))
+                        for key, d in sorted(self.search_defs.items())]
+        for (base, name), definition, table in searches:
             engine = table.searches.get(name) if table is not None else None
+            try:
+                documents = engine.num_docs() if engine is not None else None
+                size = engine.storage_bytes() if engine is not None else None
+            except (OSError, ValueError):      # dropped while we looked
+                documents = size = None
             out["searches"].setdefault(base, []).append({
                 "name": name, "phase": definition.phase, "time_to_live": definition.ttl,
                 "fields": [[f.name, f.type] for f in definition.fields],
-                "documents": engine.num_docs() if engine is not None else None,
-                "storage_bytes": engine.storage_bytes() if engine is not None else None})
+                "documents": documents, "storage_bytes": size})
             if feeds:
                 out["feeds"][base] = self.feed_state(base)
         for stream in self.streams():
