@@ -710,3 +710,75 @@ def test_chinese_segmentation(benchmark):
               + f"; identical cuts {same[w]:.1%}")
         for a, v in per.items():
             benchmark.extra_info[f"{w} {a}"] = round(v, 1)
+
+
+# -- the index's sync against the table's write rate (issue 30's goal) ---------
+SYNC_RATE = int(os.environ.get("BENCH_SEARCH_SYNC_RATE", "10000"))
+SYNC_SECONDS = float(os.environ.get("BENCH_SEARCH_SYNC_S", "10"))
+
+
+def test_search_sync_lag(benchmark, tmp_path):
+    """put_row at ``BENCH_SEARCH_SYNC_RATE`` rows a second (paced against the
+    clock, one writer) for ``BENCH_SEARCH_SYNC_S`` seconds into a table with
+    a search index (a KEYWORD, a LONG and a TEXT field), on disk: the
+    Indexer's lag of each fed row (feed entry written -> the maintainer's
+    pass applying it; the engine's commit follows the pass), p50 / p99 / max,
+    the rate reached, the largest backlog, and the drain after the load (the
+    index then answers a MatchAll with every row).  Goal: p99 under 1 s at
+    10k writes a second."""
+    from collections import deque
+
+    from tablestore.metadata import (FieldSchema, FieldType, MatchAllQuery, SearchIndexMeta,
+                                     SearchQuery)
+
+    from regions.tablestore import (CapacityUnit, OTSClient, ReservedThroughput, Row, TableMeta,
+                                    TableOptions)
+    client = OTSClient(str(tmp_path / "store"))
+    out = {}
+    try:
+        client.create_table(TableMeta("t", [("id", "INTEGER")]), TableOptions(),
+                            ReservedThroughput(CapacityUnit(0, 0)))
+        client.create_search_index("t", "idx", SearchIndexMeta([
+            FieldSchema("tag", FieldType.KEYWORD), FieldSchema("n", FieldType.LONG),
+            FieldSchema("text", FieldType.TEXT)]))
+        assert client.wait_for_search_index("t", "idx")
+        indexer = client._indexer
+        indexer._lags = deque()            # keep every lag (the Indexer keeps the last 100,000)
+        words = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]
+
+        def run():
+            backlog, n, t0 = 0, 0, time.perf_counter()
+            put = client.put_row
+            while True:
+                now = time.perf_counter() - t0
+                if now >= SYNC_SECONDS:
+                    break
+                due = int(now * SYNC_RATE) + 1
+                while n < due:
+                    put("t", Row([("id", n)], [("tag", "t%d" % (n % 50)), ("n", n),
+                                               ("text", " ".join(words[(n + k) % 6]
+                                                                 for k in range(4)))]))
+                    n += 1
+                if n % 1000 == 0:
+                    state = indexer.feed_state("t")
+                    backlog = max(backlog, state["backlog"] or 0)
+                time.sleep(0)
+            elapsed = time.perf_counter() - t0
+            d0 = time.perf_counter()
+            assert client.wait_for_search_index("t", "idx", timeout=600)
+            out.update(rows=n, rate_reached=n / elapsed, max_backlog=backlog,
+                       drain_s=time.perf_counter() - d0)
+        benchmark.pedantic(run, rounds=1, iterations=1)
+        lags = sorted(indexer.lag_ms())
+        resp = client.search("t", "idx", SearchQuery(MatchAllQuery(), limit=1,
+                                                     get_total_count=True))
+        assert resp.total_count == out["rows"]
+        out.update(lag_ms_p50=lags[len(lags) // 2], lag_ms_p99=lags[int(len(lags) * 0.99)],
+                   lag_ms_max=lags[-1], applied=len(lags))
+    finally:
+        client.close()
+    benchmark.extra_info.update(out)
+    print("\nsearch index sync at %d writes/s asked, %.0f reached (%d rows): lag p50 %.1f ms, "
+          "p99 %.1f ms, max %.1f ms; largest backlog %d entries; drain after the load %.2f s"
+          % (SYNC_RATE, out["rate_reached"], out["rows"], out["lag_ms_p50"], out["lag_ms_p99"],
+             out["lag_ms_max"], out["max_backlog"], out["drain_s"]))
