@@ -400,6 +400,9 @@ for m in ("C.testA", "C.testCrash", "C.testZ"):
     ev("START " + m)
     if m == "C.testCrash" and mode == "crash":
         sys.exit(255)
+    if m == "C.testCrash" and mode == "hang":
+        import time
+        time.sleep(60)
     ev("PASS " + m)
 ev("END")
 '''
@@ -421,6 +424,9 @@ class FakeServer:
     ("crash", {"C.testA": ("passed", []),
                "C.testCrash": ("failed", ["the JVM exited (status 255) in this test"]),
                "C.testZ": ("passed", [])}, 2),
+    ("hang", {"C.testA": ("passed", []),
+              "C.testCrash": ("failed", ["timed out after 2s in this test"]),
+              "C.testZ": ("passed", [])}, 2),
     ("beforeclass", {name: ("failed", ["class setup failed: C.java:9: "
                                        "java.lang.IllegalStateException: no table"])
                      for name in ("C.testA", "C.testCrash", "C.testZ")}, 1),
@@ -442,7 +448,8 @@ def test_a_class_runs_in_its_own_jvm_against_its_own_server(mode, expected, runs
     workdir = tmp_path / "runs" / "p.C"
     workdir.mkdir(parents=True)
     (workdir / "mode").write_text(mode)
-    assert java_suite.run_class(str(tmp_path), cls, [], [], 60) == expected
+    assert java_suite.run_class(str(tmp_path), cls, [], [], 2 if mode == "hang" else 60) == (
+        expected)
     assert len(calls) == runs and len(FakeServer.made) == 1 and FakeServer.made[0].stopped
     assert calls[0] == r"^(C\.testA|C\.testCrash|C\.testZ)$"
     if runs == 2:

@@ -599,8 +599,9 @@ def java_command(classpath: list, events: str, pattern: str | None, classes: lis
 def run_class(root: str, cls: dict, classpath: list, server_args, timeout: float) -> dict:
     """Run one test class in its own JVM, in a directory of its own, against
     its own fresh server; ``{name: (status, lines)}`` for each method chosen.
-    A JVM that dies in a test fails that test and the methods it did not
-    reach run in a new JVM (same server); a class-level failure (a failed
+    A JVM that dies in a test, or is killed after ``timeout`` seconds, fails
+    that test and the methods it did not reach run in a new JVM (same
+    server); a class-level failure (a failed
     ``@BeforeClass``) fails every method it kept from running."""
     workdir = os.path.join(root, "runs", cls["name"])
     os.makedirs(workdir, exist_ok=True)
@@ -642,7 +643,7 @@ def run_class(root: str, cls: dict, classpath: list, server_args, timeout: float
                 if started in left:
                     results[started] = ("failed", [exited + " in this test"])
                     left.remove(started)
-                if left and (len(left) == len(todo) or code is None or ended):
+                if left and (len(left) == len(todo) or ended):
                     for name in left:   # no progress, or nothing more will come
                         results[name] = ("failed", ["not run: " + exited])
                     left = []
