@@ -8,7 +8,7 @@ import json
 import pytest
 from tablestore.metadata import (AnalyzerType, BoolQuery, ColumnReturnType, ColumnsToGet,
                                  ExistsQuery, FieldSchema, FieldSort, FieldType, KnnVectorQuery,
-                                 MatchAllQuery, MatchPhraseQuery, MatchQuery, PrefixQuery,
+                                 MatchAllQuery, MatchPhraseQuery, MatchQuery, PrefixQuery, ScoreSort,
                                  PrimaryKeySort, QueryOperator, RangeQuery, SearchIndexMeta,
                                  SearchQuery, Sort, SortOrder, TermQuery, TermsQuery,
                                  VectorDataType, VectorMetricType, VectorOptions, WildcardQuery)
@@ -403,3 +403,47 @@ def test_the_index_sort_orders_by_default_and_describe_tells_what_was_asked(clie
     assert [int(s.sort_order) for s in meta.index_sort.sorters] == [1]
     assert meta.fields[2].analyzer_parameter.case_sensitive is True
     assert stat.current_sync_timestamp > 10 ** 18                      # ns
+
+
+@pytest.mark.parametrize("metric", [VectorMetricType.VM_EUCLIDEAN, VectorMetricType.VM_COSINE,
+                                    VectorMetricType.VM_DOT_PRODUCT])
+def test_knn_through_the_hnsw_index_finds_what_exact_search_finds(client, monkeypatch, metric):
+    """Above EXACT_MAX rows a KNN goes through usearch's HNSW (kept in step
+    by puts and deletes); its answers and scores against exact search."""
+    import numpy as np
+    from regions.tablestore import search
+    monkeypatch.setattr(search, "EXACT_MAX", 50)
+    rng = np.random.default_rng(7)
+    vecs = rng.standard_normal((300, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)         # dot product needs unit vectors
+    for i, v in enumerate(vecs):
+        client.put_row("t", Row([("id", i)], [("v", json.dumps([float(x) for x in v])),
+                                              ("tag", "t%d" % (i % 3))]), IGNORE)
+    client.create_search_index("t", "idx", SearchIndexMeta([
+        FieldSchema("v", FieldType.VECTOR, vector_options=VectorOptions(
+            VectorDataType.VD_FLOAT_32, metric, 8)), FieldSchema("tag", FieldType.KEYWORD)]))
+    assert client.wait_for_search_index("t", "idx")
+    client.delete_row("t", Row([("id", 0)]), IGNORE)             # gone from the HNSW too
+    assert client.wait_for_search_index("t", "idx")
+    store = client._indexer.tables["t"].searches["idx"]._vectors["v"]
+    assert store._hnsw is not None and 0 not in [store.keys[i] for i in store.keys]
+    for q in vecs[:20] + 0.01:
+        resp = client.search("t", "idx", SearchQuery(KnnVectorQuery(
+            "v", 5, [float(x) for x in q]), limit=5, sort=Sort([ScoreSort()])),
+            ColumnsToGet(return_type=ColumnReturnType.NONE))
+        got = [(h.row[0][0][1], h.score) for h in resp.search_hits]
+        live = np.arange(1, 300)
+        if metric == VectorMetricType.VM_EUCLIDEAN:
+            score = 1 / (1 + ((vecs[live] - q) ** 2).sum(1))
+        else:
+            dot = vecs[live] @ q
+            score = (1 + (dot / np.linalg.norm(q) if metric == VectorMetricType.VM_COSINE
+                          else dot)) / 2
+        best = live[np.argsort(-score)[:5]]
+        assert [k for k, _ in got] == list(best)
+        for k, s in got:
+            assert abs(s - score[k - 1]) < 1e-4
+    resp = client.search("t", "idx", SearchQuery(KnnVectorQuery(
+        "v", 5, [float(x) for x in vecs[1]], filter=TermQuery("tag", "t2")), limit=5),
+        ColumnsToGet(return_type=ColumnReturnType.NONE))
+    assert len(resp.rows) == 5 and all(r[0][0][1] % 3 == 2 for r in resp.rows)

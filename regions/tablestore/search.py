@@ -298,6 +298,12 @@ class Engine:
         self._lock = threading.Lock()
         self._pending = 0
         self.index.reload()
+        # VECTOR fields' vectors in memory (exact search or usearch), changed
+        # at commit with the documents; loaded from the stored documents
+        self._vectors = {f.name: _Vectors(f) for f in definition.fields if f.type == "VECTOR"}
+        self._vector_ops = []
+        if self._vectors:
+            self._load_vectors()
 
     # -- writing ------------------------------------------------------------------
     def upsert(self, row_key, pk_values, live):
@@ -332,11 +338,17 @@ class Engine:
             self._writer.delete_documents("_pk", row_key.hex())
             self._writer.add_document(doc)
             self._pending += 1
+            for name in self._vectors:
+                values = _field_values(self.definition.field(name),
+                                       live[name][0][1] if live.get(name) else None)
+                self._vector_ops.append((name, row_key, values[0] if values else None))
 
     def delete(self, row_key):
         with self._lock:
             self._writer.delete_documents("_pk", row_key.hex())
             self._pending += 1
+            for name in self._vectors:
+                self._vector_ops.append((name, row_key, None))
 
     def commit(self):
         with self._lock:
@@ -344,6 +356,21 @@ class Engine:
                 self._writer.commit()
                 self._pending = 0
                 self.index.reload()
+                for name, row_key, vector in self._vector_ops:
+                    self._vectors[name].put(row_key, vector)
+                self._vector_ops = []
+
+    def _load_vectors(self):
+        searcher = self.index.searcher()
+        result = searcher.search(self._tv.Query.all_query(), limit=max(1, searcher.num_docs))
+        np = _numpy()
+        for _, address in result.hits:
+            doc = searcher.doc(address).to_dict()
+            row_key = bytes.fromhex(doc["_pk"][0])
+            for name, store in self._vectors.items():
+                raw = doc.get(self._names[name])
+                if raw:
+                    store.put(row_key, np.frombuffer(bytes(raw[0]), dtype=np.float32))
 
     def clear(self):
         with self._lock:
@@ -351,6 +378,8 @@ class Engine:
             self._writer.commit()
             self._pending = 0
             self.index.reload()
+            self._vectors = {n: _Vectors(v.field) for n, v in self._vectors.items()}
+            self._vector_ops = []
 
     def num_docs(self):
         return self.index.searcher().num_docs
@@ -377,6 +406,12 @@ class Engine:
         ``collapse``: a field, the first row of each of its values only."""
         searcher = self.index.searcher()
         tq, vector = self._query(query)
+        start = offset if token is None else _decode_token(token)
+        if tq is None:                     # a KNN without a filter: the nearest rows first
+            field, q, top_k = vector[:3]
+            picked = self._vectors[field.name].search(q, max(top_k, start + limit), None)
+            tq = self._tv.Query.term_set_query(self.schema, "_pk", [k.hex() for k, _ in picked]) \
+                if picked else _nothing(self._tv)
         if ttl is not None and ttl > 0:
             cutoff = int(time.time() * 1000) - ttl * 1000
             tq = self._tv.Query.boolean_query([
@@ -393,7 +428,6 @@ class Engine:
             if factor is not None:        # the query's score times the field's value
                 score = score * float((doc.get(factor) or [0])[0])
             hits.append((bytes.fromhex(doc["_pk"][0]), score, doc))
-        start = offset if token is None else _decode_token(token)
         if vector is not None:
             field, q, top_k, metric, min_score = vector
             raised = top_k < start + limit         # the service then takes offset + limit
@@ -493,22 +527,13 @@ class Engine:
         return out
 
     def _knn(self, vector, hits):
-        np = _numpy()
-        field, q, top_k, metric, min_score = vector
-        tname = self._names[field.name]
-        keep, mats = [], []
-        for h in hits:
-            raw = h[2].get(tname)
-            if raw:
-                keep.append(h)
-                mats.append(np.frombuffer(bytes(raw[0]), dtype=np.float32))
-        if not keep:
-            return []
-        m = np.vstack(mats)
-        scores = _vector_scores(np, m, q, metric)
-        order = np.argsort(-scores, kind="stable")[:top_k]
-        return [(keep[i][0], float(scores[i]), keep[i][2]) for i in order
-                if min_score is None or scores[i] >= min_score]
+        """The ``top_k`` of ``hits`` (the rows the filter matched) nearest to
+        the query vector, by the field's metric, with the service's scores."""
+        field, q, top_k, _, min_score = vector
+        by_key = {h[0]: h for h in hits}
+        found = self._vectors[field.name].search(q, top_k, by_key)
+        return [(key, score, by_key[key][2]) for key, score in found
+                if min_score is None or score >= min_score]
 
     def _query(self, q):
         """(tantivy query, vector search or None) of the SDK's query ``q``."""
@@ -525,8 +550,8 @@ class Engine:
             if vec.shape != (f.dimension,):
                 raise service_error("search_vector_dimension", field=f.name,
                                     dimension=f.dimension)
-            base = self._query(q.filter)[0] if getattr(q, "filter", None) is not None \
-                else tv.Query.all_query()
+            # no filter: the vectors alone (search() loads the top k's documents only)
+            base = self._query(q.filter)[0] if getattr(q, "filter", None) is not None else None
             top_k = q.top_k if q.top_k is not None else DEFAULT_LIMIT
             if not isinstance(top_k, int) or not 0 < top_k <= MAX_TOP_K:
                 raise service_error("search_top_k", top_k=top_k, max=MAX_TOP_K)
@@ -702,6 +727,86 @@ class Engine:
         combos = [tv.Query.boolean_query([(tv.Occur.Must, s) for s in combo])
                   for combo in itertools.combinations(should, msm)]
         return tv.Query.boolean_query([(tv.Occur.Should, c) for c in combos])
+
+
+# -- vectors ---------------------------------------------------------------------------
+EXACT_MAX = 25_000     # rows a KNN searches exactly (numpy) below; usearch's HNSW above
+_USEARCH_METRICS = {"euclidean": "l2sq", "cosine": "cos", "dot_product": "ip"}
+
+
+class _Vectors:
+    """One VECTOR field's vectors: ``put(row_key, vector or None)``, and
+    ``search(q, k, candidates)``: the k nearest among ``candidates`` (row
+    keys), by exact search when there are few (up to EXACT_MAX: the
+    measurement in docs/search.md), else through a usearch HNSW index kept
+    beside (over-fetched, then filtered to the candidates; exact again when
+    that leaves fewer than k).  Callers hold the engine's lock to change it."""
+
+    def __init__(self, field):
+        self.field = field
+        self.ids, self.keys, self.vecs = {}, {}, {}     # row key <-> id, id -> vector
+        self._next = 0
+        self._hnsw = None
+        self._lock = threading.Lock()
+
+    def put(self, row_key, vector):
+        np = _numpy()
+        with self._lock:
+            old = self.ids.pop(row_key, None)
+            if old is not None:
+                self.keys.pop(old)
+                self.vecs.pop(old)
+                if self._hnsw is not None:
+                    self._hnsw.remove(old)
+            if vector is None:
+                return
+            ident, self._next = self._next, self._next + 1
+            vec = np.asarray(vector, dtype=np.float32)
+            self.ids[row_key], self.keys[ident], self.vecs[ident] = ident, row_key, vec
+            if self._hnsw is not None:
+                self._hnsw.add(ident, vec)
+            elif len(self.vecs) > EXACT_MAX:
+                self._build()
+
+    def _build(self):
+        from regions.extras import require
+        index = require("usearch.index", "Vector search").Index(
+            ndim=self.field.dimension, metric=_USEARCH_METRICS[self.field.metric],
+            dtype="f32", connectivity=16, expansion_add=128, expansion_search=128)
+        np = _numpy()
+        ids = np.fromiter(self.vecs, dtype=np.uint64, count=len(self.vecs))
+        index.add(ids, np.vstack([self.vecs[int(i)] for i in ids]))
+        self._hnsw = index
+
+    def search(self, q, k, candidates):
+        np = _numpy()
+        with self._lock:
+            if candidates is None:
+                idents = list(self.keys)
+            else:
+                idents = [self.ids[key] for key in candidates if key in self.ids]
+            if self._hnsw is not None and len(idents) > EXACT_MAX:
+                wanted = set(idents)
+                fetch = min(len(self.vecs), max(k * 20, k) if len(wanted) < len(self.vecs)
+                            else k)
+                found = self._hnsw.search(q, fetch)
+                picked = [(int(i), float(d)) for i, d in zip(found.keys, found.distances)
+                          if int(i) in wanted][:k]
+                if len(picked) >= min(k, len(wanted)):
+                    return [(self.keys[i], _score_of(self.field.metric, d)) for i, d in picked]
+            if not idents:
+                return []
+            m = np.vstack([self.vecs[i] for i in idents])
+        scores = _vector_scores(np, m, q, self.field.metric)
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [(self.keys[idents[i]], float(scores[i])) for i in order]
+
+
+def _score_of(metric, distance):
+    """The service's score of a usearch distance (l2sq, 1 - cos, 1 - dot)."""
+    if metric == "euclidean":
+        return 1.0 / (1.0 + distance)
+    return (1.0 + (1.0 - distance)) / 2.0
 
 
 # -- values -----------------------------------------------------------------------------
