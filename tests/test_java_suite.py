@@ -14,6 +14,7 @@ import pytest
 from regions.otsserver import go_suite, java_suite, vendor_suite
 
 PKG = "com/alicloud/openservices/tablestore"
+SEARCH = "search indexes (issue 30) are outside this runner's scope"
 MAIN = f"tablestore/src/main/java/{PKG}"
 TEST = f"tablestore/src/test/java/{PKG}"
 
@@ -304,7 +305,7 @@ def test_selection_runs_the_served_api_and_lists_the_rest_with_reasons(sdk):
         ("TestPrimaryKey", ["testEquals"]), ("TestWriter", ["testWrite"])]
     bulk = "BulkImport is not served (the writer's BULK_IMPORT mode, bulkImport calls)"
     assert {os.path.basename(p): why for p, why in chosen["excluded"].items()} == {
-        "SearchQueryTest.java": ("search indexes are not served", 2),
+        "SearchQueryTest.java": (SEARCH, 2),
         "TimeseriesTest.java": ("timeseries tables are not served", 1),
         "TestBulkExportFunciton.java": ("BulkExport and BulkImport are not served", 1),
         "TestWriter.java::testWriteSameRow": (bulk, 1),       # its source sets BULK_IMPORT
@@ -324,7 +325,7 @@ def test_selection_runs_the_served_api_and_lists_the_rest_with_reasons(sdk):
     (f"{PKG}/writer/TestWriter.java", None),
     (f"{PKG}/reader/ReaderTest.java", None),
     (f"{PKG}/core/protocol/PlainBufferCrc8Test.java", None),
-    (f"{PKG}/core/protocol/SearchQueryBuilderTest.java", "search indexes are not served"),
+    (f"{PKG}/core/protocol/SearchQueryBuilderTest.java", SEARCH),
     (f"{PKG}/model/sql/dateTypeResolveTest.java", "SQL is not served"),
     (f"{PKG}/tunnel/unittest/X.java", "the tunnel service is not served"),
     (f"{PKG}/functiontest/WideColumnLastpointIndexTest.java", "timeseries tables are not served"),
@@ -462,8 +463,8 @@ def test_the_report_lists_each_test_by_group_and_counts_only_what_ran(capsys):
     unit = {"path": f"{PKG}/model/TestRow.java", "simple": "TestRow", "server": False,
             "methods": ["testX"]}
     chosen = {"run": [unit, api], "excluded": {
-        f"{PKG}/model/search/A.java": ("search indexes are not served", 2),
-        f"{PKG}/model/search/B.java": ("search indexes are not served", 3)}}
+        f"{PKG}/model/search/A.java": (SEARCH, 2),
+        f"{PKG}/model/search/B.java": (SEARCH, 3)}}
     results = {api["path"]: {"APITest.testA": ("passed", []),
                              "APITest.testB": ("failed", ["java.lang.AssertionError: x",
                                                           "\tat p.APITest.testB(APITest.java:5)"]),
@@ -477,7 +478,7 @@ def test_the_report_lists_each_test_by_group_and_counts_only_what_ran(capsys):
         "  SKIP testC: @Ignore",
         "-- unit tests (no server)",
         "model/TestRow                                1 passed", "  PASS testX",
-        "excluded 2 classes, 5 tests: search indexes are not served [A, B]",
+        "excluded 2 classes, 5 tests: %s [A, B]" % SEARCH,
         "java suite: 2 passed, 1 failed, 1 skipped"]
     assert java_suite.report({"run": [unit], "excluded": {}},
                              {unit["path"]: {"TestRow.testX": ("passed", [])}}) == 0
