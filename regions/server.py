@@ -50,7 +50,9 @@ __all__ = ["RegionServer", "check_table_name"]
 
 log = logging.getLogger("regions")
 
-_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,254}\Z")
+# up to 511: a Tablestore table's name has up to 255, and the layer above
+# names its helper tables after it ("<table>.stream", "<table>.search.<index>")
+_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,510}\Z")
 
 
 def check_table_name(name) -> None:
@@ -59,7 +61,7 @@ def check_table_name(name) -> None:
     if not isinstance(name, str):
         raise TypeError(f"table name must be a str, got {type(name).__name__}")
     if not _TABLE_NAME.match(name):
-        raise ValueError(f"table name {name!r} is invalid: 1-255 characters of letters, "
+        raise ValueError(f"table name {name!r} is invalid: 1-511 characters of letters, "
                          "digits, '_', '.', '-', not starting with a digit, '.' or '-'")
 _bisect_right = bisect.bisect_right
 _UNCHANGED = object()     # configure_table: argument not given

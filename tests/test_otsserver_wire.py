@@ -7,6 +7,7 @@ import types
 
 import pytest
 from tablestore.protobuf import search_pb2 as spb
+from tablestore.protobuf import timeseries_pb2 as tpb
 from tablestore.protobuf import table_store_pb2 as sdk_pb
 
 from regions.otsserver import convert as cv
@@ -137,6 +138,7 @@ def _requests():
         ("ListSearchIndex", spb.ListSearchIndexRequest(table_name="t")),
         ("CreateSearchIndex", search_index_request()),
         ("ListSearchIndex", spb.ListSearchIndexRequest()),
+        ("ListTimeseriesTable", tpb.ListTimeseriesTableRequest()),
         ("DescribeSearchIndex", spb.DescribeSearchIndexRequest(
             table_name="t", index_name="s", include_sync_stat=True)),
         ("UpdateSearchIndex", spb.UpdateSearchIndexRequest(table_name="t", index_name="s",
@@ -194,7 +196,7 @@ SEARCH_APIS = ("ListSearchIndex", "CreateSearchIndex", "DescribeSearchIndex", "U
 
 
 def response_class(api):
-    module = spb if api in SEARCH_APIS else pb
+    module = spb if api in SEARCH_APIS else tpb if api == "ListTimeseriesTable" else pb
     return getattr(module, api + "Response")
 
 
@@ -225,6 +227,7 @@ def test_every_api_answers_a_response_complete_by_the_services_proto():
         (True, 24, ["i"])
     assert [r.action_type for r in answered["GetStreamRecord"][0].stream_records] == [pb.PUT_ROW]
     assert all(r.table_status == pb.ACTIVE for r in answered["DescribeTable"])
+    assert all(r.creation_time > 10 ** 15 for r in answered["DescribeTable"])   # µs
     assert [r.is_ok for t in answered["BatchWriteRow"] for r in t.tables[0].rows] == [True] * 4
     assert [[(i.table_name, i.index_name) for i in r.indices] for r in answered["ListSearchIndex"]] \
         == [[], [("t", "s")]]

@@ -407,3 +407,20 @@ def test_update_table_cut_short_is_finished_at_the_next_open(tmp_path, monkeypat
         assert not client._server.has_table("t" + FEED_SUFFIX)
     finally:
         client.close()
+
+
+def test_may_more_record_whenever_the_limit_cut_the_page_and_long_table_names(client):
+    name = "t" * 255                               # the longest name: its log is longer still
+    make(client, name=name)
+    sid = stream_id(client, name)
+    for i in range(3):
+        put(client, "k%d" % i, name=name, v=i)
+    it = client.get_shard_iterator(sid, client.describe_stream(sid).shards[0].shard_id)
+    flags = []
+    while True:
+        resp = client.get_stream_record(it, limit=1)
+        flags.append((len(resp.records), resp.may_more_record))
+        if resp.next_shard_iterator == it:
+            break
+        it = resp.next_shard_iterator
+    assert flags == [(1, True), (1, True), (1, True), (0, False)]

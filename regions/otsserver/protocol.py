@@ -21,6 +21,7 @@ import threading
 import time
 
 from tablestore.protobuf import search_pb2 as spb
+from tablestore.protobuf import timeseries_pb2 as tpb
 
 from lsm.errors import CorruptionError
 
@@ -60,6 +61,7 @@ class TablestoreService:
             "CreateSearchIndex": self.create_search_index,
             "DescribeSearchIndex": self.describe_search_index,
             "ListSearchIndex": self.list_search_index,
+            "ListTimeseriesTable": self.list_timeseries_table,
             "UpdateSearchIndex": self.update_search_index,
             "DeleteSearchIndex": self.delete_search_index,
             "Search": self.search,
@@ -137,6 +139,9 @@ class TablestoreService:
         for index in desc.secondary_indexes or ():
             cv.fill_index_meta(resp.index_metas, index)
         resp.table_status = pb.ACTIVE          # table operations here are immediate
+        created = getattr(desc, "creation_time", None)
+        if created:
+            resp.creation_time = created
         cv.fill_stream_details(resp.stream_details, getattr(desc, "stream_details", None))
         return resp
 
@@ -264,6 +269,12 @@ class TablestoreService:
             if not sw.in_incr(stat):
                 self._synced.pop(key, None)
             return self._synced.get(key, 0)
+
+    def list_timeseries_table(self, body):
+        """Always empty: timeseries tables are not served, but clients list
+        them (the Java SDK's RestrictedItemTest does before every test)."""
+        cv.parse(tpb.ListTimeseriesTableRequest, body)
+        return tpb.ListTimeseriesTableResponse()
 
     def list_search_index(self, body):
         req = cv.parse(spb.ListSearchIndexRequest, body)

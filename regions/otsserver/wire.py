@@ -71,6 +71,8 @@ MESSAGES = (
 FIELDS = (
     # the status the service always sends; the Go SDK refuses a response without it
     ("DescribeTableResponse", "table_status", 4, REQUIRED, "TableStatus", None),
+    # when the table was made, µs (the Java SDK's proto; its TableCreationTimeTest)
+    ("DescribeTableResponse", "creation_time", 9, OPTIONAL, "int64", None),
     # an atomic BatchWriteRow: one partition key value per table, all or nothing
     ("BatchWriteRowRequest", "is_atomic", 3, OPTIONAL, "bool", None),
     # GetRange's row encoding asked for (DBT_SIMPLE_ROW_MATRIX: rowmatrix.py)

@@ -454,6 +454,7 @@ class OTSClient:
                                      secondary_indexes=self._indexer.metas(name),
                                      shard_splits=splits)
         resp.stream_details = self._stream_details(name)
+        resp.creation_time = int(attrs.get("created", 0)) * 1_000_000    # µs, as the service's
         return resp
 
     def _stream_details(self, name):

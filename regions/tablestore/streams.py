@@ -556,7 +556,7 @@ class StreamLog:
                 if len(records) >= limit:
                     break
         if last_seq is not None:
-            more = len(records) >= limit and last_seq + 1 < end
+            more = len(records) >= limit          # the limit cut the page (the Java SDK's test)
             return GetStreamRecordResponse(records, encode_iterator(self.id, shard.id,
                                                                     last_seq + 1), more,
                                            read_cu(size))

@@ -516,19 +516,17 @@ def check_return_columns(kind, return_type, names, cells):
 
 
 def _check_repeated_cell(seen, op, name, ts):
-    """A column may repeat in one UpdateRow only as PUT or DELETE (one version)
-    cells of distinct versions (the vendor's update_row example puts a column
-    and deletes another version of it in one UpdateRow); any other repetition
-    (DELETE_ALL or INCREMENT with anything else, the same version twice, two
-    PUTs without a timestamp) is refused.  ``seen``: name -> (op,
-    set of versions), filled here."""
+    """A column may repeat in one UpdateRow, its cells applied in order (the
+    last PUT of a version wins, a DELETE_ALL after a PUT deletes it: the Java
+    SDK's tests against the service, APITest and UpdateRowTest); only an
+    INCREMENT may not share its column with another cell.  ``seen``: name ->
+    (op, set of versions), filled here."""
     previous = seen.get(name)
     if previous is None:
         seen[name] = (op, {ts})
         return
     first_op, versions = previous
-    whole = ("DELETE_ALL", "INCREMENT")  # operations on the whole column
-    if op in whole or first_op in whole or ts in versions:
+    if op == "INCREMENT" or first_op == "INCREMENT":
         raise service_error("update_duplicated_column", column=name)
     versions.add(ts)
 
