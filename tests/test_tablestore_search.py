@@ -151,7 +151,8 @@ def test_columns_to_get(client):
 def test_knn_returns_the_nearest_by_the_metric_and_honours_its_filter(client):
     index(client)
     q = [2.0, 1.0, 1.0]
-    resp = client.search("t", "idx", SearchQuery(KnnVectorQuery("vec", 5, q), limit=5),
+    resp = client.search("t", "idx", SearchQuery(KnnVectorQuery("vec", 5, q), limit=5,
+                                                 sort=Sort([ScoreSort()])),
                          ColumnsToGet(return_type=ColumnReturnType.NONE))
     got = [(h.row[0][0][1], h.score) for h in resp.search_hits]
     dist = {i: sum((a - b) ** 2 for a, b in zip(json.loads(c["vec"]), q))
@@ -159,6 +160,9 @@ def test_knn_returns_the_nearest_by_the_metric_and_honours_its_filter(client):
     best = sorted(dist.values())[:5]
     assert sorted(dist[i] for i, _ in got) == best
     assert all(abs(s - 1 / (1 + dist[i])) < 1e-6 for i, s in got)
+    # not sorted by score: no score (NaN, as the service's: the vector stores read None)
+    resp = client.search("t", "idx", SearchQuery(KnnVectorQuery("vec", 5, q), limit=5))
+    assert all(h.score != h.score for h in resp.search_hits)
     resp = client.search("t", "idx", SearchQuery(
         KnnVectorQuery("vec", 5, q, filter=TermQuery("tag", "t3")), limit=5),
         ColumnsToGet(return_type=ColumnReturnType.NONE))
@@ -186,7 +190,7 @@ def test_lifecycle_errors_and_describe(client):
                        (lambda: client.search("t", "nope", SearchQuery(MatchAllQuery())),
                         "OTSMetaNotMatch"),
                        (lambda: ids(client, TermQuery("missing", 1)), "OTSParameterInvalid"),
-                       (lambda: ids(client, MatchAllQuery(), limit=101), "OTSParameterInvalid"),
+                       (lambda: ids(client, MatchAllQuery(), limit=1001), "OTSParameterInvalid"),
                        (lambda: client.create_search_index("t", "bad", SearchIndexMeta(
                            [FieldSchema("b", FieldType.TEXT, enable_sort_and_agg=True)])),
                         "OTSParameterInvalid")):
@@ -447,3 +451,44 @@ def test_knn_through_the_hnsw_index_finds_what_exact_search_finds(client, monkey
         "v", 5, [float(x) for x in vecs[1]], filter=TermQuery("tag", "t2")), limit=5),
         ColumnsToGet(return_type=ColumnReturnType.NONE))
     assert len(resp.rows) == 5 and all(r[0][0][1] % 3 == 2 for r in resp.rows)
+
+
+def test_hybrid_bool_of_text_and_knn_limit_for_index_only_rows_and_fuzzy_phrases(client):
+    """What the vector-store libraries ask: a Bool whose should holds a Match
+    and a KnnVectorQuery (their hybrid mode: the vector clause adds its top
+    rows with their similarity), a limit up to 1,000 when the rows come from
+    the index alone, and MatchPhrase on a fuzzy field as a substring search."""
+    from tablestore.metadata import FuzzyAnalyzerParameter
+    for i in range(12):
+        client.put_row("t", Row([("id", i)], [
+            ("text", "red apple" if i < 3 else "green leaf"),
+            ("v", json.dumps([float(i), 0.0])),
+            ("title", ["abc", "xabcdefy", "bcd", "ABCDEF", "zz"][i % 5])]), IGNORE)
+    client.create_search_index("t", "idx", SearchIndexMeta([
+        FieldSchema("text", FieldType.TEXT),
+        FieldSchema("v", FieldType.VECTOR, vector_options=VectorOptions(
+            VectorDataType.VD_FLOAT_32, VectorMetricType.VM_EUCLIDEAN, 2)),
+        FieldSchema("title", FieldType.TEXT, analyzer=AnalyzerType.FUZZY,
+                    analyzer_parameter=FuzzyAnalyzerParameter(1, 4))]))
+    assert client.wait_for_search_index("t", "idx")
+    hybrid = BoolQuery(should_queries=[MatchQuery("text", "apple"),
+                                       KnnVectorQuery("v", 2, [10.0, 0.0])],
+                       minimum_should_match=1)
+    resp = client.search("t", "idx", SearchQuery(hybrid, limit=10, sort=Sort([ScoreSort()])),
+                         ColumnsToGet(return_type=ColumnReturnType.NONE))
+    scores = {h.row[0][0][1]: h.score for h in resp.search_hits}
+    assert sorted(scores) == [0, 1, 2, 9, 10]
+    assert (scores[10], scores[9]) == (1.0, 0.5)        # their similarity: 1 / (1 + d²)
+    for limit, kind, ok in ((1000, ColumnReturnType.NONE, True),
+                            (1000, ColumnReturnType.ALL, False), (100, ColumnReturnType.ALL, True)):
+        if ok:
+            client.search("t", "idx", SearchQuery(MatchAllQuery(), limit=limit),
+                          ColumnsToGet(return_type=kind))
+        else:
+            with pytest.raises(OTSServiceError):
+                client.search("t", "idx", SearchQuery(MatchAllQuery(), limit=limit),
+                              ColumnsToGet(return_type=kind))
+    for text, expected in (("bc", [0, 1, 2, 3, 5, 6, 7, 8, 10, 11]), ("ab", [0, 1, 3, 5, 6, 8, 10, 11]),
+                           ("abcde", [1, 3, 6, 8, 11]), ("BCD", [1, 2, 3, 6, 7, 8, 11])):
+        got = sorted(ids(client, MatchPhraseQuery("title", text))[0])
+        assert got == expected, text

@@ -27,6 +27,7 @@ partition lock under their row lock.
 """
 import contextlib
 import copy
+import math
 import threading
 import time
 
@@ -47,7 +48,8 @@ from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowReq
 from .reads import PK_PROJECTIONS, assemble, row_entries, visible, whole_read
 from .schema import ATTRIBUTE, Schema, table_attributes
 from .search import (DEFAULT_LIMIT as DEFAULT_SEARCH_LIMIT, MAX_LIMIT as MAX_SEARCH_LIMIT,
-                     MAX_OFFSET_LIMIT, MAX_SCAN_LIMIT, MAX_SEARCH_INDEXES,
+                     MAX_INDEX_ONLY_LIMIT, MAX_OFFSET_LIMIT, MAX_SCAN_LIMIT,
+                     MAX_SEARCH_INDEXES, from_index_only,
                      ComputeSplitsResponse, ParallelScanResponse, ScanSessions, SearchHit,
                      SearchResponse, check_search_meta, describe_search, return_type_name)
 from .streams import (DEFAULT_RECORD_LIMIT, MAX_RECORD_LIMIT, STREAM_SPEC, Stream,
@@ -593,8 +595,12 @@ class OTSClient:
         offset = search_query.offset or 0
         if limit is None:
             limit = DEFAULT_SEARCH_LIMIT
-        if not isinstance(limit, int) or limit < 0 or limit > MAX_SEARCH_LIMIT:
-            raise service_error("search_limit", limit=limit, max=MAX_SEARCH_LIMIT)
+        # up to 1,000 rows when every column returned comes from the index
+        # (the service's FAQ), else 100
+        cap = MAX_INDEX_ONLY_LIMIT if from_index_only(
+            columns_to_get, definition, self._schemas[name].names) else MAX_SEARCH_LIMIT
+        if not isinstance(limit, int) or limit < 0 or limit > cap:
+            raise service_error("search_limit", limit=limit, max=cap)
         if not isinstance(offset, int) or offset < 0 or offset + limit > MAX_OFFSET_LIMIT:
             raise service_error("search_offset", offset=offset, max=MAX_OFFSET_LIMIT)
         schema = self._schemas[name]
@@ -607,12 +613,16 @@ class OTSClient:
             token = None       # an index with NESTED fields has no index sort: no paging token
         highlight = getattr(getattr(search_query, "highlight", None), "highlight_parameters",
                             None)
+        by_score = any(type(s).__name__ == "ScoreSort"
+                       for s in getattr(search_query.sort, "sorters", None) or ())
         rows, search_hits = [], []
         for row_key, score, doc in hits:
             row = self._search_row(name, schema, definition, row_key, columns_to_get)
             if row is None:
                 continue                 # deleted since the index saw it
             rows.append(row)
+            if not by_score:
+                score = math.nan        # the service scores only a search sorted by score
             search_hits.append(SearchHit(row, score, engine.highlight(
                 search_query.query, doc, highlight) if highlight else None))
         return SearchResponse(rows, [], [], token or b"", True,

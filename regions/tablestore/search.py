@@ -56,6 +56,7 @@ SEARCH_ATTRIBUTE = "search_index"  # the key of the index's record in that table
 MAX_SEARCH_INDEXES = 5             # per table (assumed like secondary indexes; see docs)
 DEFAULT_LIMIT = 10                 # rows a Search returns without a limit
 MAX_LIMIT = 100
+MAX_INDEX_ONLY_LIMIT = 1000        # when every column returned comes from the index
 MAX_OFFSET_LIMIT = 100_000         # offset + limit (paging past it: next_token)
 MAX_TOP_K = 1000                   # KnnVectorQuery's top_k
 _COMMIT_EVERY = 1000               # back-filled rows between two commits and saved cursors
@@ -551,7 +552,7 @@ class Engine:
                 raise service_error("search_vector_dimension", field=f.name,
                                     dimension=f.dimension)
             # no filter: the vectors alone (search() loads the top k's documents only)
-            base = self._query(q.filter)[0] if getattr(q, "filter", None) is not None else None
+            base = self._inner(q.filter) if getattr(q, "filter", None) is not None else None
             top_k = q.top_k if q.top_k is not None else DEFAULT_LIMIT
             if not isinstance(top_k, int) or not 0 < top_k <= MAX_TOP_K:
                 raise service_error("search_top_k", top_k=top_k, max=MAX_TOP_K)
@@ -559,17 +560,17 @@ class Engine:
         if kind == "BoolQuery":
             return self._bool(q), None
         if kind == "ConstScoreQuery":
-            return tv.Query.const_score_query(self._query(q.filter)[0], 1.0), None
+            return tv.Query.const_score_query(self._inner(q.filter), 1.0), None
         if kind == "FunctionScoreQuery":       # its score: search() (at the top)
-            return self._query(q.query)[0], None
+            return self._inner(q.query), None
         if kind == "DisMaxQuery":
-            return tv.Query.disjunction_max_query([self._query(s)[0] for s in q.queries or ()],
+            return tv.Query.disjunction_max_query([self._inner(s) for s in q.queries or ()],
                                                   q.tie_breaker), None
         if kind in ("GeoDistanceQuery", "GeoBoundingBoxQuery", "GeoPolygonQuery"):
             return self._geo(kind, q), None
         if kind == "NestedQuery":           # sub-fields are flattened: the inner query
             self.definition.field(q.path)
-            return self._query(q.query)[0], None
+            return self._inner(q.query), None
         if kind == "ExistsQuery":
             self.definition.field(q.field_name)
             return tv.Query.term_query(schema, "_has", q.field_name), None
@@ -594,6 +595,15 @@ class Engine:
             words = [w.replace(" ", _SPACE) for w in _tokens(f, q.text)]
             if not words:
                 return _nothing(tv), None
+            if kind == "MatchPhraseQuery" and (f.analyzer == "fuzzy"):
+                # a phrase on n-grams is a substring search: the whole text if
+                # it is one n-gram, else every longest n-gram of it
+                text, hi = q.text.lower(), f.params.get("max_chars", 7)
+                grams = [text] if len(text) <= hi else sorted(
+                    {text[i:i + hi] for i in range(len(text) - hi + 1)})
+                return tv.Query.boolean_query([
+                    (tv.Occur.Must, tv.Query.term_query(schema, tname, g.replace(" ", _SPACE)))
+                    for g in grams]), None
             if kind == "MatchPhraseQuery":
                 if len(words) == 1:
                     return tv.Query.term_query(schema, tname, words[0]), None
@@ -691,14 +701,38 @@ class Engine:
         return tv.Query.boolean_query([(tv.Occur.Should, tv.Query.term_query(self.schema, tname, v))
                                        for v in sorted(values)])
 
+    def _inner(self, q):
+        """A query inside another: a KnnVectorQuery there is resolved now to
+        its top_k rows, each scoring its similarity (so a Bool adds it to
+        its other clauses' scores: the hybrid search of the vector stores)."""
+        tq, vector = self._query(q)
+        if vector is None:
+            return tq
+        tv = self._tv
+        field, vec, top_k, _, min_score = vector
+        if tq is None:
+            candidates = None
+        else:
+            searcher = self.index.searcher()
+            candidates = {bytes.fromhex(searcher.doc(a).get_first("_pk"))
+                          for _, a in searcher.search(tq, limit=max(1, searcher.num_docs)).hits}
+        found = [(k, s) for k, s in self._vectors[field.name].search(vec, top_k, candidates)
+                 if min_score is None or s >= min_score]
+        if not found:
+            return _nothing(tv)
+        return tv.Query.boolean_query([
+            (tv.Occur.Should, tv.Query.const_score_query(
+                tv.Query.term_query(self.schema, "_pk", key.hex()), score))
+            for key, score in found])
+
     def _bool(self, q):
         tv = self._tv
         parts = []
         for attr, occur in (("must_queries", tv.Occur.Must), ("filter_queries", tv.Occur.Must),
                             ("must_not_queries", tv.Occur.MustNot)):
             for sub in getattr(q, attr, None) or ():
-                parts.append((occur, self._query(sub)[0]))
-        should = [self._query(sub)[0] for sub in getattr(q, "should_queries", None) or ()]
+                parts.append((occur, self._inner(sub)))
+        should = [self._inner(sub) for sub in getattr(q, "should_queries", None) or ()]
         msm = getattr(q, "minimum_should_match", None)
         if should:
             if msm is None:
@@ -1285,6 +1319,18 @@ class SearchResponse:
 
 
 _RETURN_TYPES = {1: "ALL", 2: "SPECIFIED", 3: "NONE", 4: "ALL_FROM_INDEX"}
+
+
+def from_index_only(columns_to_get, definition, pk_names):
+    """Whether a search's rows need nothing but the index: no columns, the
+    index's own, or named columns all primary-key or index fields."""
+    kind = return_type_name(getattr(columns_to_get, "return_type", None))
+    if kind in (None, "NONE", "ALL_FROM_INDEX"):
+        return True
+    if kind == "SPECIFIED":
+        fields = {f.name for f in definition.fields}
+        return all(c in fields or c in pk_names for c in columns_to_get.column_names or ())
+    return False
 
 
 def return_type_name(value):
