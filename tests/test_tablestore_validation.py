@@ -454,3 +454,37 @@ def test_a_row_incremented_in_a_batch_is_refused_if_it_is_written_twice_there(en
     assert batch(e, L.UpdateRowItem(L.Row(PK, {"PUT": [("b", 1)]}), None),
                  L.UpdateRowItem(L.Row(PK, {"PUT": [("c", 2)]}), None)) == [OK, OK]
     assert (latest(e, "b"), latest(e, "c")) == (1, 2)
+
+
+@pytest.mark.parametrize("pk_type, points, message", [
+    ("INTEGER", [1, INT64_MAX], "The value of partition range can not be INT64_MIN or INT64_MAX."),
+    ("INTEGER", [-INT64_MAX - 1, 5], "The value of partition range can not be INT64_MIN or "
+                                     "INT64_MAX."),
+    ("STRING", ["", "b"], "The value of partition range can not be empty string."),
+    ("BINARY", [bytearray(b"")], "The value of partition range can not be empty binary."),
+])
+def test_split_points_the_service_refuses(env, pk_type, points, message):
+    """The service's checks of pre-split points (the Java SDK's SplitPointTest);
+    more than 10 partitions are taken (ours: pre-splitting is how a keyspace
+    is loaded here)."""
+    e, L = env, env.lib
+    create = getattr(e.client, "_create_table_ex", None) or e.client.create_table   # the SDK's
+    with pytest.raises(L.OTSServiceError) as info:
+        create(L.TableMeta("sp", [("p", pk_type)]), L.TableOptions(),
+               L.ReservedThroughput(L.CapacityUnit(0, 0)), split_points=points)
+    assert (info.value.get_error_code(), info.value.get_error_message()) == \
+        ("OTSParameterInvalid", message)
+    assert "sp" not in e.client.list_table()
+
+
+def test_a_split_point_longer_than_64_bytes_is_refused():
+    with emb.OTSClient(None) as c:
+        with pytest.raises(emb.OTSServiceError) as info:
+            c.create_table(emb.TableMeta("sp", [("p", "STRING")]), emb.TableOptions(),
+                           emb.ReservedThroughput(emb.CapacityUnit(0, 0)), split_points=["x" * 65])
+        assert info.value.message == ("The value of partition range exceeds the MaxLength:64 "
+                                      "with CurrentLength:65.")
+        c.create_table(emb.TableMeta("sp", [("p", "INTEGER")]), emb.TableOptions(),
+                       emb.ReservedThroughput(emb.CapacityUnit(0, 0)),
+                       split_points=list(range(1, 40)))            # more than the service's 10
+        assert len(c.describe_table("sp").shard_splits) == 39

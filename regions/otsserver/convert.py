@@ -362,6 +362,11 @@ def split_points(partitions, schema) -> list | None:
                 value = bytes(value).decode("utf-8")
             elif pk_type == "BINARY" and isinstance(value, str):
                 value = bytearray(value.encode("utf-8"))
+            expected = {"INTEGER": int, "STRING": str, "BINARY": bytearray}.get(pk_type)
+            if expected is not None and (type(value) is not expected):
+                # (the Java SDK's SplitPointTest: the service's text)
+                raise errors.parameter_invalid(
+                    "The value type of partition does not match with primary key.")
             points.append(value)
     except (PlainBufferError, UnicodeDecodeError):
         raise errors.parameter_invalid("Invalid partition range.") from None

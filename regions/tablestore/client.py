@@ -55,7 +55,8 @@ from .search import (DEFAULT_LIMIT as DEFAULT_SEARCH_LIMIT, MAX_LIMIT as MAX_SEA
 from .streams import (DEFAULT_RECORD_LIMIT, MAX_RECORD_LIMIT, STREAM_SPEC, Stream,
                       StreamDetails, check_stream_spec, decode_iterator, stream_spec_record)
 from .transactions import TIMEOUT_S, TransactionManager, partition_of
-from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, MAX_TABLES,
+from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, INT64_MAX,
+                       INT64_MIN, MAX_SPLIT_POINT_BYTES, MAX_TABLES,
                        MAX_DEFINED_COLUMNS, RANGE_BYTES, RANGE_ROWS, check_batch_rows,
                        check_defined_columns, check_pk, check_read_params, check_reserved_cu,
                        check_name, check_table_meta, check_table_options, decode_name)
@@ -1077,6 +1078,20 @@ def _validate_split_points(split_points, pk_type):
     for i in range(1, len(split_points)):
         if split_points[i - 1] >= split_points[i]:
             raise OTSClientError("The split-point list isn't strictly increasing.")
+    # the service's own checks (the Java SDK's SplitPointTest); its limit of 10
+    # partitions is not applied: pre-splitting into many regions is this
+    # store's way to load a keyspace (regions.presplit)
+    for point in split_points:
+        if pk_type == "INTEGER":
+            if point in (INT64_MIN, INT64_MAX):
+                raise service_error("split_point_int64_bound")
+            continue
+        if not len(point):
+            raise service_error("split_point_empty", type="string" if pk_type == "STRING"
+                                else "binary")
+        size = len(point.encode("utf-8")) if isinstance(point, str) else len(point)
+        if size > MAX_SPLIT_POINT_BYTES:
+            raise service_error("split_point_length", limit=MAX_SPLIT_POINT_BYTES, size=size)
 
 
 # -- request metrics (regions.metrics.ApiMetrics; OTSClient.metrics()) ------

@@ -280,6 +280,12 @@ ERRORS = {
     "search_highlight_not_text": _P + ("enable_highlighting is only for TEXT fields: {field}.",),
     "search_nested_no_fields": _P + ("NESTED field {field} needs sub_field_schemas.",),
     "search_routing_field": _P + ("Routing field {field} is not a primary key column.",),
+    # pre-split points (the Java SDK's SplitPointTest: the service's texts)
+    "split_point_int64_bound": _P + ("The value of partition range can not be INT64_MIN or "
+                                     "INT64_MAX.",),
+    "split_point_empty": _P + ("The value of partition range can not be empty {type}.",),
+    "split_point_length": _P + ("The value of partition range exceeds the MaxLength:{limit} with "
+                                "CurrentLength:{size}.",),
     # streams (streams.py)
     "stream_expiration": _P + ("The expiration time of a stream must be in [{low}, {high}] "
                                "hours: {value}.",),  # (ours)

@@ -39,6 +39,7 @@ RANGE_BYTES = 4 << 20
 MAX_TABLES = 64
 MIN_TTL = 86400
 MAX_DEFINED_COLUMNS = 32
+MAX_SPLIT_POINT_BYTES = 64     # a pre-split point's (the Java SDK's SplitPointTest)
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}\Z")
