@@ -181,5 +181,5 @@ def test_a_batch_naming_a_table_in_bytes_that_are_not_utf8_is_a_parameter_error(
             assert body != bodies[api]
             with pytest.raises(WireError) as e:
                 service.handle(api, body)
-            assert (e.value.code, e.value.message) == ("OTSParameterInvalid", "Invalid table name: \ufffd.")
+            assert (e.value.code, e.value.message) == ("OTSParameterInvalid", "Invalid table name: '\ufffd'.")
         assert snapshot(c, ts, "t") == before

@@ -461,3 +461,22 @@ def test_a_crash_in_a_stream_of_commits_leaves_each_transaction_whole_or_absent(
                 assert last in (committed.get(part), started[part]), (part, last)
             assert cols[0]["count"] == last // parts + 1, (part, cols[0])
         c.close()
+
+
+def test_a_table_made_with_local_transactions_off_refuses_them():
+    from regions.tablestore import (CapacityUnit, OTSClient, OTSServiceError, ReservedThroughput,
+                                    TableMeta, TableOptions)
+    with OTSClient(None) as c:
+        c.create_table(TableMeta("off", [("pk", "STRING")]), TableOptions(),
+                       ReservedThroughput(CapacityUnit(0, 0)), enable_local_txn=False)
+        c.create_table(TableMeta("on", [("pk", "STRING")]), TableOptions(),
+                       ReservedThroughput(CapacityUnit(0, 0)))
+        for table, message in (("off", "Try to call method using explicit transaction on "
+                                       "explicit-transaction-disabled table."),
+                               ("", "Invalid table name: ''.")):
+            try:
+                c.start_local_transaction(table, [("pk", "a")])
+                raise AssertionError("not refused")
+            except OTSServiceError as e:
+                assert (e.code, e.message) == ("OTSParameterInvalid", message)
+        assert c.start_local_transaction("on", [("pk", "a")])

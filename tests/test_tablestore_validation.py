@@ -373,7 +373,7 @@ def test_attribute_names_beyond_the_documented_rule_as_the_vendors_example(env):
     row = e.client.get_row("t", PK, ["postal code"])[1]
     assert [(n, v) for n, v, _ in row.attribute_columns] == [("postal code", 310000)]
     refused(e, lambda: e.client.put_row("t", L.Row(PK, [("a\x01b", 1)])), *P,
-            "Invalid column name: a\x01b.")
+            "Invalid column name: 'a\x01b'.")
 
 
 @pytest.mark.parametrize("name", ["a-b", "x y", "1st"])
@@ -386,12 +386,12 @@ def test_each_kind_of_name_keeps_its_own_rule_whatever_was_checked_before(env, n
     assert latest(e, name) == 1
     rt, opts = L.ReservedThroughput(L.CapacityUnit(0, 0)), L.TableOptions()
     refused(e, lambda: e.client.create_table(L.TableMeta(name, [("k", "INTEGER")]), opts, rt),
-            *P, "Invalid table name: %s." % name)
+            *P, "Invalid table name: '%s'." % name)
     refused(e, lambda: e.client.create_table(L.TableMeta("u", [(name, "INTEGER")]), opts, rt),
-            *P, "Invalid column name: %s." % name)
+            *P, "Invalid column name: '%s'." % name)
     refused(e, lambda: e.client.create_table(
         L.TableMeta("u", [("k", "INTEGER")], [(name, "INTEGER")]), opts, rt),
-        *P, "Invalid column name: %s." % name)
+        *P, "Invalid column name: '%s'." % name)
     # and the other way round: a good table name is still a good attribute name
     e.client.create_table(L.TableMeta("good_name", [("k", "INTEGER")]), opts, rt)
     e.client.put_row("t", L.Row(PK, [("good_name", 2)]))

@@ -112,7 +112,8 @@ class TablestoreService:
         points = cv.split_points(req.partitions, meta.schema_of_primary_key)
         indexes = [cv.index_meta(m) for m in req.index_metas] or None
         self.client.create_table(meta, options, throughput, secondary_indexes=indexes,
-                                 split_points=points, stream_spec=cv.stream_spec(req))
+                                 split_points=points, stream_spec=cv.stream_spec(req),
+                                 enable_local_txn=cv.optional(req, "enable_local_txn"))
         return pb.CreateTableResponse()
 
     def delete_table(self, body):

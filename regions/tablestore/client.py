@@ -236,9 +236,16 @@ class OTSClient:
 
     # -- tables ----------------------------------------------------------
     def create_table(self, table_meta, table_options=None, reserved_throughput=None,
-                     secondary_indexes=None, split_points=None, stream_spec=None):
+                     secondary_indexes=None, split_points=None, stream_spec=None,
+                     enable_local_txn=None):
         """As the SDK's, plus ``stream_spec`` (a streams.StreamSpecification:
-        the Go and Java SDKs' CreateTable option; not in the Python SDK)."""
+        the Go and Java SDKs' CreateTable option; not in the Python SDK) and
+        ``enable_local_txn`` (theirs too): False refuses local transactions
+        on the table; left out, they are allowed (the service's default is
+        off, but the Python SDK 6.4.8 cannot turn them on)."""
+        if enable_local_txn is not None and not isinstance(enable_local_txn, bool):
+            raise OTSClientError("enable_local_txn should be a bool, not %s"
+                                 % type(enable_local_txn).__name__)
         name, names, types, auto_incr, defined = check_table_meta(table_meta)
         stream = check_stream_spec(stream_spec)
         opts = check_table_options(table_options if table_options is not None else TableOptions())
@@ -260,6 +267,8 @@ class OTSClient:
             # their tables are made leaves them to the next open to make.
             schema = schema.with_indexes([index.to_json() for index in indexes])
             attrs = table_attributes(schema, reserved, int(time.time()))
+            if enable_local_txn is False:
+                attrs["local_txn"] = False
             if stream and stream[0]:
                 attrs[STREAM_SPEC] = stream_spec_record(stream[1], stream[2])
             self._server.create_table(name, split_keys=split_keys, attributes=attrs)
@@ -1030,7 +1039,11 @@ class OTSClient:
     def start_local_transaction(self, table_name, key):
         """Lock the partition key value ``key`` ([(name, value)]) of the table;
         returns the transaction id for the row operations' ``transaction_id``."""
+        if table_name == "":
+            raise service_error("invalid_table_name", table="")    # (the Java SDK's LocalTxnTest)
         name, schema = self._schema(table_name)
+        if (self._server.table_attributes(name) or {}).get("local_txn") is False:
+            raise service_error("transaction_disabled")
         if not isinstance(key, (list, tuple)):
             raise OTSClientError("Priamry key is not list, but is %s" % str(type(key)))
         if len(key) != 1:

@@ -73,8 +73,11 @@ ERRORS = {
     "table_not_exist": (404, "OTSObjectNotExist", "Requested table does not exist."),
     "table_exists": (409, "OTSObjectAlreadyExist", "Requested table already exists."),
     "table_quota": (403, "OTSQuotaExhausted", "Number of tables exceeded the quota."),
-    "invalid_table_name": _P + ("Invalid table name: {table}.",),
-    "invalid_column_name": _P + ("Invalid column name: {column}.",),
+    # quoted, as the Java SDK's ParameterLegalityTest reads them from the service
+    "invalid_table_name": _P + ("Invalid table name: '{table}'.",),
+    "invalid_column_name": _P + ("Invalid column name: '{column}'.",),
+    "transaction_disabled": _P + ("Try to call method using explicit transaction on "
+                                  "explicit-transaction-disabled table.",),   # (Java SDK tests)
     "invalid_pk_type": _P + ("{type} is an invalid type for the primary key.",),
     "pk_count": _P + ("The number of primary key columns must be in range: [1, {limit}].",),
     "duplicated_pk_name": _P + ("Duplicated primary key name: '{name}'.",),
