@@ -91,8 +91,8 @@ def cases():
         ("nan", lambda c: c.put_row("t", Row(PK, [("a", math.nan)])), *P,
          "Invalid double value: NaN or Infinity. Cell:a."),
         ("string too big", lambda c: c.put_row("t", Row(PK, [("a", "x" * (2 * 1048576 + 1))])),
-         *P, "The length of attribute column: a exceeds the MaxLength: 2097152 with "
-         "CurrentLength: 2097153."),
+         *P, "The length of attribute column: 'a' exceeds the MaxLength:2097152 with "
+         "CurrentLength:2097153."),
         ("old ts", lambda c: c.put_row("t", Row(PK, [("a", 1, 1000)])), *P,
          "Invalid timestamp. Cell:a."),
         ("delete with value", lambda c: c.update_row("t", Row(PK, {"delete": [("a", 1, 5)]}),
@@ -224,3 +224,26 @@ def test_error_str_and_accessors():
     assert str(e) == ("ErrorCode: OTSConditionCheckFail, ErrorMessage: Condition check failed., "
                       "RequestID: ")
     assert OTSClientError("m").get_http_status() is None
+
+
+def test_a_value_too_long_fails_the_whole_batch():
+    """As the service does (the Java SDK's TableStoreWriter resends such a
+    batch row by row): nothing of the batch is written."""
+    from regions.tablestore import (BatchWriteRowRequest, CapacityUnit, OTSClient,
+                                    OTSServiceError, PutRowItem, ReservedThroughput,
+                                    TableInBatchWriteRowItem, TableMeta, TableOptions)
+    with OTSClient(None) as c:
+        c.create_table(TableMeta("t", [("k", "INTEGER")]), TableOptions(),
+                       ReservedThroughput(CapacityUnit(0, 0)))
+        request = BatchWriteRowRequest()
+        request.add(TableInBatchWriteRowItem("t", [
+            PutRowItem(Row([("k", 1)], [("a", "ok")]), None),
+            PutRowItem(Row([("k", 2)], [("longattr", "x" * (2 * 1048576 + 1))]), None)]))
+        try:
+            c.batch_write_row(request)
+            raise AssertionError("not refused")
+        except OTSServiceError as e:
+            assert (e.code, e.message) == (
+                "OTSParameterInvalid", "The length of attribute column: 'longattr' exceeds the "
+                "MaxLength:2097152 with CurrentLength:2097153.")
+        assert c.get_row("t", [("k", 1)])[1] is None

@@ -38,7 +38,7 @@ from . import _reads, _rowcodec, _writes, cells, pkcodec
 from .capacity import read_cu
 from .columns import read_window
 from .conditions import check_node_count
-from .errors import OTSClientError, OTSServiceError, not_a_string, service_error
+from .errors import BATCH_WIDE, OTSClientError, OTSServiceError, not_a_string, service_error
 from .indexes import MAX_INDEXES, Indexer, check_index_meta, check_index_shape
 from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowRequest,
                        BatchWriteRowResponse, BatchWriteRowType, CapacityUnit,
@@ -1024,6 +1024,8 @@ class OTSClient:
                     size += p.pk_bytes + p.attr_bytes
                     plans.append(p)
                 except OTSServiceError as exc:
+                    if getattr(exc, "key", None) in BATCH_WIDE:
+                        raise
                     plans.append(exc)
             plans = check_repeated(plans)
             prepared[table_name] = check_atomic(plans) if atomic else plans

@@ -13,7 +13,8 @@ request before sending it; :class:`OTSServiceError` is what the service
 answers.  Both have the SDK's accessors.
 """
 
-__all__ = ["OTSError", "OTSClientError", "OTSServiceError", "ERRORS", "service_error"]
+__all__ = ["OTSError", "OTSClientError", "OTSServiceError", "ERRORS", "BATCH_WIDE",
+           "service_error"]
 
 
 class OTSError(Exception):
@@ -136,8 +137,9 @@ ERRORS = {
     "auto_incr_condition": _P + ("Can't set condition when modify row with pk auto increment.",),
     # rows
     "attr_dup_pk": _P + ("Duplicated attribute column name with primary key column: {column}.",),
-    "attr_too_long": _P + ("The length of attribute column: {column} exceeds the MaxLength: "
-                           "{limit} with CurrentLength: {length}.",),  # (ours, by analogy)
+    # (the Java SDK's TestWriterInnerConstructClient: the service's text, quoted, no spaces)
+    "attr_too_long": _P + ("The length of attribute column: '{column}' exceeds the MaxLength:"
+                           "{limit} with CurrentLength:{length}.",),
     "double_invalid": _P + ("Invalid double value: NaN or Infinity. Cell:{column}.",),  # (ours)
     "delete_with_value": _P + ("Column value cannot be given when type is "
                                "DELETE_ONE_VERSION,DELETE_ALL_VERSION.",),
@@ -326,6 +328,15 @@ def not_a_string(value):
 
 
 def service_error(error, **fields):
-    """The :class:`OTSServiceError` for row ``error`` of :data:`ERRORS`."""
+    """The :class:`OTSServiceError` for row ``error`` of :data:`ERRORS` (its
+    ``key`` is ``error``)."""
     status, code, template = ERRORS[error]
-    return OTSServiceError(status, code, template.format(**fields))
+    exc = OTSServiceError(status, code, template.format(**fields))
+    exc.key = error
+    return exc
+
+
+#: A row's errors that fail a whole BatchWriteRow (400), not only the row:
+#: the service checks a value's length before it looks at the rows one by
+#: one (the Java SDK's TableStoreWriter tests resend such a batch row by row).
+BATCH_WIDE = frozenset({"attr_too_long"})
