@@ -498,3 +498,17 @@ def test_column_pagination_over_the_wire(tmp_path):
         assert client.get_row("t", pk(1), ["a"])[1].attribute_columns[0][1] == 0
     finally:
         srv.stop()
+
+
+def test_a_filter_on_a_primary_key_column_compares_the_key():
+    """The service's reading (the Java SDK's UnifiedFilterAdvanceTest): a key
+    column is not missing for a filter."""
+    with emb.OTSClient(None) as c:
+        c.create_table(emb.TableMeta("pkf", [("k", "INTEGER")]), emb.TableOptions(),
+                       emb.ReservedThroughput(emb.CapacityUnit(0, 0)))
+        for i in range(10):
+            c.put_row("pkf", emb.Row([("k", i)], [("a", i)]))
+        cond = emb.SingleColumnCondition("k", 5, emb.ComparatorType.GREATER_EQUAL)
+        _, _, rows, _ = c.get_range("pkf", "FORWARD", [("k", emb.INF_MIN)], [("k", emb.INF_MAX)],
+                                    column_filter=cond)
+        assert [r.primary_key[0][1] for r in rows] == [5, 6, 7, 8, 9]

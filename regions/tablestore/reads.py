@@ -123,12 +123,21 @@ def assemble(schema, pk_values, row_key_len, head, deltas, now_ms, names, max_ve
     chosen = read_columns(select(live, max_version, time_range), names)
     if window is not None:
         chosen = column_window(chosen, *window)
-    if column_filter is not None and not evaluate(column_filter, chosen):
+    if column_filter is not None and not evaluate(column_filter, _with_pk(schema.names, pk_values,
+                                                                        chosen)):
         return None, 0, True
     parts = project(schema.names, pk_values, chosen, names, pk_projection)
     if parts is None:
         return None, 0, True
     return parts, cells_size(parts[1]), True
+
+
+def _with_pk(pk_names, pk_values, columns):
+    """The columns a filter sees: the row's primary-key columns too (a filter
+    on a key column compares the key: the Java SDK's UnifiedFilterAdvanceTest)."""
+    view = {n: [(0, v)] for n, v in zip(pk_names, pk_values)}
+    view.update(columns)
+    return view
 
 
 def whole_read(schema, names, time_range, column_filter, window=None):
