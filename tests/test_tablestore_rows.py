@@ -545,3 +545,17 @@ def test_generations_are_unique_and_increasing_across_threads():
     every = [g for out in got for g in out]
     assert len(set(every)) == len(every) == 80000
     assert all(out == sorted(out) for out in got) and min(every) >= start
+
+
+def test_an_update_row_makes_a_row_with_an_auto_increment_key():
+    from regions.tablestore import (PK_AUTO_INCR, CapacityUnit, Condition, OTSClient,
+                                    ReservedThroughput, ReturnType, Row, TableMeta, TableOptions)
+    with OTSClient(None) as c:
+        c.create_table(TableMeta("auto", [("p", "STRING"), ("a", "INTEGER", PK_AUTO_INCR)]),
+                       TableOptions(), ReservedThroughput(CapacityUnit(0, 0)))
+        _, row = c.update_row("auto", Row([("p", "x"), ("a", PK_AUTO_INCR)],
+                                          {"INCREMENT": [("price", 1)]}),
+                              Condition("IGNORE"), return_type=ReturnType.RT_PK)
+        key = row.primary_key
+        assert key[0] == ("p", "x") and isinstance(key[1][1], int)
+        assert c.get_row("auto", key)[1].attribute_columns[0][:2] == ("price", 1)

@@ -95,7 +95,9 @@ def prepare(name, schema, kind, row, condition, return_type, return_column_names
         values = check_pk(schema, row.primary_key, "put")
         p.cells = check_put_columns(schema, row.attribute_columns, now)
     elif kind == BatchWriteRowType.UPDATE:
-        values = check_pk(schema, row.primary_key)
+        # an UpdateRow may make a row with an auto-increment key, as a PutRow
+        # (the Java SDK's IncrementRequest.testAutoPkWrite): the row is new
+        values = check_pk(schema, row.primary_key, "put")
         p.cells = check_update_columns(schema, row.attribute_columns, now)
     else:
         values = check_pk(schema, row.primary_key)
