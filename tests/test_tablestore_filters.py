@@ -512,3 +512,15 @@ def test_a_filter_on_a_primary_key_column_compares_the_key():
         _, _, rows, _ = c.get_range("pkf", "FORWARD", [("k", emb.INF_MIN)], [("k", emb.INF_MAX)],
                                     column_filter=cond)
         assert [r.primary_key[0][1] for r in rows] == [5, 6, 7, 8, 9]
+
+
+def test_a_filter_value_longer_than_a_column_value_may_be_is_refused():
+    with emb.OTSClient(None) as c:
+        c.create_table(emb.TableMeta("fv", [("k", "INTEGER")]), emb.TableOptions(),
+                       emb.ReservedThroughput(emb.CapacityUnit(0, 0)))
+        cond = emb.SingleColumnCondition("Column", "a" * (2 * 1048576 + 1),
+                                         emb.ComparatorType.EQUAL)
+        with pytest.raises(emb.OTSServiceError) as e:
+            c.get_row("fv", [("k", 0)], column_filter=cond)
+        assert e.value.message == ("The length of attribute column: 'Column' exceeds the "
+                                   "MaxLength:2097152 with CurrentLength:2097153.")

@@ -46,7 +46,7 @@ import re
 from .errors import OTSClientError, not_a_string, service_error
 from .metadata import (CastType, ColumnCondition, ComparatorType, CompositeColumnCondition,
                        LogicalOperator, SingleColumnCondition, SingleColumnRegexCondition)
-from .validate import decode_name
+from .validate import MAX_VALUE_BYTES, decode_name
 
 __all__ = ["check_condition", "check_node_count", "evaluate", "MAX_FILTER_NODES",
            "MAX_REGEX_BYTES"]
@@ -150,6 +150,11 @@ def _check(cond):
         v = cond.column_value
         if not isinstance(v, (str, bytes, bytearray, int, float)):
             raise OTSClientError("Unsupported column type: " + str(type(v)))
+        if isinstance(v, (str, bytes, bytearray)):
+            size = len(v.encode("utf-8")) if isinstance(v, str) else len(v)
+            if size > MAX_VALUE_BYTES:   # as a written value (the Java SDK's filter tests)
+                raise service_error("attr_too_long", column=decode_name(cond.column_name),
+                                    limit=MAX_VALUE_BYTES, length=size)
         rule = getattr(cond, "regex_rule", None)
         if rule is not None:
             _check_rule(rule)
