@@ -78,8 +78,8 @@ def cases():
         ("pk type", lambda c: c.put_row("t", Row([("PK1", "1"), ("PK2", "a")], [("a", 1)])),
          400, "OTSInvalidPK", "Primary key schema mismatch."),
         ("pk too long", lambda c: c.get_row("t", [("PK1", 1), ("PK2", long)]), *P,
-         "The length of primary key column: PK2 exceeds the MaxLength: 1024 with "
-         "CurrentLength: 1025."),
+         "The length of primary key column: 'PK2' exceeds the MaxLength:1024 with "
+         "CurrentLength:1025."),
         ("inf in row", lambda c: c.get_row("t", [("PK1", INF_MIN), ("PK2", "a")]), 400,
          "OTSInvalidPK", "Primary key schema mismatch."),
         ("auto incr read", lambda c: c.get_row("t", [("PK1", PK_AUTO_INCR), ("PK2", "a")]),
@@ -129,13 +129,13 @@ def cases():
         ("batch get empty", lambda c: c.batch_get_row(BatchGetRowRequest()), *P,
          "No row specified in the request of BatchGetRow."),
         ("batch get 101", lambda c: c.batch_get_row(_bget(101)), *P,
-         "Rows count exceeds the upper limit:100."),
+         "Rows count exceeds the upper limit: 100."),
         ("batch write empty", lambda c: c.batch_write_row(BatchWriteRowRequest()), *P,
          "No row is specified in BatchWriteRow."),
         ("batch write no op", lambda c: c.batch_write_row(_bwrite([])), *P,
          "No operation is specified for table: 't'."),
         ("batch write 201", lambda c: c.batch_write_row(_bwrite(_puts(201))), *P,
-         "Rows count exceeds the upper limit:200."),
+         "Rows count exceeds the upper limit: 200."),
         # size per row: PK1 3+8, PK2 3+1, a 1+1500000 = 1500016 bytes; x3 = 4500048
         ("batch write 4MB", lambda c: c.batch_write_row(_bwrite(_puts(3, "x" * 1500000))), *P,
          "The total data size of BatchWriteRow request exceeds the limit, limit size: 4194304, "

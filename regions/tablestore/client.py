@@ -260,7 +260,7 @@ class OTSClient:
             if name in self._taken():
                 raise service_error("table_exists")
             if len(self._taken()) >= MAX_TABLES:
-                raise service_error("table_quota")
+                raise service_error("table_quota", limit=MAX_TABLES)
             indexes = self._check_indexes(name, schema, secondary_indexes or [], {name})
             # The table's record lists its indexes and its stream from the
             # start: creating it is the one commit point; a crash before
@@ -296,7 +296,7 @@ class OTSClient:
                                  % metas.__class__.__name__)
         taken = self._taken() | set(taken)
         if len(taken) + len(metas) > MAX_TABLES:
-            raise service_error("table_quota")
+            raise service_error("table_quota", limit=MAX_TABLES)
         indexes = []
         for meta in metas:
             index = check_index_meta(name, schema, meta, taken)

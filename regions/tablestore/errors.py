@@ -73,7 +73,8 @@ ERRORS = {
     # tables
     "table_not_exist": (404, "OTSObjectNotExist", "Requested table does not exist."),
     "table_exists": (409, "OTSObjectAlreadyExist", "Requested table already exists."),
-    "table_quota": (403, "OTSQuotaExhausted", "Number of tables exceeded the quota."),
+    # (the Java SDK's RestrictedItemTest: the service's text, with the quota)
+    "table_quota": (403, "OTSQuotaExhausted", "Number of tables exceeds the quota:{limit}."),
     # quoted, as the Java SDK's ParameterLegalityTest reads them from the service
     "invalid_table_name": _P + ("Invalid table name: '{table}'.",),
     "invalid_column_name": _P + ("Invalid column name: '{column}'.",),
@@ -131,8 +132,8 @@ ERRORS = {
     "pk_name_mismatch": (400, "OTSInvalidPK", "Validate PK name fail. Input: {input}, Meta: {meta}."),
     "pk_size_mismatch": (400, "OTSInvalidPK", "Validate PK size fail. Input: {input}, Meta: {meta}."),
     "pk_schema_mismatch": (400, "OTSInvalidPK", "Primary key schema mismatch."),
-    "pk_too_long": _P + ("The length of primary key column: {column} exceeds the MaxLength: "
-                         "{limit} with CurrentLength: {length}.",),
+    "pk_too_long": _P + ("The length of primary key column: '{column}' exceeds the MaxLength:"
+                         "{limit} with CurrentLength:{length}.",),   # (Java SDK tests)
     "auto_incr_read": _P + ("PKAutoIncr can't be used for read operations.",),
     "auto_incr_condition": _P + ("Can't set condition when modify row with pk auto increment.",),
     # rows
@@ -183,7 +184,8 @@ ERRORS = {
                                             "at the same time.",),
     "time_range_invalid": _P + ("Invalid time range: start time must be less than end time.",),  # (ours)
     "max_version_invalid": _P + ("The maximum versions to get must be greater than 0.",),  # (ours)
-    "columns_to_get_limit": _P + ("The number of columns to get exceeds the limit: {limit}.",),  # (ours)
+    "columns_to_get_limit": _P + ("The number of columns from the request exceeds the limit, "
+                                  "limit count: {limit}, column count: {count}.",),  # (Java SDK tests)
     "limit_invalid": _P + ("The limit must be greater than 0.",),
     "forward_range": _P + ("Begin key must less than end key in FORWARD",),
     "backward_range": _P + ("Begin key must more than end key in BACKWARD",),
@@ -211,7 +213,7 @@ ERRORS = {
     "batch_get_empty": _P + ("No row specified in the request of BatchGetRow.",),
     "batch_write_empty": _P + ("No row is specified in BatchWriteRow.",),
     "batch_no_operation": _P + ("No operation is specified for table: '{table}'.",),  # (SDK tests)
-    "batch_rows_limit": _P + ("Rows count exceeds the upper limit:{limit}.",),
+    "batch_rows_limit": _P + ("Rows count exceeds the upper limit: {limit}.",),  # (Java SDK tests)
     "batch_write_size": _P + ("The total data size of BatchWriteRow request exceeds the limit, "
                               "limit size: {limit}, data size:{size}.",),
     "batch_repeated_expectation": _P + ("Repeated rows do not support row exist expectation "

@@ -24,7 +24,7 @@ __all__ = ["MAX_PK_COLUMNS", "MAX_PK_BYTES", "MAX_VALUE_BYTES", "MAX_COLUMNS_TO_
 MAX_PK_COLUMNS = 4
 MAX_PK_BYTES = 1024
 MAX_VALUE_BYTES = 2 << 20
-MAX_COLUMNS_TO_GET = 128
+MAX_COLUMNS_TO_GET = 1024     # (the Java SDK's RestrictedItemTest: 1,024 taken, 1,025 refused)
 BATCH_WRITE_ROWS = 200
 BATCH_WRITE_BYTES = 4 << 20
 MAX_ROW_WRITE_BYTES = 4 << 20  # the data of one PutRow / UpdateRow (reference section 5)
@@ -540,7 +540,8 @@ def check_read_params(columns_to_get, max_version, time_range):
     names = None
     if columns_to_get:
         if len(columns_to_get) > MAX_COLUMNS_TO_GET:
-            raise service_error("columns_to_get_limit", limit=MAX_COLUMNS_TO_GET)
+            raise service_error("columns_to_get_limit", limit=MAX_COLUMNS_TO_GET,
+                                count=len(columns_to_get))
         names = set()
         for n in columns_to_get:
             n = decode_name(n)
