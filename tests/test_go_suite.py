@@ -109,13 +109,44 @@ def sdk(tmp_path):
     return _fake_sdk(tmp_path / "sdk")
 
 
-def run(argv, capsys):
+def run_main(main, argv, capsys):
+    """(exit status, stdout, stderr) of an SDK runner's ``main`` (this file's
+    and test_java_suite's)."""
     try:
-        status = go_suite.main([str(a) for a in argv])
+        status = main([str(a) for a in argv])
     except SystemExit as e:
         status = e.code
     out = capsys.readouterr()
     return status, out.out, out.err
+
+
+def run(argv, capsys):
+    return run_main(go_suite.main, argv, capsys)
+
+
+def refused_in_one_line(runner, argv, message, sdk, tmp_path, capsys, monkeypatch):
+    """``runner`` (go_suite, java_suite) refuses ``argv`` with one line,
+    ``PROG: error: message``, exit 2, before anything is copied."""
+    made = []
+    monkeypatch.setattr(vendor_suite, "extract", lambda *a: made.append(a))
+    argv = [a.format(tmp=tmp_path, sdk=sdk) for a in argv]
+    status, _, err = run_main(runner.main, argv, capsys)
+    assert status == 2
+    line = f"{runner.PROG}: error: " + message.format(tmp=tmp_path, sdk=sdk)
+    assert err.startswith(line) and err.count("\n") == 1, err
+    assert made == []
+
+
+def bare_clone(sdk, tmp_path):
+    """A bare git directory of the fake source ``sdk`` (committed first)."""
+    bare = tmp_path / "bare.git"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(sdk)], check=True)
+    subprocess.run(git + ["-C", str(sdk), "add", "."], check=True)
+    subprocess.run(git + ["-C", str(sdk), "commit", "-qm", "sdk"], check=True)
+    subprocess.run(["git", "clone", "-q", "--bare", "--no-local", str(sdk), str(bare)],
+                   check=True)
+    return bare
 
 
 # -- arguments -----------------------------------------------------------------
@@ -132,23 +163,11 @@ def run(argv, capsys):
 ])
 def test_bad_arguments_are_one_line_before_anything_is_copied(argv, message, sdk, tmp_path,
                                                              capsys, monkeypatch):
-    made = []
-    monkeypatch.setattr(vendor_suite, "extract", lambda *a: made.append(a))
-    argv = [a.format(tmp=tmp_path, sdk=sdk) for a in argv]
-    status, out, err = run(argv, capsys)
-    assert status == 2
-    line = f"{go_suite.PROG}: error: " + message.format(tmp=tmp_path, sdk=sdk)
-    assert err.startswith(line) and err.count("\n") == 1, err
-    assert made == []
+    refused_in_one_line(go_suite, argv, message, sdk, tmp_path, capsys, monkeypatch)
 
 
 def test_a_bare_git_directory_is_a_source(sdk, tmp_path):
-    bare = tmp_path / "bare.git"
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(sdk)], check=True)
-    subprocess.run(git + ["-C", str(sdk), "add", "."], check=True)
-    subprocess.run(git + ["-C", str(sdk), "commit", "-qm", "sdk"], check=True)
-    subprocess.run(["git", "clone", "-q", "--bare", str(sdk), str(bare)], check=True)
+    bare = bare_clone(sdk, tmp_path)
     assert go_suite.sdk_source(str(bare)) == str(bare)
     dest = tmp_path / "copy"
     vendor_suite.extract(str(bare), str(dest), go_suite.PARTS)

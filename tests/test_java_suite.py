@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 from regions.otsserver import go_suite, java_suite, vendor_suite
+from test_go_suite import bare_clone, refused_in_one_line, run_main
 
 PKG = "com/alicloud/openservices/tablestore"
 SEARCH = "search indexes (issue 30) are outside this runner's scope"
@@ -132,12 +133,7 @@ def sdk(tmp_path):
 
 
 def run(argv, capsys):
-    try:
-        status = java_suite.main([str(a) for a in argv])
-    except SystemExit as e:
-        status = e.code
-    out = capsys.readouterr()
-    return status, out.out, out.err
+    return run_main(java_suite.main, argv, capsys)
 
 
 # -- arguments -----------------------------------------------------------------
@@ -155,25 +151,10 @@ def run(argv, capsys):
 ])
 def test_bad_arguments_are_one_line_before_anything_is_copied(argv, message, sdk, tmp_path,
                                                              capsys, monkeypatch):
-    made = []
-    monkeypatch.setattr(vendor_suite, "extract", lambda *a: made.append(a))
-    argv = [a.format(tmp=tmp_path, sdk=sdk) for a in argv]
-    status, out, err = run(argv, capsys)
-    assert status == 2
-    line = f"{java_suite.PROG}: error: " + message.format(tmp=tmp_path, sdk=sdk)
-    assert err.startswith(line) and err.count("\n") == 1, err
-    assert made == []
+    refused_in_one_line(java_suite, argv, message, sdk, tmp_path, capsys, monkeypatch)
 
 
-def _bare(sdk, tmp_path):
-    bare = tmp_path / "bare.git"
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(sdk)], check=True)
-    subprocess.run(git + ["-C", str(sdk), "add", "."], check=True)
-    subprocess.run(git + ["-C", str(sdk), "commit", "-qm", "sdk"], check=True)
-    subprocess.run(["git", "clone", "-q", "--bare", "--no-local", str(sdk), str(bare)],
-                   check=True)
-    return bare
+_bare = bare_clone
 
 
 def test_a_bare_git_directory_missing_blobs_is_extracted_without_them(sdk, tmp_path):

@@ -507,22 +507,30 @@ def source_commit(source: str) -> str:
     return "unknown"
 
 
+def add_runner_args(p, kept, timeout, timeout_what, verbose_help):
+    """The flags every SDK runner takes (this one's and java_suite's):
+    --keep (``kept``: what the temporary directory holds), --install,
+    --timeout (default ``timeout`` seconds, of ``timeout_what``),
+    --server-arg, -v."""
+    p.add_argument("--keep", action="store_true",
+                   help="keep the temporary directory (%s)" % kept)
+    p.add_argument("--install", action="store_true",
+                   help="run the apt-get install line for missing Debian packages (as root)")
+    p.add_argument("--timeout", type=cliutil.int_in(10, None, "a number of seconds"),
+                   default=timeout, help="%s (seconds; default %d)" % (timeout_what, timeout))
+    p.add_argument("--server-arg", action="append", default=[],
+                   help="an extra regions-server flag (repeatable; --server-arg=-v)")
+    p.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
+
+
 def main(argv=None) -> int:
     p = cliutil.Parser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("source", type=sdk_source,
                    help="the Go SDK's source: a checkout or a bare git directory")
     p.add_argument("-k", "--run", dest="pattern", metavar="PATTERN",
                    help="run only the tests whose name (Suite.Test or Test) this regex matches")
-    p.add_argument("--keep", action="store_true",
-                   help="keep the temporary directory (GOPATH, test binary, logs)")
-    p.add_argument("--install", action="store_true",
-                   help="run the apt-get install line for missing Debian packages (as root)")
-    p.add_argument("--timeout", type=cliutil.int_in(10, None, "a number of seconds"),
-                   default=3600, help="the test binary's timeout (seconds; default 3600)")
-    p.add_argument("--server-arg", action="append", default=[],
-                   help="an extra regions-server flag (repeatable; --server-arg=-v)")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="print each failed test's whole output")
+    add_runner_args(p, "GOPATH, test binary, logs", 3600, "the test binary's timeout",
+                    "print each failed test's whole output")
     args = p.parse_args(argv)
     check_pattern(p, args.pattern, "-k/--run")
     vendor_suite.check_server_args(p, args.server_arg)

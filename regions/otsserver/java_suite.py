@@ -783,18 +783,10 @@ def main(argv=None) -> int:
                    help="the Java SDK's source: a checkout or a bare git directory")
     p.add_argument("-k", dest="pattern", metavar="PATTERN",
                    help="run only the tests whose Class.method this regex matches")
-    p.add_argument("--keep", action="store_true",
-                   help="keep the temporary directory (sources, classes, logs)")
-    p.add_argument("--install", action="store_true",
-                   help="run the apt-get install line for missing Debian packages (as root)")
     p.add_argument("--jobs", type=cliutil.int_in(1, 64, "a number of classes"), default=4,
                    help="test classes run at once, each with its own server (default 4)")
-    p.add_argument("--timeout", type=cliutil.int_in(10, None, "a number of seconds"),
-                   default=900, help="a test class's timeout (seconds; default 900)")
-    p.add_argument("--server-arg", action="append", default=[],
-                   help="an extra regions-server flag (repeatable; --server-arg=-v)")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="print each failed test's whole trace")
+    go_suite.add_runner_args(p, "sources, classes, logs", 900, "a test class's timeout",
+                             "print each failed test's whole trace")
     args = p.parse_args(argv)
     go_suite.check_pattern(p, args.pattern, "-k")
     vendor_suite.check_server_args(p, args.server_arg)
