@@ -1261,32 +1261,37 @@ class ScanSessions:
                                                     "after": after.hex()}).encode())
 
 
-class ComputeSplitsResponse:
-    """As the SDK's: ``session_id``, ``splits_size``; iterates as both."""
+class _Unpacked:
+    """A response that unpacks as the tuple of its ``_V1`` fields, as the
+    SDK's do (their ``v1_response``: the SDK's older return values)."""
+
+    _V1 = ()
+
+    def v1_response(self):
+        return tuple(getattr(self, name) for name in self._V1)
+
+    def __iter__(self):
+        return iter(self.v1_response())
+
+
+class ComputeSplitsResponse(_Unpacked):
+    """As the SDK's: ``session_id``, ``splits_size``."""
+
+    _V1 = ("session_id", "splits_size")
 
     def __init__(self, session_id, splits_size):
         self.session_id, self.splits_size = session_id, splits_size
         self.request_id = ""
 
-    def v1_response(self):
-        return (self.session_id, self.splits_size)
 
-    def __iter__(self):
-        return iter(self.v1_response())
-
-
-class ParallelScanResponse:
+class ParallelScanResponse(_Unpacked):
     """As the SDK's: ``rows``, ``next_token`` (b"": the stream is done)."""
+
+    _V1 = ("rows", "next_token")
 
     def __init__(self, rows, next_token):
         self.rows, self.next_token = rows, next_token
         self.request_id = ""
-
-    def v1_response(self):
-        return (self.rows, self.next_token)
-
-    def __iter__(self):
-        return iter(self.v1_response())
 
 
 # -- the SDK's response shapes ---------------------------------------------------------
@@ -1298,10 +1303,13 @@ class SearchHit:
         self.nested_doc_offset = nested_doc_offset
 
 
-class SearchResponse:
+class SearchResponse(_Unpacked):
     """As the SDK's: ``rows`` [(primary key, attribute columns)], ``next_token``,
     ``is_all_succeed``, ``total_count``, ``search_hits``, ``agg_results`` and
     ``group_by_results`` (empty: the aggregations are the next issue's)."""
+
+    _V1 = ("rows", "next_token", "total_count", "is_all_succeed", "agg_results",
+           "group_by_results", "search_hits")
 
     def __init__(self, rows, agg_results, group_by_results, next_token, is_all_succeed,
                  total_count, search_hits):
@@ -1310,12 +1318,6 @@ class SearchResponse:
         self.total_count, self.search_hits = total_count, search_hits
         self.request_id = ""
 
-    def __iter__(self):           # the SDK's unpacks as a tuple of its fields (v1_response)
-        return iter(self.v1_response())
-
-    def v1_response(self):
-        return (self.rows, self.next_token, self.total_count, self.is_all_succeed,
-                self.agg_results, self.group_by_results, self.search_hits)
 
 
 _RETURN_TYPES = {1: "ALL", 2: "SPECIFIED", 3: "NONE", 4: "ALL_FROM_INDEX"}
