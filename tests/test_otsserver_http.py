@@ -147,7 +147,7 @@ def test_garbage_request_line_gets_a_tablestore_error(server):
 def test_truncated_body_then_half_close_gets_an_error(server):
     headers = signed("ListTable", b"abcdef")
     with socket.create_connection(server.server_address[:2], timeout=5) as s:
-        lines = ["POST /ListTable HTTP/1.1", "Host: x", "Content-Length: 6"]
+        lines = ["POST /ListTable HTTP/1.1", "Host: localhost", "Content-Length: 6"]
         lines += ["%s: %s" % kv for kv in headers.items()]
         s.sendall(("\r\n".join(lines) + "\r\n\r\nabc").encode())
         s.shutdown(socket.SHUT_WR)
@@ -161,7 +161,7 @@ def test_truncated_body_then_half_close_gets_an_error(server):
 def test_stalled_body_times_out_with_408(server):
     headers = signed("ListTable", b"abcdef")
     with socket.create_connection(server.server_address[:2], timeout=10) as s:
-        lines = ["POST /ListTable HTTP/1.1", "Host: x", "Content-Length: 6"]
+        lines = ["POST /ListTable HTTP/1.1", "Host: localhost", "Content-Length: 6"]
         lines += ["%s: %s" % kv for kv in headers.items()]
         s.sendall(("\r\n".join(lines) + "\r\n\r\nabc").encode())
         data = s.recv(65536)  # the server's 2 s timeout answers
@@ -205,7 +205,7 @@ def test_stop_waits_for_requests_in_flight_then_closes_the_service():
 
 
 def _request_bytes(api, body=b"", extra=()):
-    lines = ["POST /%s HTTP/1.1" % api, "Host: x", "Content-Length: %d" % len(body)]
+    lines = ["POST /%s HTTP/1.1" % api, "Host: localhost", "Content-Length: %d" % len(body)]
     lines += ["%s: %s" % kv for kv in signed(api, body).items()] + list(extra)
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 

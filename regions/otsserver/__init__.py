@@ -12,7 +12,9 @@ Modules, bottom up:
 - ``convert``: protobuf messages <-> the data API's objects;
 - ``protocol``: one handler per API, calling ``regions.tablestore.OTSClient``;
 - ``httphead``: the HTTP/1.1 request-head parser;
-- ``http``: the HTTP/1.1 server (keep-alive, limits, errors; GET goes to the console);
+- ``hosts``: the ``Host`` names a server on loopback answers (DNS rebinding);
+- ``http``: the HTTP/1.1 server (keep-alive, limits, deadlines, the connection
+  cap, errors; GET goes to the console);
 - ``console``: the web console (HTML pages and their JSON twins, basic auth
   off loopback); ``metrics``: ``GET /metrics`` through ``prometheus_client``;
 - ``browser``: installs headless Chromium for the console's browser test;

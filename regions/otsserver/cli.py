@@ -27,8 +27,10 @@ DEFAULT_KEY_SECRET = "local_access_key_secret"
 DEFAULT_PORT = 8800
 
 
-#: The longest --timeout: a day (a socket's timeout overflows far beyond).
+#: The longest --timeout and deadlines: a day (a socket's timeout overflows far beyond).
 MAX_TIMEOUT_S = 86400.0
+#: The most --max-connections (a thread and a descriptor each).
+MAX_CONNECTIONS = 65536
 
 
 def _default_port(parser) -> int:
@@ -67,8 +69,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept any instance name instead of rejecting others with OTSAuthFailed")
     p.add_argument("--max-body", type=cliutil.byte_size, default=None,
                    help="largest request body: bytes, or with KiB/MiB/GiB (default 5MiB)")
-    p.add_argument("--timeout", type=cliutil.float_in(0, MAX_TIMEOUT_S, "a number of seconds"),
+    seconds = cliutil.float_in(0, MAX_TIMEOUT_S, "a number of seconds")
+    p.add_argument("--timeout", type=seconds,
                    default=None, help="seconds an idle or stalled connection is kept (default 30)")
+    p.add_argument("--head-deadline", type=seconds, default=None, metavar="SECONDS",
+                   help="seconds a request's whole head may take to arrive, from its first byte "
+                        "(default 10; later: 408 and the connection closed)")
+    p.add_argument("--body-deadline", type=seconds, default=None, metavar="SECONDS",
+                   help="seconds a request's whole body may take to arrive (default 60)")
+    p.add_argument("--max-connections", type=cliutil.int_in(1, MAX_CONNECTIONS, "a number of "
+                                                            "connections"),
+                   default=None, metavar="N", help="connections served at once; more are answered 503 "
+                                      "OTSServerBusy at once and closed (default 256)")
+    p.add_argument("--allowed-host", dest="allowed_hosts", action="append", default=[],
+                   type=cliutil.word("a host name"), metavar="NAME",
+                   help="on loopback, a Host name answered besides localhost, 127.0.0.1, ::1 "
+                        "and --host (repeatable; others get 403: the DNS-rebinding defence)")
     p.add_argument("--pk-projection", choices=("full", "requested"), default="full",
                    help="primary key of returned rows: full (the service's) or only the key "
                         "columns columns_to_get names (the 2017 guide's examples)")
@@ -108,11 +124,14 @@ def check_address(host: str, port: int) -> str | None:
 def make_server(data: str | None, host: str, port: int, instance: str, key_id: str, secret: str,
                 any_instance: bool = False, max_body: int | None = None,
                 timeout_s: float | None = None, pk_projection: str = "full", server_options=None,
-                console: bool = True):
+                console: bool = True, limits=None):
     """Open the store in ``data`` (None: in memory) and wrap it in a (not yet
-    started) OTSServer; ``server_options``: a regions.ServerOptions (tests make regions split early)."""
+    started) OTSServer; ``server_options``: a regions.ServerOptions (tests make regions split early);
+    ``limits``: more of OTSServer's keyword arguments (head_deadline_s, body_deadline_s,
+    max_connections, allowed_hosts)."""
     from regions.otsserver.auth import Authenticator
-    from regions.otsserver.console import Console, is_loopback
+    from regions.otsserver.console import Console
+    from regions.otsserver.hosts import is_loopback
     from regions.otsserver.http import DEFAULT_TIMEOUT_S, MAX_BODY_BYTES, OTSServer
     from regions.otsserver.protocol import TablestoreService
     from regions.tablestore import OTSClient
@@ -127,12 +146,19 @@ def make_server(data: str | None, host: str, port: int, instance: str, key_id: s
         return OTSServer(host, port, TablestoreService(client),
                          Authenticator(instance, {key_id: secret}, check_instance=not any_instance),
                          max_body=max_body or MAX_BODY_BYTES,
-                         timeout_s=timeout_s or DEFAULT_TIMEOUT_S, console=web)
+                         timeout_s=timeout_s or DEFAULT_TIMEOUT_S, console=web, **(limits or {}))
     except BaseException:
         if web is not None:
             web.close()
         client.close()
         raise
+
+
+def _limits(args) -> dict:
+    """OTSServer's keyword arguments the command line set (the others keep its defaults)."""
+    given = {"head_deadline_s": args.head_deadline, "body_deadline_s": args.body_deadline,
+             "max_connections": args.max_connections, "allowed_hosts": tuple(args.allowed_hosts)}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 @guard("regions-server", "the local endpoint")
@@ -158,7 +184,7 @@ def main(argv=None) -> int:
         server = make_server(args.data, args.host, args.port, args.instance, args.access_key_id,
                              args.access_key_secret, args.any_instance, args.max_body, args.timeout,
                              args.pk_projection, server_options=options,
-                             console=not args.no_console)
+                             console=not args.no_console, limits=_limits(args))
     except (OSError, RegionError, lsm.LSMError) as e:
         what = cliutil.os_error(e) if isinstance(e, OSError) else e
         where = f"cannot open the store in {args.data}" if args.data else "cannot start"

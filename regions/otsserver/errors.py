@@ -43,6 +43,22 @@ def server_unavailable() -> WireError:
     return WireError(503, "OTSServerUnavailable", "Server is not available.")
 
 
+# -- the front end's own refusals (http.py; ours: the wording) ------------
+def too_many_connections(cap: int) -> WireError:
+    """A connection past the cap, refused before its request is read: the
+    service's "busy", which the SDK retries for every API."""
+    return WireError(503, "OTSServerBusy", "Server is busy: it holds %d connections, its "
+                     "--max-connections; retry later." % cap)
+
+
+def host_not_allowed(host: str) -> WireError:
+    """A request to a server on loopback naming another host (a DNS-rebinding
+    defence, as local development servers have)."""
+    return WireError(403, "OTSAuthFailed", "Host header %r is not a name of this server: on "
+                     "loopback it answers localhost, 127.0.0.1, ::1 and its own address "
+                     "(more with --allowed-host)." % host[:100])
+
+
 # -- authentication (auth.py) -------------------------------------------
 def missing_header(name: str) -> AuthError:
     return AuthError(400, "OTSParameterInvalid", "Missing header: '%s'." % name)

@@ -307,7 +307,7 @@ _PLAINBUFFER_APIS = ("PutRow", "UpdateRow", "DeleteRow", "GetRow", "GetRange", "
 
 
 def _raw_cases(wire, rng, api, body):
-    head = ("POST /%s HTTP/1.1\r\nHost: x\r\n" % api).encode() + b"".join(
+    head = ("POST /%s HTTP/1.1\r\nHost: localhost\r\n" % api).encode() + b"".join(
         ("%s: %s\r\n" % kv).encode() for kv in wire.headers(api, body).items())
     full = head + b"Content-Length: %d\r\n\r\n" % len(body) + body
     k = rng.randrange(7)
