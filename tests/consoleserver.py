@@ -49,11 +49,12 @@ def post_signed(srv, api, body):
         conn.close()
 
 
-def get(srv, path, auth=None):
-    """(status, headers dict with lower-case names, body bytes) of one GET."""
+def get(srv, path, auth=None, host_header=None):
+    """(status, headers dict with lower-case names, body bytes) of one GET
+    (``host_header``: the Host it names; by default the server's address)."""
     host, port = srv.server_address[:2]
     conn = http.client.HTTPConnection("127.0.0.1" if host == "0.0.0.0" else host, port, timeout=30)
-    headers = {}
+    headers = {} if host_header is None else {"Host": host_header}
     if auth is not None:
         headers["Authorization"] = "Basic " + base64.b64encode(
             ("%s:%s" % auth).encode()).decode()

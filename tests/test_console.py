@@ -19,8 +19,9 @@ from consoleserver import (HOSTILE, KEY_ID, SECRET, create_docs, create_events, 
                            post_signed, put_rows, rows_url, sdk, start, wait_for)
 from regions import procedure
 from regions.metrics import LATENCY_BUCKETS, ApiMetrics, RateTracker
-from regions.otsserver.console import (Console, ago_text, duration_text, is_loopback, span_text,
-                                       static_file, utc_iso, utc_text)
+from regions.otsserver.console import (Console, ago_text, duration_text, span_text, static_file,
+                                       utc_iso, utc_text)
+from regions.otsserver.hosts import is_loopback
 from regions.reports import describe_policy, human_bytes
 
 
@@ -424,6 +425,31 @@ def test_loopback_is_open_and_other_addresses_need_the_access_key(tmp_path):
         assert get(srv, "/", auth=(KEY_ID, SECRET))[0] == 200
         assert get(srv, "/metrics", auth=(KEY_ID, SECRET))[0] == 200
         assert list(sdk(srv).list_table()) == []      # the wire API is unaffected
+    finally:
+        srv.stop()
+
+
+def test_static_paths_that_are_not_a_shipped_name_are_404_never_500(server, caplog):
+    for name in ("console.css%00", "%00", "a" * 5000 + ".css", "..%2fconsole.py", "%2e%2e",
+                 "console.css/", "", "x%2fy.css", "%5c..%5cconsole.py", "console.py"):
+        assert get(server, "/static/" + name)[0] == 404, name
+    for path in ("/tables/%00", "/tables/%00/rows", "/tables/" + "a" * 5000 + "/rows", "/%ff%00"):
+        assert get(server, path)[0] == 404, path
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_on_loopback_every_page_needs_a_loopback_host_name(server, tmp_path):
+    port = server.server_address[1]
+    for path in ("/", "/metrics", "/tables/x", "/static/console.css", "/tables/x/rows"):
+        status, headers, body = get(server, path, host_header="rebound.example:%d" % port)
+        assert (status, headers["content-type"]) == (403, "text/plain; charset=utf-8"), path
+        assert body.startswith(b"Host header 'rebound.example:%d' is not a name of this server"
+                               % port), path
+    for name in ("localhost", "localhost:%d" % port, "127.0.0.1:%d" % port, "[::1]:%d" % port, "::1"):
+        assert get(server, "/static/console.css", host_header=name)[0] == 200, name
+    srv = start(tmp_path / "any", host="0.0.0.0")       # elsewhere: the access key, any name
+    try:
+        assert get(srv, "/", auth=(KEY_ID, SECRET), host_header="console.example")[0] == 200
     finally:
         srv.stop()
 

@@ -42,9 +42,12 @@ is known of secondary and search indexes and streams from ``index_catalogue``
 (the client's index catalogue); the console only formats.  Every value shown is user data
 and escaped.
 
-Access: when the server listens on a loopback address everything is open;
+Access: when the server listens on a loopback address everything is open to
+requests naming a loopback host (``Host``, checked by the HTTP front end for
+every route: ``regions.otsserver.hosts``, the DNS-rebinding defence);
 otherwise every GET needs HTTP basic auth with one of the server's access key
-id / secret pairs (401 otherwise).
+id / secret pairs (401 otherwise).  ``/static/`` serves only the names of the
+files shipped; any other name, '..', an encoded NUL or slash, is a 404.
 
 Thread-safety: ``handle`` may be called from many threads; a sampler thread
 reads the region counters every ``SAMPLE_SECONDS`` so that per-region rates
@@ -56,7 +59,6 @@ import base64
 import datetime
 import hmac
 import html
-import ipaddress
 import json
 import threading
 import time
@@ -104,13 +106,11 @@ class _Fail(Exception):
         self.message = message
 
 
-def is_loopback(host: str) -> bool:
-    if host in ("localhost", ""):
-        return host == "localhost"
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def static_names() -> frozenset:
+    """The names of the files shipped in ``regions/otsserver/console_static``:
+    the only names ``/static/`` serves, so no path ever reaches the file system."""
+    return frozenset(p.name for p in resources.files("regions.otsserver").joinpath(STATIC).iterdir()
+                     if p.name.endswith(tuple(_STATIC_TYPES)))
 
 
 def static_file(name: str) -> bytes:
@@ -355,6 +355,7 @@ class Console:
         self._clock = clock
         self._rendered = {}             # (path, as_json) -> (time, Reply)
         self._rendered_lock = threading.Lock()
+        self._static_names = static_names()
         self._stop = threading.Event()
         self._sampler = None
         if sample_seconds:
@@ -442,14 +443,10 @@ class Console:
             hmac.compare_digest(expected.encode(), secret.encode())
 
     def _static(self, name):
-        ext = name[name.rfind("."):] if "." in name else ""
-        if "/" in name or name.startswith(".") or ext not in _STATIC_TYPES:
-            raise _Fail(404, "No static file %s" % name)
-        try:
-            return Reply(200, _STATIC_TYPES[ext], static_file(name),
-                         (("Cache-Control", "max-age=300"),))
-        except (FileNotFoundError, IsADirectoryError):
-            raise _Fail(404, "No static file %s" % name) from None
+        if name not in self._static_names:     # '..', '/', NUL, a long name: not one of ours
+            raise _Fail(404, "No static file %s" % name[:CUT_CHARS])
+        return Reply(200, _STATIC_TYPES[name[name.rfind("."):]], static_file(name),
+                     (("Cache-Control", "max-age=300"),))
 
     # -- data of the pages ------------------------------------------------------
     def _metrics(self):
