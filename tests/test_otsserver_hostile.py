@@ -149,6 +149,17 @@ def test_a_forged_head_declaring_a_large_body_is_refused_before_the_body(make):
     assert srv.service.calls == []
 
 
+def test_a_client_pushing_a_refused_body_reads_the_refusal_not_a_reset(make):
+    srv = make(max_body=4 * MIB)
+    for head, status in ((head_of("PutRow", length=4 * MIB, secret="forged"), 403),
+                         (head_of("PutRow", length=5 * MIB), 413)):
+        with connect(srv) as s:         # more than the socket buffers hold: read and dropped
+            s.sendall(head + b"x" * 4 * MIB)     # after the reply, then a FIN
+            s.shutdown(socket.SHUT_WR)
+            reply = b"".join(iter(lambda: s.recv(65536), b""))
+        assert status_and_error(reply)[0] == status
+
+
 def test_a_body_buffer_grows_with_the_bytes_received_not_the_length_declared(make):
     srv = make(max_body=5 * MIB, body_deadline_s=0.5)
     with connect(srv) as s:

@@ -71,6 +71,7 @@ DEFAULT_HEAD_DEADLINE_S = 10.0         # a whole head, from its first byte (an S
 DEFAULT_BODY_DEADLINE_S = 60.0         # a whole body: 5 MiB at 1 Mbit/s takes 42 s
 DEFAULT_MAX_CONNECTIONS = 256          # a thread each; more are answered 503 at once
 RECV_BYTES = 65536                     # one recv takes a whole SDK request
+LINGER_S = 1.0                         # reading an unread body after the reply, before closing
 #: accept() errors that wait for a resource to return: back off, do not spin.
 ACCEPT_RESOURCE_ERRORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 ACCEPT_BACKOFF_S = (0.005, 1.0)        # first and longest pause (Go's net/http)
@@ -200,13 +201,17 @@ class _Connection(socketserver.BaseRequestHandler):
                 if get and "content-length" not in head.headers:
                     body = b""                  # the console's GETs carry no body
                 else:
-                    n = self._body_length(head)
+                    try:
+                        n = self._body_length(head)
+                    except WireError as err:    # the body stays unread: answer, then close
+                        self._send(err.http_status, _error_body(err), None, head.api, True)
+                        return self._linger()
                     if not get:
                         checked = self._verify_head(head)
                     if isinstance(checked, WireError) and len(buf) < n:
                         # refused before its body is read (or allocated): the stream is lost
                         self._serve(head, b"", True, checked)
-                        return
+                        return self._linger()
                     body, buf = self._read_body(head, buf, n)
             except WireError as err:            # the stream is lost: answer, then close
                 return self._send(err.http_status, _error_body(err), None, head.api, True)
@@ -253,6 +258,19 @@ class _Connection(socketserver.BaseRequestHandler):
             buf += data
             end = buf.find(b"\r\n\r\n", start)
         return end, buf
+
+    def _linger(self):
+        """After a reply to a request whose body stays unread: half-close, then
+        read and drop what the client still sends, for at most LINGER_S, so
+        that the close is a FIN it reads after the reply, not a reset that
+        may discard the reply (RFC 9112 9.6; Apache's lingering close)."""
+        deadline = time.monotonic() + LINGER_S
+        try:
+            self.request.shutdown(socket.SHUT_WR)
+            while self._recv(deadline):
+                pass
+        except OSError:             # socket.timeout included
+            pass
 
     def _fail(self, err: BadHead):
         status = err.status if err.status in _REASONS else 400
