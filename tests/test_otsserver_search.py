@@ -48,21 +48,32 @@ def columns(i):
     return [c for c in cols if not (c[0] == "x" and i % 10 == 9)]   # some rows lack x
 
 
+def start_indexed(path, pk_schema, fields, before, after=()):
+    """(server, SDK client): table t (``pk_schema``) with rows ``before``
+    (ts.Row) written, search index idx (``fields``) made, rows ``after``
+    written, the index in sync."""
+    from regions.otsserver.cli import make_server
+    srv = make_server(str(path), "127.0.0.1", 0, "inst", "ak", "sk").start()
+    c = sdk(srv)
+    c.create_table(ts.TableMeta("t", pk_schema), ts.TableOptions(),
+                   ts.ReservedThroughput(ts.CapacityUnit(0, 0)))
+    for row in before:
+        c.put_row("t", row)
+    c.create_search_index("t", "idx", ts.SearchIndexMeta(list(fields)))
+    for row in after:
+        c.put_row("t", row)
+    assert srv.service.client.wait_for_search_index("t", "idx")
+    return srv, c
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """A server with table t (id INTEGER), N rows and search index idx, in sync."""
-    from regions.otsserver.cli import make_server
-    srv = make_server(str(tmp_path_factory.mktemp("search") / "data"), "127.0.0.1", 0, "inst",
-                      "ak", "sk").start()
-    c = sdk(srv)
-    c.create_table(ts.TableMeta("t", [("id", "INTEGER")]), ts.TableOptions(),
-                   ts.ReservedThroughput(ts.CapacityUnit(0, 0)))
-    for i in range(N // 2):                       # half before the index: the back-fill
-        c.put_row("t", ts.Row([("id", i)], columns(i)))
-    c.create_search_index("t", "idx", ts.SearchIndexMeta(list(FIELDS)))
-    for i in range(N // 2, N):                    # half after: the feed
-        c.put_row("t", ts.Row([("id", i)], columns(i)))
-    assert srv.service.client.wait_for_search_index("t", "idx")
+    """A server with table t (id INTEGER), N rows and search index idx, in
+    sync: half the rows written before the index (the back-fill), half after
+    (the feed)."""
+    srv, c = start_indexed(tmp_path_factory.mktemp("search") / "data", [("id", "INTEGER")],
+                           FIELDS, [ts.Row([("id", i)], columns(i)) for i in range(N // 2)],
+                           [ts.Row([("id", i)], columns(i)) for i in range(N // 2, N)])
     yield srv, c
     srv.stop()
 
@@ -366,8 +377,9 @@ def test_errors_as_the_sdk_sees_them(served):
         ts.FieldSchema("b", ts.FieldType.TEXT, enable_sort_and_agg=True)]))[1] == \
         "OTSParameterInvalid"
     status, code, message = service_error(c.search, "t", "idx", ts.SearchQuery(
-        ts.MatchAllQuery(), aggs=[ts.Max("n", name="m")]))
-    assert (status, code) == (400, "OTSParameterInvalid") and "Aggregations" in message
+        ts.MatchAllQuery(), aggs=[ts.Sum("ok", name="m")]))
+    assert (status, code, message) == (400, "OTSParameterInvalid", "[sum agg] field_name:ok "
+                                       "type:boolean is invalid, allow [long, double]")
 
 
 def test_what_the_engine_refuses_gets_its_error_through_the_wire(served):

@@ -298,11 +298,12 @@ class TablestoreService:
 
     def search(self, body):
         req = cv.parse(spb.SearchRequest, body)
-        result = self.client.search(req.table_name, req.index_name,
-                                    sw.search_query(req.search_query), sw.columns_to_get(req),
-                                    routing_keys=sw.routing_keys(req), timeout_s=sw.timeout_s(req))
+        query = sw.search_query(req.search_query)
+        result = self.client.search(req.table_name, req.index_name, query,
+                                    sw.columns_to_get(req), routing_keys=sw.routing_keys(req),
+                                    timeout_s=sw.timeout_s(req))
         resp = spb.SearchResponse()
-        sw.fill_search_response(resp, result)
+        sw.fill_search_response(resp, result, query)
         return resp
 
     def compute_splits(self, body):

@@ -23,14 +23,22 @@ bounds) are bare PlainBuffer variants; routing values are PlainBuffer
 primary keys.  A query nested in bytes is parsed level by level, so depth is
 checked here (``MAX_QUERY_DEPTH``), not by protobuf's recursion limit.
 
-Aggregations and group-bys are refused with OTSParameterInvalid (the engine
-does not compute them yet: an answer without them would be wrong, not short).
+Aggregations and group-bys (``aggs``, ``group_bys``, each an Aggregation or
+GroupBy message whose body is its own message's bytes, sub-aggregations and
+sub-group-bys nested inside) become the SDK's ``tablestore.aggregation`` and
+``tablestore.group_by`` objects; their results are written back walking the
+request beside the results (a result's type is its request's), values as
+the SDK's decoder reads them (metrics as doubles, counts as int64,
+percentile values and histogram keys as bare variants, top rows as
+PlainBuffer rows).
 
 Stateless; thread-safe.
 """
 from __future__ import annotations
 
 from google.protobuf.message import DecodeError
+from tablestore import aggregation as sagg
+from tablestore import group_by as sgb
 from tablestore import metadata as sdk
 from tablestore.protobuf import search_pb2 as spb
 
@@ -41,7 +49,8 @@ from regions.otsserver.plainbuffer import PlainBufferError
 __all__ = ["ConstScoreQuery", "MAX_QUERY_DEPTH", "index_meta", "search_query",
            "columns_to_get", "routing_keys", "timeout_s", "fill_index_schema", "fill_sync_stat",
            "fill_search_response", "query", "sort", "update_meta", "in_incr",
-           "scan_query", "session_id", "fill_compute_splits", "fill_parallel_scan", "fill_hit"]
+           "scan_query", "session_id", "fill_compute_splits", "fill_parallel_scan", "fill_hit",
+           "aggregations", "group_bys", "fill_aggregations", "fill_group_bys"]
 
 #: Queries nested deeper than this (Bool in Bool..., each level its own bytes) are refused.
 MAX_QUERY_DEPTH = 64
@@ -320,13 +329,152 @@ def highlight(proto) -> "sdk.Highlight":
     return sdk.Highlight(params, sdk.HighlightEncoder(proto.highlight_encoder))
 
 
+# ------------------------------------------------------------- aggregations
+
+def _value(proto, field, field_name):
+    """A bare-variant field of ``proto`` (None when absent)."""
+    return _variant(getattr(proto, field), field_name) if proto.HasField(field) else None
+
+
+def _missing(proto, field="missing"):
+    return _value(proto, field, proto.field_name)
+
+
+def _metric(cls, with_missing=True):
+    def build(p, name, depth):
+        if with_missing:
+            return cls(p.field_name, _missing(p), name=name)
+        return cls(p.field_name, name=name)
+    return build
+
+
+def _top_rows(p, name, depth):
+    return sagg.TopRows(_opt(p, "limit"), sort(p.sort, depth) if p.HasField("sort") else None,
+                        name=name)
+
+
+def _percentiles(p, name, depth):
+    return sagg.Percentiles(p.field_name, list(p.percentiles), _missing(p, "missing_value"),
+                            name=name)
+
+
+AGGREGATIONS = {
+    spb.AGG_AVG: (spb.AvgAggregation, _metric(sagg.Avg)),
+    spb.AGG_MAX: (spb.MaxAggregation, _metric(sagg.Max)),
+    spb.AGG_MIN: (spb.MinAggregation, _metric(sagg.Min)),
+    spb.AGG_SUM: (spb.SumAggregation, _metric(sagg.Sum)),
+    spb.AGG_COUNT: (spb.CountAggregation, _metric(sagg.Count, with_missing=False)),
+    spb.AGG_DISTINCT_COUNT: (spb.DistinctCountAggregation, _metric(sagg.DistinctCount)),
+    spb.AGG_TOP_ROWS: (spb.TopRowsAggregation, _top_rows),
+    spb.AGG_PERCENTILES: (spb.PercentilesAggregation, _percentiles),
+}
+
+
+def _typed(entries, table, enum, what, depth) -> list:
+    """Aggregation or GroupBy messages (name, type, body: the type's own
+    message) -> the SDK's objects, each built by ``table[type]``."""
+    out = []
+    for e in entries:
+        known = table.get(e.type) if e.HasField("type") else None
+        if known is None:
+            raise errors.parameter_invalid("Unknown %s type: %s."
+                                           % (what, e.type if e.HasField("type") else None))
+        message, build = known
+        out.append(build(_parse(message, e.body, enum.Name(e.type)), e.name, depth))
+    return out
+
+
+def aggregations(proto, depth=0) -> list:
+    """An ``Aggregations`` message -> [the SDK's Agg objects]."""
+    return _typed(proto.aggs, AGGREGATIONS, spb.AggregationType, "aggregation", depth)
+
+
+def _group_sort(proto):
+    """A GroupBySort message -> [GroupKeySort | RowCountSort | SubAggSort], or None."""
+    out = []
+    for s in proto.sorters:
+        if s.HasField("group_key_sort"):
+            out.append(sgb.GroupKeySort(_order(s.group_key_sort, sdk.SortOrder.ASC)))
+        elif s.HasField("row_count_sort"):
+            out.append(sgb.RowCountSort(_order(s.row_count_sort, sdk.SortOrder.DESC)))
+        elif s.HasField("sub_agg_sort"):
+            out.append(sgb.SubAggSort(_order(s.sub_agg_sort, sdk.SortOrder.ASC),
+                                      s.sub_agg_sort.sub_agg_name))
+        else:
+            raise errors.parameter_invalid("A group-by sorter names no sort.")
+    return out or None
+
+
+def _subs(p, depth):
+    return (aggregations(p.sub_aggs, depth) if p.HasField("sub_aggs") else [],
+            group_bys(p.sub_group_bys, depth + 1) if p.HasField("sub_group_bys") else [])
+
+
+def _ranges(p):
+    return [(r.begin if r.HasField("begin") else float("-inf"),
+             r.end if r.HasField("end") else float("inf")) for r in p.ranges]
+
+
+def _group_by_field(p, name, depth):
+    sub_aggs, sub_groups = _subs(p, depth)
+    return sgb.GroupByField(p.field_name, size=_opt(p, "size"),
+                            group_by_sort=_group_sort(p.sort) if p.HasField("sort") else None,
+                            sub_aggs=sub_aggs, sub_group_bys=sub_groups, name=name)
+
+
+def _group_by_range(p, name, depth):
+    sub_aggs, sub_groups = _subs(p, depth)
+    return sgb.GroupByRange(p.field_name, _ranges(p), sub_aggs=sub_aggs,
+                            sub_group_bys=sub_groups, name=name)
+
+
+def _group_by_filter(p, name, depth):
+    sub_aggs, sub_groups = _subs(p, depth)
+    return sgb.GroupByFilter([query(q, depth + 1) for q in p.filters], sub_aggs=sub_aggs,
+                             sub_group_bys=sub_groups, name=name)
+
+
+def _group_by_geo_distance(p, name, depth):
+    sub_aggs, sub_groups = _subs(p, depth)
+    origin = sgb.GeoPoint(p.origin.lat, p.origin.lon) if p.HasField("origin") else None
+    return sgb.GroupByGeoDistance(p.field_name, origin, _ranges(p), sub_aggs=sub_aggs,
+                                  sub_group_bys=sub_groups, name=name)
+
+
+def _group_by_histogram(p, name, depth):
+    sub_aggs, sub_groups = _subs(p, depth)
+    field_range = None
+    if p.HasField("field_range"):
+        r = p.field_range
+        field_range = sgb.FieldRange(_value(r, "min", p.field_name),
+                                     _value(r, "max", p.field_name))
+    return sgb.GroupByHistogram(
+        p.field_name, _missing(p, "interval"), field_range,
+        missing_value=_missing(p, "missing_value"), min_doc_count=_opt(p, "min_doc_count"),
+        group_by_sort=_group_sort(p.sort) if p.HasField("sort") else None,
+        sub_aggs=sub_aggs, sub_group_bys=sub_groups, name=name)
+
+
+GROUP_BYS = {
+    spb.GROUP_BY_FIELD: (spb.GroupByField, _group_by_field),
+    spb.GROUP_BY_RANGE: (spb.GroupByRange, _group_by_range),
+    spb.GROUP_BY_FILTER: (spb.GroupByFilter, _group_by_filter),
+    spb.GROUP_BY_GEO_DISTANCE: (spb.GroupByGeoDistance, _group_by_geo_distance),
+    spb.GROUP_BY_HISTOGRAM: (spb.GroupByHistogram, _group_by_histogram),
+}
+
+
+def group_bys(proto, depth=0) -> list:
+    """A ``GroupBys`` message -> [the SDK's GroupBy objects], sub-group-bys too."""
+    if depth > MAX_QUERY_DEPTH:
+        raise errors.parameter_invalid("The group-bys are nested deeper than %d."
+                                       % MAX_QUERY_DEPTH)
+    return _typed(proto.group_bys, GROUP_BYS, spb.GroupByType, "group-by", depth)
+
+
 def search_query(data: bytes) -> "sdk.SearchQuery":
     """SearchRequest's serialized ``search_query`` -> the SDK's SearchQuery."""
     proto = _parse(spb.SearchQuery, data, "search_query")
-    if proto.HasField("aggs") and proto.aggs.aggs or \
-            proto.HasField("group_bys") and proto.group_bys.group_bys:
-        raise errors.parameter_invalid("Aggregations and group-bys are not supported by this "
-                                       "server yet.")
     return sdk.SearchQuery(
         query(proto.query) if proto.HasField("query") else None,
         sort=sort(proto.sort) if proto.HasField("sort") else None,
@@ -335,6 +483,8 @@ def search_query(data: bytes) -> "sdk.SearchQuery":
         offset=_opt(proto, "offset"), limit=_opt(proto, "limit"),
         collapse_field=sdk.Collapse(proto.collapse.field_name)
         if proto.HasField("collapse") else None,
+        aggs=aggregations(proto.aggs) if proto.HasField("aggs") else None,
+        group_bys=group_bys(proto.group_bys) if proto.HasField("group_bys") else None,
         highlight=highlight(proto.highlight) if proto.HasField("highlight") else None)
 
 
@@ -561,10 +711,77 @@ def fill_hit(proto, hit) -> None:
         proto.nested_doc_offset = int(hit.nested_doc_offset)
 
 
-def fill_search_response(proto, result) -> None:
+_METRIC_RESULTS = {spb.AGG_AVG: spb.AvgAggregationResult, spb.AGG_MAX: spb.MaxAggregationResult,
+                   spb.AGG_MIN: spb.MinAggregationResult, spb.AGG_SUM: spb.SumAggregationResult,
+                   spb.AGG_COUNT: spb.CountAggregationResult,
+                   spb.AGG_DISTINCT_COUNT: spb.DistinctCountAggregationResult}
+
+
+def _variant_bytes(value) -> bytes:
+    try:
+        return CODEC.encode_variant(value)
+    except PlainBufferError as e:
+        raise errors.parameter_invalid(str(e)) from None
+
+
+def fill_aggregations(proto, aggs, results) -> None:
+    """``proto`` (an AggregationsResult) from the results of ``aggs`` (the request's, in order)."""
+    for a, r in zip(aggs, results):
+        item = proto.agg_results.add(name=r.name, type=a.type)
+        if a.type in _METRIC_RESULTS:
+            body = _METRIC_RESULTS[a.type](value=r.value)
+        elif a.type == spb.AGG_TOP_ROWS:
+            body = spb.TopRowsAggregationResult()
+            encode_rows(body.rows, r.value)
+        else:
+            body = spb.PercentilesAggregationResult()
+            for p in r.value:
+                body.percentiles_aggregation_items.add(
+                    key=p.key, **({} if p.value is None else {"value": _variant_bytes(p.value)}))
+        item.agg_result = body.SerializeToString()
+
+
+def _fill_item_subs(item, g, result_item) -> None:
+    fill_aggregations(item.sub_aggs_result, list(g.sub_aggs or ()), result_item.sub_aggs)
+    fill_group_bys(item.sub_group_bys_result, list(g.sub_group_bys or ()),
+                   result_item.sub_group_bys)
+
+
+def fill_group_bys(proto, groups, results) -> None:
+    """``proto`` (a GroupBysResult) from the results of ``groups`` (the request's, in order)."""
+    for g, r in zip(groups, results):
+        entry = proto.group_by_results.add(name=r.name, type=g.type)
+        if g.type == spb.GROUP_BY_FIELD:
+            body = spb.GroupByFieldResult()
+            for it in r.items:
+                _fill_item_subs(body.group_by_field_result_items.add(
+                    key=it.key, row_count=it.row_count), g, it)
+        elif g.type in (spb.GROUP_BY_RANGE, spb.GROUP_BY_GEO_DISTANCE):
+            body = (spb.GroupByRangeResult() if g.type == spb.GROUP_BY_RANGE
+                    else spb.GroupByGeoDistanceResult())
+            items = (body.group_by_range_result_items if g.type == spb.GROUP_BY_RANGE
+                     else body.group_by_geo_distance_result_items)
+            for it in r.items:
+                _fill_item_subs(items.add(range_from=it.range_from, range_to=it.range_to,
+                                          row_count=it.row_count), g, it)
+        elif g.type == spb.GROUP_BY_FILTER:
+            body = spb.GroupByFilterResult()
+            for it in r.items:
+                _fill_item_subs(body.group_by_filter_result_items.add(row_count=it.row_count),
+                                g, it)
+        else:
+            body = spb.GroupByHistogramResult()
+            for it in r.items:
+                _fill_item_subs(body.group_by_histogra_items.add(
+                    key=_variant_bytes(it.key), value=it.value), g, it)
+        entry.group_by_result = body.SerializeToString()
+
+
+def fill_search_response(proto, result, search_query=None) -> None:
     """``proto`` (a SearchResponse) from the embedded client's SearchResponse:
     each row in PlainBuffer with its hit (score), the total count (-1 when
-    not asked), is_all_succeed and the next token as bytes."""
+    not asked), is_all_succeed and the next token as bytes; the results of
+    ``search_query``'s aggregations and group-bys."""
     hits = list(getattr(result, "search_hits", None) or ())
     encode_rows(proto.rows, result.rows)
     for i in range(len(result.rows)):
@@ -573,3 +790,11 @@ def fill_search_response(proto, result) -> None:
     proto.is_all_succeed = bool(result.is_all_succeed)
     if result.next_token:
         proto.next_token = _bytes(result.next_token)
+    if search_query is not None and getattr(search_query, "aggs", None):
+        aggs = spb.AggregationsResult()
+        fill_aggregations(aggs, search_query.aggs, result.agg_results)
+        proto.aggs = aggs.SerializeToString()
+    if search_query is not None and getattr(search_query, "group_bys", None):
+        groups = spb.GroupBysResult()
+        fill_group_bys(groups, search_query.group_bys, result.group_by_results)
+        proto.group_bys = groups.SerializeToString()

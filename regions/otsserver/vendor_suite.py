@@ -16,8 +16,7 @@ What runs: the unittest modules in ``MODULES`` (minus any case matching
 against its own fresh server, and the scripts in ``EXAMPLES``, each in a
 child process against its own fresh server (an example passes when it exits
 0 and prints no traceback).  ``EXCLUDED_MODULES`` and ``EXCLUDED_EXAMPLES``
-name the vendor's modules and examples left out and why (aggregations and
-group-bys: a later issue).
+name the vendor's modules and examples left out and why.
 
 The cloud waits are patched out in the child, not in the copied files:
 ``APITestBase.wait_for_partition_load`` and ``wait_for_capacity_unit_update``
@@ -61,22 +60,18 @@ PROG = "python -m regions.otsserver.vendor_suite"
 
 MODULES = ("row_op_test", "filter_and_condition_update_unitttest", "sdk_param_unittest",
            "transaction_test", "table_operation_test", "search_index_test",
-           "full_text_search_test", "parallel_scan_test")
+           "full_text_search_test", "parallel_scan_test", "agg_test", "group_by_test")
 EXAMPLES = ("put_row", "get_row", "update_row", "delete_row", "batch_get_row", "batch_write_row",
             "get_range", "pk_auto_incr", "transaction_and_commit", "transaction_and_abort",
             "table_operations", "secondary_index_operations", "search_index", "full_text_search",
-            "vector_search")
+            "vector_search", "agg", "group_by")
 #: The vendor's examples not run: example -> why.
 EXCLUDED_EXAMPLES = {"parallel_scan": "imports the third-party 'threadpool' module, which is "
-                                      "not one of this project's dependencies",
-                     "agg": "aggregations are not served yet (a later issue)",
-                     "group_by": "group-bys are not served yet (a later issue)"}
+                                      "not one of this project's dependencies"}
 #: Test cases left out, matched on the test's name: name pattern -> why.
 EXCLUDED = {}
 #: The vendor's modules not run: module -> why.
-EXCLUDED_MODULES = {"agg_test": "aggregations are not served yet (a later issue)",
-                    "group_by_test": "group-bys are not served yet (a later issue)",
-                    "sql_query_test": "SQL is not served",
+EXCLUDED_MODULES = {"sql_query_test": "SQL is not served",
                     "timeseries_api_test": "timeseries tables are not served",
                     "timeseries_meta_condition_test": "timeseries tables are not served"}
 SLEEP_CAP = 0.05

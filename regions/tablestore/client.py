@@ -52,6 +52,7 @@ from .search import (DEFAULT_LIMIT as DEFAULT_SEARCH_LIMIT, MAX_LIMIT as MAX_SEA
                      MAX_SEARCH_INDEXES, from_index_only,
                      ComputeSplitsResponse, ParallelScanResponse, ScanSessions, SearchHit,
                      SearchResponse, check_search_meta, describe_search, return_type_name)
+from .searchagg import Aggregator
 from .streams import (DEFAULT_RECORD_LIMIT, MAX_RECORD_LIMIT, STREAM_SPEC, Stream,
                       StreamDetails, check_stream_spec, decode_iterator, stream_spec_record)
 from .transactions import TIMEOUT_S, TransactionManager, partition_of
@@ -625,6 +626,14 @@ class OTSClient:
                             None)
         by_score = any(type(s).__name__ == "ScoreSort"
                        for s in getattr(search_query.sort, "sorters", None) or ())
+        agg_results, group_by_results = [], []
+        if getattr(search_query, "aggs", None) or getattr(search_query, "group_bys", None):
+            aggregator = Aggregator(engine, lambda keys: [
+                r for r in (self._search_row(name, schema, definition, k, columns_to_get)
+                            for k in keys) if r is not None], search_query.sort)
+            agg_results, group_by_results = aggregator.run(
+                engine.scope(search_query.query, min(ttls) if ttls else -1),
+                search_query.aggs, search_query.group_bys)
         rows, search_hits = [], []
         for row_key, score, doc in hits:
             row = self._search_row(name, schema, definition, row_key, columns_to_get)
@@ -635,7 +644,7 @@ class OTSClient:
                 score = math.nan        # the service scores only a search sorted by score
             search_hits.append(SearchHit(row, score, engine.highlight(
                 search_query.query, doc, highlight) if highlight else None))
-        return SearchResponse(rows, [], [], token or b"", True,
+        return SearchResponse(rows, agg_results, group_by_results, token or b"", True,
                               total if search_query.get_total_count else -1, search_hits)
 
     def compute_splits(self, table_name, index_name):

@@ -287,6 +287,32 @@ ERRORS = {
     "search_highlight_not_text": _P + ("enable_highlighting is only for TEXT fields: {field}.",),
     "search_nested_no_fields": _P + ("NESTED field {field} needs sub_field_schemas.",),
     "search_routing_field": _P + ("Routing field {field} is not a primary key column.",),
+    # aggregations and group-bys (searchagg.py); texts ours
+    "search_agg_count": _P + ("Too many aggregations: {count} (at most {max}).",),
+    "search_group_by_count": _P + ("Too many group-bys: {count} (at most {max}).",),
+    "search_group_by_depth": _P + ("Group-bys are nested deeper than {max}.",),
+    "search_agg_name": _P + ("An aggregation or group-by needs a name: {name!r}.",),
+    "search_agg_name_duplicated": _P + ("Duplicated aggregation or group-by name: {name}.",),
+    "search_agg_unsupported": _P + ("Unsupported aggregation: {agg}.",),
+    "search_group_by_unsupported": _P + ("Unsupported group-by: {group_by}.",),
+    # (the service's texts: the Go SDK's search_api_test)
+    "search_agg_field_not_exist": _P + ("[{agg}] field: {field} does not exist",),
+    "search_agg_field_type": _P + ("[{agg}] field_name:{field} type:{type} is invalid, allow "
+                                   "[{allowed}]",),
+    "search_agg_value": _P + ("The {what} of field {field} must be a value of type {type}.",),
+    "search_percentiles": _P + ("Percentiles must be numbers in [0, 100]: {percentiles}.",),
+    "search_top_rows_limit": _P + ("The limit of TopRows must be in [1, {max}]: {limit}.",),
+    "search_group_size": _P + ("The size of GroupByField must be in [1, {max}]: {size}.",),
+    "search_group_ranges": _P + ("{group_by} needs from 1 to {max} ranges or filters.",),
+    "search_group_range": _P + ("Invalid range: {range} (from <= to, both numbers).",),
+    "search_geo_origin": _P + ("GroupByGeoDistance needs an origin (lat, lon).",),
+    "search_histogram_interval": _P + ("The interval of GroupByHistogram must be positive: "
+                                       "{interval}.",),
+    "search_histogram_range": _P + ("GroupByHistogram needs a field_range with min <= max.",),
+    "search_histogram_buckets": _P + ("GroupByHistogram would make more than {max} groups.",),
+    "search_group_sub_agg_sort": _P + ("SubAggSort names {name}, which is not a metric "
+                                       "sub-aggregation of the group-by.",),
+    "search_group_sort_unsupported": _P + ("Unsupported group-by sort: {sort}.",),
     # pre-split points (the Java SDK's SplitPointTest: the service's texts)
     "split_point_int64_bound": _P + ("The value of partition range can not be INT64_MIN or "
                                      "INT64_MAX.",),

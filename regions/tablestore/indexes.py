@@ -359,6 +359,9 @@ class Indexer:
 
     def _attach_search(self, base, schema, definition):
         engine = Engine(definition, schema.names, engine_path(self.server, definition))
+        if engine.rebuilt:                  # an older layout's files: load the table again
+            definition.phase, definition.cursor = "FULL", None
+            self.save_search(definition)
         table = self._attach(base, schema)
         table.searches[definition.name] = engine
         table.lagging = True

@@ -59,6 +59,8 @@ MAX_LIMIT = 100
 MAX_INDEX_ONLY_LIMIT = 1000        # when every column returned comes from the index
 MAX_OFFSET_LIMIT = 100_000         # offset + limit (paging past it: next_token)
 MAX_TOP_K = 1000                   # KnnVectorQuery's top_k
+LAYOUT = 2                         # the engine's schema version (2: GEO_POINT text is fast)
+LAYOUT_FILE = "LAYOUT"             # in the engine's directory
 _COMMIT_EVERY = 1000               # back-filled rows between two commits and saved cursors
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -281,8 +283,8 @@ class Engine:
             elif f.type == "TEXT":           # tokens are ours (_tokens), joined by spaces
                 sb.add_text_field(tname, stored=True, tokenizer_name="whitespace")
                 sb.add_text_field(tname + "_raw", stored=True, tokenizer_name="raw")
-            elif f.type == "GEO_POINT":
-                sb.add_text_field(tname, stored=True, tokenizer_name="raw")
+            elif f.type == "GEO_POINT":          # fast: count and distinct_count
+                sb.add_text_field(tname, stored=True, tokenizer_name="raw", fast=True)
                 sb.add_float_field(tname + "_lat", stored=True, indexed=True, fast=True)
                 sb.add_float_field(tname + "_lon", stored=True, indexed=True, fast=True)
             elif f.type == "VECTOR":
@@ -290,9 +292,9 @@ class Engine:
             # NESTED: its sub-fields hold its objects' values (flattened)
         self.schema = sb.build()
         self.path = path
+        self.rebuilt = False    # the files were of an older layout: emptied, to be back-filled
         if path is not None:
-            os.makedirs(path, exist_ok=True)
-            self.index = tv.Index(self.schema, path=path, reuse=True)
+            self.index = self._open(path)
         else:
             self.index = tv.Index(self.schema)
         self._writer = self.index.writer(heap_size=15_000_000, num_threads=1)
@@ -305,6 +307,31 @@ class Engine:
         self._vector_ops = []
         if self._vectors:
             self._load_vectors()
+
+    def _open(self, path):
+        """The engine's files at ``path``; files of another layout (an older
+        version's schema) are removed and the engine starts empty, with
+        ``rebuilt`` set so that its owner loads the table again."""
+        marker = os.path.join(path, LAYOUT_FILE)
+        try:
+            with open(marker) as f:
+                layout = f.read().strip()
+        except FileNotFoundError:
+            layout = None
+        if layout != str(LAYOUT) and os.path.isdir(path) and os.listdir(path):
+            log.warning("search index %r: its files are of layout %s, not %s: rebuilding it",
+                        self.definition.name, layout, LAYOUT)
+            shutil.rmtree(path)
+            self.rebuilt = True
+        os.makedirs(path, exist_ok=True)
+        index = self._tv.Index(self.schema, path=path, reuse=True)
+        if layout != str(LAYOUT):
+            with open(marker + ".tmp", "w") as f:
+                f.write(str(LAYOUT))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(marker + ".tmp", marker)
+        return index
 
     # -- writing ------------------------------------------------------------------
     def upsert(self, row_key, pk_values, live):
@@ -331,6 +358,8 @@ class Engine:
                 values = _field_values(f, value)
             if not values:
                 continue
+            if f.type == "KEYWORD" and f.parent is None:   # a set, as the service's are
+                values = list(dict.fromkeys(values))
             doc.add_text("_has", f.name)
             tname = self._names[f.name]
             for v in values:
@@ -413,30 +442,13 @@ class Engine:
             picked = self._vectors[field.name].search(q, max(top_k, start + limit), None)
             tq = self._tv.Query.term_set_query(self.schema, "_pk", [k.hex() for k, _ in picked]) \
                 if picked else _nothing(self._tv)
-        if ttl is not None and ttl > 0:
-            cutoff = int(time.time() * 1000) - ttl * 1000
-            tq = self._tv.Query.boolean_query([
-                (self._tv.Occur.Must, tq),
-                (self._tv.Occur.Must, self._tv.Query.range_query(
-                    self.schema, "_ts", self._tv.FieldType.Integer, cutoff, _INT_MAX))])
-        n = max(1, searcher.num_docs)
-        result = searcher.search(tq, limit=n, count=True)
-        factor = (self._names[self.definition.field(query.field_value_factor.field_name).name]
-                  if type(query).__name__ == "FunctionScoreQuery" else None)
-        hits = []
-        for score, address in result.hits:
-            doc = searcher.doc(address).to_dict()
-            if factor is not None:        # the query's score times the field's value
-                score = score * float((doc.get(factor) or [0])[0])
-            hits.append((bytes.fromhex(doc["_pk"][0]), score, doc))
+        tq = self._live(tq, ttl)
+        hits = self._hits(searcher, tq, query)
         if vector is not None:
             field, q, top_k, metric, min_score = vector
             raised = top_k < start + limit         # the service then takes offset + limit
             hits = self._knn((field, q, max(top_k, start + limit), metric, min_score), hits)
-        keys = self._sort_keys(sort, query, vector is not None)
-        hits.sort(key=lambda h: h[0])     # ties in any sort go by primary key
-        for key_fn, reverse in reversed(keys):
-            hits.sort(key=key_fn, reverse=reverse)
+        self._order(hits, sort)
         if collapse is not None:
             tname, seen, kept = self._names[self.definition.field(collapse).name], set(), []
             for h in hits:
@@ -452,6 +464,50 @@ class Engine:
         if start + limit < total or (vector is not None and raised and len(page) == limit):
             next_token = _encode_token(start + limit)
         return [(row_key, score, doc) for row_key, score, doc in page], total, next_token
+
+    def scope(self, query, ttl=-1):
+        """The tantivy query of the rows ``query`` matches (a KNN resolved to
+        its top_k rows), those older than ``ttl`` seconds left out: the
+        scope of a search's aggregations."""
+        return self._live(self._inner(query), ttl)
+
+    def top_keys(self, searcher, tq, sort, limit):
+        """The row keys of the first ``limit`` rows ``tq`` matches in the order
+        of ``sort`` (the SDK's Sort; None: the index's): top_rows."""
+        hits = self._hits(searcher, tq, None)
+        self._order(hits, sort)
+        return [h[0] for h in hits[:limit]]
+
+    def _live(self, tq, ttl):
+        if ttl is None or ttl <= 0:
+            return tq
+        tv = self._tv
+        cutoff = int(time.time() * 1000) - ttl * 1000
+        return tv.Query.boolean_query([
+            (tv.Occur.Must, tq),
+            (tv.Occur.Must, tv.Query.range_query(self.schema, "_ts", tv.FieldType.Integer,
+                                                 cutoff, _INT_MAX))])
+
+    def _hits(self, searcher, tq, query):
+        """[(row key, score, stored document)] of every row ``tq`` matches (a
+        FunctionScoreQuery ``query``: scores times its field's value)."""
+        result = searcher.search(tq, limit=max(1, searcher.num_docs), count=False)
+        factor = (self._names[self.definition.field(query.field_value_factor.field_name).name]
+                  if type(query).__name__ == "FunctionScoreQuery" else None)
+        hits = []
+        for score, address in result.hits:
+            doc = searcher.doc(address).to_dict()
+            if factor is not None:        # the query's score times the field's value
+                score = score * float((doc.get(factor) or [0])[0])
+            hits.append((bytes.fromhex(doc["_pk"][0]), score, doc))
+        return hits
+
+    def _order(self, hits, sort):
+        """Sort ``hits`` in place by ``sort``; ties go by primary key."""
+        keys = self._sort_keys(sort)
+        hits.sort(key=lambda h: h[0])
+        for key_fn, reverse in reversed(keys):
+            hits.sort(key=key_fn, reverse=reverse)
 
     def highlight(self, query, doc, parameters):
         """The SDK's HighlightResult of one hit (its stored document ``doc``)
@@ -494,7 +550,7 @@ class Engine:
         keys.sort()
         return keys[:limit]
 
-    def _sort_keys(self, sort, query, knn):
+    def _sort_keys(self, sort):
         sorters = list(getattr(sort, "sorters", None) or ())
         if not sorters:
             # the index's sort (by primary key ascending unless it says
@@ -621,19 +677,14 @@ class Engine:
         """A geo query: the rows whose point is inside, found through the
         latitude/longitude fields' ranges (a bounding box) and checked
         exactly, as a set of row keys."""
-        tv = self._tv
         f = self.definition.field(q.field_name)
         if f.type != "GEO_POINT":
             raise service_error("search_query_field_type", query=kind, field=f.name)
         tname = self._names[f.name]
         if kind == "GeoDistanceQuery":
             lat, lon = _point(q.center_point)
-            radius = float(q.distance)
-            dlat = math.degrees(radius / _EARTH_M)
-            dlon = dlat / max(math.cos(math.radians(lat)), 1e-9)
-            box = (lat - dlat, lat + dlat, lon - dlon, lon + dlon)
-            inside = lambda a, b: _haversine(lat, lon, a, b) <= radius  # noqa: E731
-        elif kind == "GeoBoundingBoxQuery":
+            return self.geo_ring(f, lat, lon, 0.0, float(q.distance), True)
+        if kind == "GeoBoundingBoxQuery":
             top, left = _point(q.top_left)
             bottom, right = _point(q.bottom_right)
             box = (bottom, top, left, right)
@@ -644,6 +695,24 @@ class Engine:
             box = (min(p[0] for p in poly), max(p[0] for p in poly),
                    min(p[1] for p in poly), max(p[1] for p in poly))
             inside = lambda a, b: _in_polygon(a, b, poly)  # noqa: E731
+        return self._geo_rows(tname, box, inside)
+
+    def geo_ring(self, f, lat, lon, near, far, far_in=False):
+        """Rows with a point of GEO_POINT field ``f`` at ``near`` metres or more
+        from (lat, lon) and less than ``far`` (at most, ``far_in``)."""
+        dlat = min(math.degrees(far / _EARTH_M), 180.0)
+        dlon = min(dlat / max(math.cos(math.radians(lat)), 1e-9), 360.0)
+        box = (lat - dlat, lat + dlat, lon - dlon, lon + dlon)
+
+        def inside(a, b):
+            d = _haversine(lat, lon, a, b)
+            return near <= d and (d < far or far_in and d == far)
+        return self._geo_rows(self._names[f.name], box, inside)
+
+    def _geo_rows(self, tname, box, inside):
+        """The rows with a point in ``box`` (lat, lat, lon, lon) for which
+        ``inside(lat, lon)``: a term set of their keys."""
+        tv = self._tv
         ranges = tv.Query.boolean_query([
             (tv.Occur.Must, tv.Query.range_query(self.schema, tname + "_lat", tv.FieldType.Float,
                                                  box[0], box[1])),
@@ -1306,7 +1375,7 @@ class SearchHit:
 class SearchResponse(_Unpacked):
     """As the SDK's: ``rows`` [(primary key, attribute columns)], ``next_token``,
     ``is_all_succeed``, ``total_count``, ``search_hits``, ``agg_results`` and
-    ``group_by_results`` (empty: the aggregations are the next issue's)."""
+    ``group_by_results`` (searchagg.py)."""
 
     _V1 = ("rows", "next_token", "total_count", "is_all_succeed", "agg_results",
            "group_by_results", "search_hits")

@@ -1,0 +1,592 @@
+"""Aggregations and group-bys of a search (``SearchQuery(aggs=..., group_bys=...)``),
+computed by tantivy's aggregations over the index's fast (columnar) fields.
+
+A request is evaluated scope by scope.  A scope is a tantivy query: the
+search's own, and for what is asked inside a group, the group's condition
+added to it.  In each scope one tantivy aggregation request carries the
+metrics tantivy computes as the service does (max, min, sum, avg, count,
+distinct_count); each group-by is one more request, its buckets (field
+values, ranges, histogram intervals) with those metrics nested inside.
+What tantivy has no aggregation for is computed through queries: a
+GroupByFilter's or GroupByGeoDistance's groups are the scope with the
+filter (or the distance ring) added; percentiles are exact, from the
+scope's sorted values (tantivy's value counts); top_rows are the scope's
+first rows in the requested order.  Sub-aggregations and sub-group-bys a
+bucket cannot carry natively are evaluated in the bucket's own scope.
+
+Values follow the service: metrics on LONG, DOUBLE and DATE fields as
+doubles, counts as integers, an array field counts each of its values,
+a NESTED field's sub-fields count each object's value (the index stores
+them flattened), ``missing`` stands for the rows without a value.  The
+request objects and the results are the SDK's (``tablestore.aggregation``,
+``tablestore.group_by``), read by class name and attribute.
+"""
+import bisect
+import math
+
+from .errors import service_error
+from .search import _nothing
+
+MAX_AGGS = 5                 # aggregations in one request, or in one group
+MAX_GROUP_BYS = 5            # group-bys in one request, or in one group
+MAX_DEPTH = 3                # group-bys inside group-bys (the outermost is 1)
+MAX_GROUP_SIZE = 2000        # GroupByField's size
+DEFAULT_GROUP_SIZE = 10
+MAX_TOP_ROWS = 100           # TopRows' limit
+DEFAULT_TOP_ROWS = 1
+MAX_RANGES = {"GroupByRange": 100, "GroupByGeoDistance": 10, "GroupByFilter": 10}
+MAX_BUCKETS = 2000           # groups a histogram may make
+EXACT_VALUES = 100_000       # distinct values percentiles are exact below (tantivy's sketch above)
+
+_NUMERIC = ("LONG", "DOUBLE")
+_ORDERED = ("LONG", "DOUBLE", "DATE")
+_GROUPABLE = ("LONG", "DOUBLE", "BOOLEAN", "KEYWORD", "DATE")
+_COUNTABLE = ("LONG", "DOUBLE", "BOOLEAN", "KEYWORD", "DATE", "GEO_POINT")
+_TANTIVY_METRIC = {"Max": "max", "Min": "min", "Sum": "sum", "Avg": "avg"}
+# what each aggregation accepts, and its name in the service's messages
+_AGG_FIELDS = {"Max": (_ORDERED, "max agg"), "Min": (_ORDERED, "min agg"),
+               "Sum": (_NUMERIC, "sum agg"), "Avg": (_NUMERIC, "avg agg"),
+               "Count": (_COUNTABLE, "count agg"),
+               "DistinctCount": (_COUNTABLE, "distinct count agg"),
+               "Percentiles": (_ORDERED, "percentiles agg")}
+
+
+def _sdk():
+    from regions.extras import require
+    return require("tablestore", "Search indexes")
+
+
+def _kind(obj):
+    return type(obj).__name__
+
+
+def _order_desc(sort_order):
+    """The SDK's SortOrder (or its number, or a name) -> descending?"""
+    name = getattr(sort_order, "name", sort_order)
+    if isinstance(name, str):
+        return name.upper() == "DESC"
+    return int(sort_order or 0) == 1
+
+
+class Aggregator:
+    """The aggregations of one search, over ``engine`` (search.Engine) as it
+    is now; ``rows_of([row_key]) -> [row]`` makes top_rows' rows."""
+
+    def __init__(self, engine, rows_of, sort=None):
+        self.engine, self.rows_of = engine, rows_of
+        self.sort = sort            # the search's: top_rows' order when they give none
+        self.tv = engine._tv
+        self.searcher = engine.index.searcher()
+        self.sdk = _sdk()
+
+    # -- the request ------------------------------------------------------------
+    def run(self, scope, aggs, group_bys, depth=0):
+        """([AggResult], [GroupByResult]) of ``aggs`` and ``group_bys`` in ``scope``."""
+        aggs, group_bys = list(aggs or ()), list(group_bys or ())
+        self.check(aggs, group_bys, depth)
+        specs = {"a%d" % i: s for i, s in enumerate(self._metric(a) for a in aggs) if s}
+        raw = self._aggregate(scope, specs)
+        return (self._agg_results(lambda: scope, aggs, raw),
+                [self._group_by(scope, g, depth + 1) for g in group_bys])
+
+    def check(self, aggs, group_bys, depth):
+        """Refuse what the service refuses, before anything is computed."""
+        if len(aggs) > MAX_AGGS:
+            raise service_error("search_agg_count", count=len(aggs), max=MAX_AGGS)
+        if len(group_bys) > MAX_GROUP_BYS:
+            raise service_error("search_group_by_count", count=len(group_bys),
+                                max=MAX_GROUP_BYS)
+        if group_bys and depth >= MAX_DEPTH:
+            raise service_error("search_group_by_depth", max=MAX_DEPTH)
+        names = [getattr(x, "name", None) for x in aggs + group_bys]
+        seen = set()
+        for name in names:
+            if not isinstance(name, str) or not name:
+                raise service_error("search_agg_name", name=name)
+            if name in seen:
+                raise service_error("search_agg_name_duplicated", name=name)
+            seen.add(name)
+        for a in aggs:
+            self._check_agg(a)
+        for g in group_bys:
+            self._check_group_by(g, depth + 1)
+
+    def _check_agg(self, a):
+        kind = _kind(a)
+        if kind in _AGG_FIELDS:
+            allowed, what = _AGG_FIELDS[kind]
+            if a.field not in {f.name for f in self.engine.definition.fields}:
+                raise service_error("search_agg_field_not_exist", agg=what, field=a.field)
+            f = self.engine.definition.field(a.field)
+            if f.type not in allowed:
+                raise service_error("search_agg_field_type", agg=what, field=f.name,
+                                    type=f.type.lower(),
+                                    allowed=", ".join(t.lower() for t in allowed))
+            if kind == "Percentiles":
+                points = getattr(a, "percentiles_list", None)
+                if not points or not all(isinstance(p, (int, float)) and not isinstance(p, bool)
+                                         and 0 <= p <= 100 for p in points):
+                    raise service_error("search_percentiles", percentiles=points)
+        elif kind == "TopRows":
+            limit = a.limit if a.limit is not None else DEFAULT_TOP_ROWS
+            if not isinstance(limit, int) or not 0 < limit <= MAX_TOP_ROWS:
+                raise service_error("search_top_rows_limit", limit=limit, max=MAX_TOP_ROWS)
+            self.engine._sort_keys(a.sort)     # refuses a sorter it can't use
+        else:
+            raise service_error("search_agg_unsupported", agg=kind)
+
+    def _check_group_by(self, g, depth):
+        kind = _kind(g)
+        if kind == "GroupByField":
+            self._field(g.field_name, _GROUPABLE, kind)
+            size = g.size if g.size is not None else DEFAULT_GROUP_SIZE
+            if not isinstance(size, int) or not 0 < size <= MAX_GROUP_SIZE:
+                raise service_error("search_group_size", size=size, max=MAX_GROUP_SIZE)
+            self._group_sorters(g)
+        elif kind in ("GroupByRange", "GroupByGeoDistance"):
+            self._field(g.field_name, ("GEO_POINT",) if kind == "GroupByGeoDistance"
+                        else ("LONG", "DOUBLE", "DATE"), kind)
+            ranges = list(g.ranges or ())
+            if not ranges or len(ranges) > MAX_RANGES[kind]:
+                raise service_error("search_group_ranges", group_by=kind, max=MAX_RANGES[kind])
+            for r in ranges:
+                self._range(r)
+            if kind == "GroupByGeoDistance":
+                origin = getattr(g, "origin", None)
+                if origin is None or not all(isinstance(getattr(origin, c, None), (int, float))
+                                             for c in ("lat", "lon")):
+                    raise service_error("search_geo_origin")
+        elif kind == "GroupByFilter":
+            filters = list(g.filters or ())
+            if not filters or len(filters) > MAX_RANGES[kind]:
+                raise service_error("search_group_ranges", group_by=kind, max=MAX_RANGES[kind])
+            for q in filters:
+                self.engine._inner(q)
+        elif kind == "GroupByHistogram":
+            f = self._field(g.field_name, ("LONG", "DOUBLE", "DATE"), kind)
+            interval = self._number(f, g.interval, "interval")
+            if interval <= 0:
+                raise service_error("search_histogram_interval", interval=g.interval)
+            bounds = getattr(g, "field_range", None)
+            if bounds is None or bounds.min is None or bounds.max is None:
+                raise service_error("search_histogram_range")
+            lo, hi = self._number(f, bounds.min, "min"), self._number(f, bounds.max, "max")
+            if lo > hi:
+                raise service_error("search_histogram_range")
+            if (hi - lo) / interval > MAX_BUCKETS:
+                raise service_error("search_histogram_buckets", max=MAX_BUCKETS)
+            self._group_sorters(g)
+        else:
+            raise service_error("search_group_by_unsupported", group_by=kind)
+        sub_aggs, sub_groups = list(g.sub_aggs or ()), list(g.sub_group_bys or ())
+        self.check(sub_aggs, sub_groups, depth)
+
+    # -- fields -----------------------------------------------------------------
+    def _field(self, name, allowed, kind):
+        f = self.engine.definition.field(name)
+        if f.type not in allowed:
+            raise service_error("search_agg_field_type", agg=kind, field=f.name,
+                                type=f.type.lower(),
+                                allowed=", ".join(t.lower() for t in allowed))
+        return f
+
+    def _fast(self, f):
+        """The tantivy fast field holding ``f``'s values."""
+        return self.engine._names[f.name]
+
+    def _number(self, f, value, what):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise service_error("search_agg_value", what=what, field=f.name, type=f.type)
+        return int(value) if f.type in ("LONG", "DATE") and float(value).is_integer() \
+            else float(value)
+
+    def _missing(self, f, a):
+        value = getattr(a, "missing", None)
+        if value is None:
+            value = getattr(a, "missing_value", None)
+        if value is None:
+            return None
+        if f.type == "KEYWORD":
+            if not isinstance(value, str):
+                raise service_error("search_agg_value", what="missing", field=f.name,
+                                    type=f.type)
+            return value
+        if f.type == "BOOLEAN":
+            if not isinstance(value, bool):
+                raise service_error("search_agg_value", what="missing", field=f.name,
+                                    type=f.type)
+            return value
+        return self._number(f, value, "missing")
+
+    @staticmethod
+    def _range(r):
+        if not (isinstance(r, tuple) and len(r) == 2) and not hasattr(r, "begin"):
+            raise service_error("search_group_range", range=r)
+        lo, hi = (r if isinstance(r, tuple) else (r.begin, r.end))
+        for v in (lo, hi):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
+                raise service_error("search_group_range", range=r)
+        if lo > hi:
+            raise service_error("search_group_range", range=r)
+        return float(lo), float(hi)
+
+    # -- metrics ----------------------------------------------------------------
+    def _metric(self, a):
+        """The tantivy aggregation of ``a`` if tantivy computes it; else None."""
+        kind = _kind(a)
+        if kind in _TANTIVY_METRIC:
+            f = self.engine.definition.field(a.field)
+            body = {"field": self._fast(f)}
+            missing = self._missing(f, a)
+            if missing is not None:
+                body["missing"] = missing
+            return {_TANTIVY_METRIC[kind]: body}
+        if kind == "Count":
+            f = self.engine.definition.field(a.field)
+            return {"value_count": {"field": self._fast(f)}}
+        if kind == "DistinctCount":
+            f = self.engine.definition.field(a.field)
+            body = {"field": self._fast(f)}
+            missing = self._missing(f, a)
+            if missing is not None:
+                body["missing"] = int(missing) if f.type == "BOOLEAN" else missing
+            return {"cardinality": body}
+        return None
+
+    def _aggregate(self, scope, specs):
+        if not specs:
+            return {}
+        return self.searcher.aggregate(scope, specs)
+
+    def _agg_results(self, scope_of, aggs, raw):
+        """The SDK's AggResults of ``aggs``: the native ones from ``raw``
+        (their tantivy results, keyed a<i>), the others computed in the
+        scope ``scope_of()`` gives (made only if one needs it)."""
+        sdk, out, scope = self.sdk, [], None
+        for i, a in enumerate(aggs):
+            kind = _kind(a)
+            if kind in _TANTIVY_METRIC:
+                value = raw["a%d" % i]["value"]
+                out.append(sdk.AggResult(a.name, _empty_metric(kind) if value is None
+                                         else float(value)))
+            elif kind in ("Count", "DistinctCount"):
+                out.append(sdk.AggResult(a.name, int(raw["a%d" % i]["value"] or 0)))
+            else:
+                scope = scope if scope is not None else scope_of()
+                if kind == "Percentiles":
+                    out.append(sdk.AggResult(a.name, self._percentiles(scope, a)))
+                else:
+                    keys = self.engine.top_keys(self.searcher, scope, a.sort or self.sort,
+                                                a.limit if a.limit is not None
+                                                else DEFAULT_TOP_ROWS)
+                    out.append(sdk.AggResult(a.name, self.rows_of(keys)))
+        return out
+
+    def _percentiles(self, scope, a):
+        """[PercentilesResultItem(percentile, value)] by percentile: exact, the
+        value at position p/100 * (n - 1) of the n sorted values, interpolated
+        between neighbours (what the service answers on the data its SDKs'
+        tests hold), in the field's type (a LONG or DATE truncated to an
+        integer); none when no row has a value."""
+        f = self.engine.definition.field(a.field)
+        body = {"field": self._fast(f), "size": EXACT_VALUES, "segment_size": EXACT_VALUES,
+                "order": {"_key": "asc"}}
+        missing = self._missing(f, a)
+        if missing is not None:
+            body["missing"] = missing
+        raw = self.searcher.aggregate(scope, {"v": {"terms": body}})["v"]
+        points = sorted(a.percentiles_list)
+        if raw.get("sum_other_doc_count"):         # too many distinct values: the sketch
+            body = {"field": body["field"], "percents": [float(p) for p in points]}
+            if missing is not None:
+                body["missing"] = missing
+            sketch = self.searcher.aggregate(scope, {"v": {"percentiles": body}})["v"]["values"]
+            values = [sketch.get(str(float(p))) for p in points]
+        else:
+            keys = [b["key"] for b in raw["buckets"]]
+            ends, n = [], 0
+            for b in raw["buckets"]:
+                n += b["doc_count"]
+                ends.append(n)
+            values = [_rank_value(keys, ends, n, p) for p in points]
+        integral = f.type in ("LONG", "DATE")
+        return [self.sdk.PercentilesResultItem(float(p), int(v) if integral else float(v))
+                for p, v in zip(points, values) if v is not None]
+
+    # -- group-bys --------------------------------------------------------------
+    def _group_by(self, scope, g, depth):
+        kind = _kind(g)
+        items = getattr(self, "_" + kind)(scope, g, depth)
+        return self.sdk.GroupByResult(g.name, items)
+
+    def _native_subs(self, g):
+        """The tantivy metrics of ``g``'s sub-aggregations (nested in its buckets)."""
+        return {"a%d" % i: s for i, s in enumerate(self._metric(a) for a in g.sub_aggs or ())
+                if s}
+
+    def _subs(self, g, bucket, scope_of, depth):
+        """(sub agg results, sub group-by results) of one of ``g``'s groups."""
+        sub_groups = list(g.sub_group_bys or ())
+        cache = []
+
+        def scope():
+            if not cache:
+                cache.append(scope_of())
+            return cache[0]
+
+        aggs = self._agg_results(scope, list(g.sub_aggs or ()), bucket)
+        groups = [self._group_by(scope(), s, depth + 1) for s in sub_groups]
+        return aggs, groups
+
+    def _and(self, scope, query):
+        tv = self.tv
+        return tv.Query.boolean_query([(tv.Occur.Must, scope), (tv.Occur.Must, query)])
+
+    def _count(self, scope):
+        return self.searcher.search(scope, limit=1, count=True).count
+
+    def _GroupByField(self, scope, g, depth):
+        f = self.engine.definition.field(g.field_name)
+        size = g.size if g.size is not None else DEFAULT_GROUP_SIZE
+        sorters = self._group_sorters(g) or [("count", True, None)]
+        subs = self._native_subs(g)
+        primary = sorters[0]
+        fetch = size + 1
+        while True:
+            body = {"field": self._fast(f), "size": fetch,
+                    "segment_size": max(fetch * 10, 10_000),
+                    "order": {_tantivy_order(primary, g): "desc" if primary[1] else "asc"}}
+            spec = {"terms": body}
+            if subs:
+                spec["aggs"] = subs
+            buckets = self._aggregate(scope, {"g": spec})["g"]["buckets"]
+            if len(buckets) < fetch or fetch >= EXACT_VALUES:
+                break
+            # ties at the cut: fetch more, so that the ties are broken by key
+            last, after = (_bucket_sort_key(buckets[size - 1], primary, f),
+                           _bucket_sort_key(buckets[size], primary, f))
+            if last != after:
+                break
+            fetch = min(fetch * 4, EXACT_VALUES)
+        buckets = _sorted_buckets(buckets, sorters, f)[:size]
+        items = []
+        for b in buckets:
+            value = _bucket_value(f, b)
+            aggs, groups = self._subs(g, b, lambda v=value: self._and(
+                scope, self.engine._term(f, self.engine._names[f.name], v)), depth)
+            items.append(self.sdk.GroupByFieldResultItem(_group_key(f, b), b["doc_count"],
+                                                         aggs, groups))
+        return items
+
+    def _GroupByRange(self, scope, g, depth):
+        f = self.engine.definition.field(g.field_name)
+        subs = self._native_subs(g)
+        specs = {}
+        ranges = [self._range(r) for r in g.ranges]
+        for i, (lo, hi) in enumerate(ranges):
+            bounds = {}
+            if lo != -math.inf:
+                bounds["from"] = lo
+            if hi != math.inf:
+                bounds["to"] = hi
+            spec = {"range": {"field": self._fast(f), "ranges": [bounds]}}
+            if subs:
+                spec["aggs"] = subs
+            specs["r%d" % i] = spec
+        raw = self._aggregate(scope, specs)
+        items = []
+        for i, (lo, hi) in sorted(enumerate(ranges), key=lambda r: r[1]):   # by from
+            bucket = next((b for b in raw["r%d" % i]["buckets"]
+                           if b.get("from", -math.inf) == lo and b.get("to", math.inf) == hi),
+                          {"doc_count": 0})
+            aggs, groups = self._subs(g, bucket, lambda lo=lo, hi=hi: self._and(
+                scope, self._range_query(f, lo, hi)), depth)
+            items.append(self.sdk.GroupByRangeResultItem(lo, hi, bucket["doc_count"], aggs,
+                                                         groups))
+        return items
+
+    def _range_query(self, f, lo, hi):
+        """Rows with a value of ``f`` in [lo, hi)."""
+        tv, tname = self.tv, self.engine._names[f.name]
+        if f.type == "DOUBLE":
+            return tv.Query.range_query(self.engine.schema, tname, tv.FieldType.Float,
+                                        max(lo, -1.8e308), min(hi, 1.8e308),
+                                        include_lower=True, include_upper=False)
+        low = -(1 << 63) if lo == -math.inf else math.ceil(lo)
+        high = (1 << 63) - 1 if hi == math.inf else math.ceil(hi) - 1
+        if low > high:
+            return _nothing(tv)
+        return tv.Query.range_query(self.engine.schema, tname, tv.FieldType.Integer, low, high)
+
+    def _GroupByFilter(self, scope, g, depth):
+        items = []
+        for q in g.filters:
+            sub = self._and(scope, self.engine._inner(q))
+            specs = self._native_subs(g)
+            raw = self._aggregate(sub, specs)
+            aggs, groups = self._subs(g, raw, lambda sub=sub: sub, depth)
+            items.append(self.sdk.GroupByFilterResultItem(self._count(sub), aggs, groups))
+        return items
+
+    def _GroupByGeoDistance(self, scope, g, depth):
+        f = self.engine.definition.field(g.field_name)
+        items = []
+        for r in g.ranges:
+            lo, hi = self._range(r)
+            sub = self._and(scope, self.engine.geo_ring(f, g.origin.lat, g.origin.lon, lo, hi))
+            raw = self._aggregate(sub, self._native_subs(g))
+            aggs, groups = self._subs(g, raw, lambda sub=sub: sub, depth)
+            items.append(self.sdk.GroupByGeoDistanceResultItem(lo, hi, self._count(sub), aggs,
+                                                               groups))
+        return items
+
+    def _GroupByHistogram(self, scope, g, depth):
+        """Groups of ``interval`` (keys ``floor(v / interval) * interval``),
+        those whose key is in ``field_range`` [min, max] (the values of the
+        last group may pass max), empty ones left out unless
+        ``min_doc_count`` is 0; by key ascending unless sorted otherwise."""
+        f = self.engine.definition.field(g.field_name)
+        interval = self._number(f, g.interval, "interval")
+        lo = self._number(f, g.field_range.min, "min")
+        hi = self._number(f, g.field_range.max, "max")
+        first = math.ceil(lo / interval) * interval           # the first key in range
+        last = math.floor(hi / interval) * interval
+        min_count = getattr(g, "min_doc_count", None)
+        min_count = 1 if min_count is None else int(min_count)
+        items = []
+        if first > last:
+            return items
+        body = {"field": self._fast(f), "interval": interval, "min_doc_count": 0,
+                "hard_bounds": {"min": first, "max": last + interval}}
+        spec = {"histogram": body}
+        subs = self._native_subs(g)
+        if subs:
+            spec["aggs"] = subs
+        buckets = [b for b in self._aggregate(scope, {"h": spec})["h"]["buckets"]
+                   if first <= b["key"] <= last]
+        missing = self._missing(f, g)
+        if missing is not None:
+            self._missing_bucket(scope, f, missing, interval, first, last, buckets)
+        buckets = [b for b in buckets if b["doc_count"] >= min_count]
+        sorters = self._group_sorters(g) or [("key", False, None)]
+        integral = f.type in ("LONG", "DATE")
+        for b in _sorted_buckets(buckets, sorters, f):
+            key = int(b["key"]) if integral else float(b["key"])
+            aggs, groups = self._subs(g, b, lambda k=key: self._and(
+                scope, self._range_query(f, k, k + interval)), depth)
+            items.append(self.sdk.GroupByHistogramResultItem(key, b["doc_count"], aggs, groups))
+        return items
+
+    def _missing_bucket(self, scope, f, missing, interval, first, last, buckets):
+        """Count the rows without a value of ``f`` in the group of ``missing``
+        (their sub-aggregations do not see them)."""
+        tv = self.tv
+        absent = tv.Query.boolean_query([
+            (tv.Occur.Must, scope),
+            (tv.Occur.MustNot, tv.Query.term_query(self.engine.schema, "_has", f.name))])
+        n = self._count(absent)
+        key = math.floor(missing / interval) * interval
+        if not n or not first <= key <= last:
+            return
+        for b in buckets:
+            if b["key"] == key:
+                b["doc_count"] += n
+                return
+        buckets.append({"key": key, "doc_count": n})
+
+    def _group_sorters(self, g):
+        """[(by, descending, sub agg name)] of a group-by's ``group_by_sort``."""
+        out = []
+        sorts = getattr(g, "group_by_sort", None)
+        if sorts is None:
+            return out
+        if not isinstance(sorts, list):
+            sorts = list(getattr(sorts, "sorters", None) or ())
+        names = {a.name: a for a in g.sub_aggs or ()}
+        for s in sorts:
+            kind = _kind(s)
+            desc = _order_desc(getattr(s, "sort_order", None))
+            if kind == "GroupKeySort":
+                out.append(("key", desc, None))
+            elif kind == "RowCountSort":
+                out.append(("count", desc, None))
+            elif kind == "SubAggSort":
+                sub = names.get(s.sub_agg_name)
+                if sub is None or _kind(sub) not in _TANTIVY_METRIC and \
+                        _kind(sub) not in ("Count", "DistinctCount"):
+                    raise service_error("search_group_sub_agg_sort", name=s.sub_agg_name)
+                index = list(names).index(s.sub_agg_name)
+                out.append(("agg", desc, "a%d" % index))
+            else:
+                raise service_error("search_group_sort_unsupported", sort=kind)
+        return out
+
+
+# -- buckets ------------------------------------------------------------------------------
+def _tantivy_order(sorter, g):
+    by, _, sub = sorter
+    return {"key": "_key", "count": "_count"}.get(by) or sub
+
+
+def _bucket_value(f, b):
+    """A terms bucket's key as the field's value (a term query's)."""
+    key = b["key"]
+    if f.type == "BOOLEAN":
+        return bool(key)
+    if f.type == "DOUBLE":
+        return float(key)
+    return key
+
+
+def _group_key(f, b):
+    """GroupByField's key, a string as the service gives it."""
+    key = b["key"]
+    if f.type == "BOOLEAN":
+        return "true" if key else "false"
+    if f.type == "DOUBLE":
+        return repr(float(key))
+    return str(key)
+
+
+def _bucket_sort_key(b, sorter, f):
+    by, _, sub = sorter
+    if by == "count":
+        return b["doc_count"]
+    if by == "key":
+        return b["key"]
+    value = b[sub]["value"]
+    return -math.inf if value is None else value
+
+
+def _sorted_buckets(buckets, sorters, f):
+    """``buckets`` in the order of ``sorters``; ties by key, ascending."""
+    out = sorted(buckets, key=lambda b: b["key"])
+    for sorter in reversed(sorters):
+        out.sort(key=lambda b: _bucket_sort_key(b, sorter, f), reverse=sorter[1])
+    return out
+
+
+def _empty_metric(kind):
+    """A metric over no value, as the service answers (its Go SDK reads
+    -inf, +inf, +inf as "no value" for max, min, avg; a sum of nothing is 0)."""
+    return {"Max": -math.inf, "Min": math.inf, "Avg": math.inf}.get(kind, 0.0)
+
+
+def _rank_value(keys, ends, n, p):
+    """The value at position ``p``/100 * (n - 1) of ``n`` sorted values
+    (``keys``, each repeated up to cumulative count ``ends``), interpolated
+    linearly between neighbours."""
+    if not n:
+        return None
+    pos = p / 100.0 * (n - 1)
+    lo = int(math.floor(pos))
+    frac = pos - lo
+
+    def at(rank):
+        return keys[bisect.bisect_right(ends, rank)]
+
+    a = at(lo)
+    if frac == 0 or lo + 1 >= n:
+        return a
+    return a + frac * (at(lo + 1) - a)
+
