@@ -15,11 +15,23 @@ version, iterator or pending output uses.
 Who runs it: with ``Options.background`` the thread of ``_bg_loop``;
 without, the writer itself (``_run_inline_work``) until nothing is due.
 ``_bg_busy`` (under ``_mutex``) makes steps mutually exclusive; an error in
-work (in the thread or inline) is kept in ``_bg_error``: every later write
-is refused (``ReadOnlyError``) until the store is reopened.
+work (in the thread or inline) is kept in ``_bg_error`` and classified by
+the store's ``Health`` (lsm/health.py): writes are refused
+(``ReadOnlyError``) until ``_resume_locked`` has redone what failed, which
+the thread does by itself, with backoff, for a retryable error (inline: the
+next write does, once the wait is over), and ``DB.resume()`` does at once.
+
+A resume, with the write lock held: the frozen memtable is flushed; a WAL
+whose append, fsync or switch failed is retired (a fresh WAL is made, the
+memtable frozen onto it and flushed, so the failed WAL's records are in a
+table and the edit retires it: none is replayed twice, the torn one never);
+a compaction that failed is run again; a manifest whose edit failed is
+replaced by a fresh one (VersionSet.log_and_apply), and only then are the
+tables of a failed edit deleted (``_unlogged``).
 
 DB state this class reads and writes (defined in ``DB._init``): ``_mutex``,
-``_cv``, ``_imm``, ``_imm_log_number``, ``_bg_busy``, ``_bg_error``, ``_auto_compactions``,
+``_cv``, ``_imm``, ``_imm_log_number``, ``_bg_busy``, ``_bg_error``, ``_write_error``,
+``_health``, ``_unlogged``, ``_write_lock``, ``_mem``, ``_auto_compactions``,
 ``_bg_thread``, ``_closing``, ``_pointers``, ``pending_outputs``,
 ``_stats``, ``_last_seq``, ``_log``, ``_tables``, ``versions``, ``fs``,
 ``path``, ``options``.
@@ -34,6 +46,7 @@ from ._compaction_stream import CompactionAborted, CompactionStream
 from .builder import build_tables
 from .compaction import input_iterator, pick_compaction
 from .errors import LSMError, StorageError
+from .memtable import MemTable
 from .version import VersionEdit
 
 __all__ = ["BackgroundWork"]
@@ -62,15 +75,15 @@ class BackgroundWork:
         self._raise_bg_error()
 
 
-    def _record_bg_error(self, e):
-        """A flush or compaction failed: keep the first error; the store
-        refuses writes from now on (LevelDB's bg_error_).  A failed table or
-        manifest write or fsync leaves the files' state unknown, and a later
-        edit appended after a failed one could make the manifest unreadable:
-        only a reopen, which reads what really is on disk, may continue."""
+    def _record_bg_error(self, e, where):
+        """``where`` (a flush, a compaction) failed with ``e``: keep the first
+        error; the store refuses writes until a resume (LevelDB's bg_error_,
+        RocksDB's ErrorHandler).  A failed table or manifest write leaves
+        those files' state unknown: the resume starts fresh ones."""
         with self._mutex:
             if self._bg_error is None:
                 self._bg_error = e if isinstance(e, LSMError) else StorageError(str(e))
+            self._health.failed(e, where)
             self._cv.notify_all()
 
 
@@ -94,15 +107,28 @@ class BackgroundWork:
     def _bg_loop(self):
         while True:
             with self._mutex:
-                while not self._closing and self._bg_error is None and not self._work_due():
-                    self._cv.wait(1.0)
-                if self._closing or self._bg_error is not None:
-                    return
+                while True:
+                    if self._closing:
+                        return
+                    if self._write_error is not None or self._bg_error is not None:
+                        wait = self._health.due()     # None: stopped, only resume() helps
+                        if wait is not None and wait <= 0:
+                            break
+                        self._cv.wait(1.0 if wait is None else wait)
+                    elif self._work_due():
+                        break
+                    else:
+                        self._cv.wait(1.0)
+                failed = self._write_error is not None or self._bg_error is not None
             try:
-                self._background_step()
-            except BaseException:   # noqa: BLE001 - kept in _bg_error, reported to every writer
-                log.exception("lsm background work failed in %s", self.path)
-                return
+                if failed:
+                    with self._write_lock:
+                        if not self._closed:
+                            self._resume_locked()
+                else:
+                    self._background_step()
+            except Exception:   # noqa: BLE001 - kept and logged once by the health; writers see it
+                pass
 
 
     def _work_due(self):
@@ -122,8 +148,9 @@ class BackgroundWork:
                 self._cv.wait(0.1)
                 return
             self._bg_busy = True
-        with self._background_job():
-            if self._imm is not None:
+        flush = self._imm is not None
+        with self._background_job("flush" if flush else "compaction"):
+            if flush:
                 self._flush_imm()
             else:
                 c = self._compaction_due()
@@ -132,14 +159,14 @@ class BackgroundWork:
                     self._run_compaction(c, allow_move=True)
 
     @contextlib.contextmanager
-    def _background_job(self):
-        """The end of one job that set ``_bg_busy``: a failure is recorded (the
-        store refuses writes until reopened) and re-raised; the flag clears and
-        waiters wake either way."""
+    def _background_job(self, where):
+        """The end of one job (``where``: "flush", "compaction") that set
+        ``_bg_busy``: a failure is recorded (the store refuses writes until a
+        resume) and re-raised; the flag clears and waiters wake either way."""
         try:
             yield
         except BaseException as e:
-            self._record_bg_error(e)
+            self._record_bg_error(e, where)
             raise
         finally:
             with self._mutex:
@@ -166,8 +193,7 @@ class BackgroundWork:
         for m in metas:
             edit.add(0, m)
         edit.log_number = self._imm_log_number
-        self.versions.last_seq = self._last_seq
-        self.versions.log_and_apply(edit)
+        self._log_edit(edit, metas)
         with self._mutex:
             self._imm = None
             for m in metas:
@@ -175,6 +201,73 @@ class BackgroundWork:
             self._cv.notify_all()
         self._delete_obsolete_files()
 
+
+    def _log_edit(self, edit, metas):
+        """Log ``edit``, which installs the new tables ``metas``.  If that
+        fails, the manifest CURRENT names may or may not list them: they are
+        kept (in ``pending_outputs``) until a later edit has succeeded."""
+        self.versions.last_seq = self._last_seq
+        try:
+            self.versions.log_and_apply(edit)
+        except BaseException:
+            with self._mutex:
+                self._unlogged.update(m.number for m in metas)
+            raise
+
+    def _resume_locked(self):
+        """With the write lock held: redo what made the store refuse writes
+        (the module doc says how) and accept writes again; on failure the
+        health waits longer before the next try, and the error is raised."""
+        with self._mutex:
+            while self._bg_busy:
+                self._cv.wait(0.1)
+            if self._write_error is None and self._bg_error is None:
+                return
+            self._bg_busy = True
+            where = self._health.where
+        try:
+            if self._imm is not None:
+                self._flush_imm()
+            if self._write_error is not None:
+                self._retire_log()
+                self._flush_imm()
+            if where == "compaction":
+                c = self._compaction_due()
+                if c is not None:
+                    self._run_compaction(c, allow_move=True)
+            if self.versions.must_roll:         # no edit since the failed one
+                self._log_edit(VersionEdit(), ())
+        except Exception as e:
+            with self._mutex:
+                if self._bg_error is None and self._write_error is None:
+                    self._bg_error = e
+                self._health.retry_failed(e)
+            raise
+        finally:
+            with self._mutex:
+                self._bg_busy = False
+                self._cv.notify_all()
+        with self._mutex:
+            self.pending_outputs -= self._unlogged
+            self._unlogged.clear()
+            self._bg_error = self._write_error = None
+            self._health.resumed()
+            self._cv.notify_all()
+        self._delete_obsolete_files()
+
+    def _retire_log(self):
+        """Freeze the memtable onto a fresh WAL, leaving the failed one (its
+        tail torn or unknown) to be retired by the flush that follows."""
+        new = self._new_log()
+        old = self._log
+        self._close_log(old)            # no fsync: it failed (lsm/db.py)
+        self._log = new
+        with self._mutex:
+            self._imm = self._mem
+            self._imm_log_number = new.number
+            self._mem = MemTable(self.options.memtable_entry_overhead, self._prefix_extractor)
+            self._write_error = None
+            self._cv.notify_all()
 
     def _trivial_move(self, c) -> bool:
         """LevelDB's trivial move: tables of own files that overlap neither
@@ -190,8 +283,7 @@ class BackgroundWork:
         for f in files:
             edit.delete(c.level, f.number)
             edit.add(c.output_level, f)
-        self.versions.last_seq = self._last_seq
-        self.versions.log_and_apply(edit)
+        self._log_edit(edit, ())
         self._stats["trivial_moves"] += 1
         return True
 
@@ -226,8 +318,7 @@ class BackgroundWork:
         for m in metas:
             edit.add(c.output_level, m)
             self._stats["bytes_compacted"] += m.size
-        self.versions.last_seq = self._last_seq
-        self.versions.log_and_apply(edit)
+        self._log_edit(edit, metas)
         with self._mutex:
             for m in metas:
                 self.pending_outputs.discard(m.number)
@@ -270,7 +361,9 @@ class BackgroundWork:
                 self.fs.remove_if_exists(path)
             elif kind == "log" and n < log_number and n != current_log:
                 self.fs.remove_if_exists(os.path.join(self.path, name))
-            elif kind == "manifest" and n != self.versions.manifest_number:
+            elif kind == "manifest" and n != self.versions.manifest_number and not self.versions.must_roll:
+                # (after a failed edit, CURRENT may name a manifest that is not
+                # ``manifest_number``: every one stays until an edit succeeds)
                 self.fs.remove_if_exists(os.path.join(self.path, name))
             elif kind == "dbtmp":
                 self.fs.remove_if_exists(os.path.join(self.path, name))

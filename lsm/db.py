@@ -12,8 +12,15 @@ Durability contract:
     handed to the OS: it survives kill -9 of the process.
   * ``sync=True``: the WAL is fsynced before the write returns; concurrent
     syncing writers share one fsync (group commit).  Survives power loss.
-  * After a failed WAL write or fsync the store refuses writes
-    (``ReadOnlyError``) until reopened: the state of the record is unknown.
+  * After a failed WAL write or fsync, or a failed flush or compaction,
+    the store refuses writes (``ReadOnlyError``, naming the cause) and
+    keeps serving reads.  A retryable failure (a full disk, no descriptor
+    left, an EIO of a write) is retried with backoff and the store resumes
+    by itself; ``resume()`` retries at once; corruption stops it for good
+    (lsm/health.py).  A resume never appends to a WAL or manifest whose
+    tail failed: it writes the memtable out to a table under a fresh WAL
+    and starts a fresh manifest, so nothing acknowledged is lost and
+    nothing is applied twice.
 
 Thread-safety: any number of threads may call any method.  Writers are
 serialised by one lock; readers take no lock on the point-read path, and
@@ -22,6 +29,7 @@ side); flush and compaction run in one background thread and never block
 readers.
 """
 import bisect
+import errno
 import logging
 import os
 import threading
@@ -40,7 +48,8 @@ from .cache import BlockCache, TableCache
 from .check import check_db
 from .views import create_store_from_views
 from .compaction import range_compactions
-from .errors import ClosedError, ReadOnlyError
+from .errors import ClosedError, CorruptionError, ReadOnlyError, StorageError
+from .health import Health, is_retryable
 from .fs import OSFileSystem
 from .memfs import open_in_memory
 from .memtable import MemTable, PrefixExtractor
@@ -108,7 +117,7 @@ class _Log:
     the bytes an fsync covered; ``wanted``, the end of the last record whose
     writer waits for an fsync (set under the write lock, so that closing the
     log for a memtable switch syncs what such a writer is owed)."""
-    __slots__ = ("number", "file", "writer", "synced", "wanted")
+    __slots__ = ("number", "file", "writer", "synced", "wanted", "failed")
 
     def __init__(self, number, file):
         self.number = number
@@ -116,6 +125,7 @@ class _Log:
         self.writer = LogWriter(file)
         self.synced = 0
         self.wanted = 0
+        self.failed = None      # the error of a failed append or fsync: never written again
 
 
 def _state_field(name: str) -> property:
@@ -224,6 +234,8 @@ class DB(BackgroundWork):
         self.pending_outputs = set()
         self._stats = {"flushes": 0, "compactions": 0, "trivial_moves": 0, "bytes_flushed": 0, "bytes_compacted": 0,
                        "bytes_read_compaction": 0, "wal_appends": 0, "wal_fsyncs": 0}
+        self._health = Health(path, options.resume_retry_seconds, options.resume_retry_max_seconds)
+        self._unlogged = set()                      # outputs of a failed edit (_log_edit)
         self._lock_file = None
         self._memory = None                         # the MemoryFileSystem of open(None)
         self.versions = None
@@ -267,43 +279,81 @@ class DB(BackgroundWork):
         else:
             self.versions.recover()
         self._last_seq = self.versions.last_seq
-        # Replay every WAL not yet covered by a table, oldest first.
+        # Replay every WAL not yet covered by a table, oldest first, into the
+        # memtable.  Its records stay there, and their WALs stay live until
+        # it is flushed (RocksDB's avoid_flush_during_recovery): an open
+        # writes a fresh manifest and an empty WAL, a few hundred bytes, not
+        # a table, so a store whose disk filled up opens once that much is
+        # free.  Only WALs holding more than a memtable (a crash while one
+        # was being flushed) have tables written meanwhile, to bound memory.
         logs = sorted(n for kind, n in filter(None, map(filenames.parse, fs.listdir(path)))
                       if kind == "log" and n >= self.versions.log_number)
-        mem = MemTable(self.options.memtable_entry_overhead)
+        mem = MemTable(self.options.memtable_entry_overhead, self._prefix_extractor)
         edit = VersionEdit()
-        for n in logs:
-            self.versions.mark_file_number_used(n)
-            lpath = os.path.join(path, filenames.log_name(n))
-            reader = LogReader(fs.read_all(lpath), lpath)
-            for seq, kind, key, value in replay(reader):
-                mem.add(seq, kind, key, value)
-                if seq > self._last_seq:
-                    self._last_seq = seq
-            if reader.dropped_tail_bytes:
-                log.warning("%s: dropped a torn tail of %d bytes (%s)", lpath,
-                            reader.dropped_tail_bytes, reader.tail_reason)
-            if mem.approximate_bytes >= self.options.memtable_bytes:
-                edit.added.extend((0, m) for m in self._write_memtable(mem))
-                mem = MemTable(self.options.memtable_entry_overhead)
-        if len(mem):
-            edit.added.extend((0, m) for m in self._write_memtable(mem))
-        # Start a fresh WAL; the replayed ones are now covered by tables.
-        self._new_log()
-        edit.log_number = self._log.number
-        self.versions.last_seq = self._last_seq
-        self.versions.log_and_apply(edit)
+        oldest = None           # the oldest WAL whose records are only in ``mem``
+        try:
+            for n in logs:
+                self.versions.mark_file_number_used(n)
+                lpath = os.path.join(path, filenames.log_name(n))
+                reader = LogReader(fs.read_all(lpath), lpath)
+                for seq, kind, key, value in replay(reader):
+                    mem.add(seq, kind, key, value)
+                    if seq > self._last_seq:
+                        self._last_seq = seq
+                if reader.dropped_tail_bytes:
+                    log.warning("%s: dropped a torn tail of %d bytes (%s)", lpath,
+                                reader.dropped_tail_bytes, reader.tail_reason)
+                oldest = n if oldest is None else oldest
+                if mem.approximate_bytes >= self.options.memtable_bytes:
+                    edit.added.extend((0, m) for m in self._write_memtable(mem))
+                    mem = MemTable(self.options.memtable_entry_overhead, self._prefix_extractor)
+                    oldest = None
+            self._log = self._new_log()
+            edit.log_number = self._log.number if oldest is None else oldest
+            self.versions.last_seq = self._last_seq
+            self.versions.log_and_apply(edit)
+        except StorageError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            tables = mem.approximate_bytes if mem.approximate_bytes >= self.options.memtable_bytes else 0
+            raise StorageError(e.errno, f"opening the store needs about "
+                               f"{self._open_needs(edit) + tables} bytes free on its file system "
+                               f"(a new manifest and CURRENT{', the replayed WAL as a table' if tables else ''}"
+                               f"); it failed with: {e.strerror}", path) from e
+        self._mem = mem
         self.pending_outputs.clear()
         self._delete_obsolete_files()
 
-    def _new_log(self):
+    def _open_needs(self, edit) -> int:
+        """Bytes an open writes besides tables: the manifest's snapshot of the
+        version with ``edit`` applied, and CURRENT (each rounded up to whole
+        4 KiB blocks, as a file system allocates them; CURRENT twice, its
+        temporary file and itself)."""
+        blocks = lambda n: -(-n // 4096) * 4096     # noqa: E731
+        return blocks(self.versions.snapshot_bytes(edit)) + 2 * blocks(64)
+
+    def _new_log(self) -> _Log:
+        """A new, empty WAL (not yet the store's)."""
         n = self.versions.new_file_number()
-        f = self.fs.open_append(os.path.join(self.path, filenames.log_name(n)),
-                                preallocate=self.options.wal_preallocate())
-        # The new WAL's directory entry must survive power loss before a
-        # sync=True write in it is acknowledged.
-        self.fs.sync_dir(self.path)
-        self._log = _Log(n, f)
+        path = os.path.join(self.path, filenames.log_name(n))
+        f = self.fs.open_append(path, preallocate=self.options.wal_preallocate())
+        try:
+            # The new WAL's directory entry must survive power loss before a
+            # sync=True write in it is acknowledged.
+            self.fs.sync_dir(self.path)
+        except BaseException:
+            f.close()
+            self.fs.remove_if_exists(path)
+            raise
+        return _Log(n, f)
+
+    def _discard_log(self, lg: _Log) -> None:
+        """Close and delete a WAL that never became the store's (nothing in it)."""
+        try:
+            lg.file.close()
+            self.fs.remove_if_exists(os.path.join(self.path, filenames.log_name(lg.number)))
+        except StorageError:
+            pass        # an empty WAL left behind is replayed as nothing
 
     # ----------------------------------------------------------------- tables
     def _open_table(self, number, f: FileMeta):
@@ -339,9 +389,8 @@ class DB(BackgroundWork):
         in the memtable; returns the WAL to append to."""
         if self._closed:
             self._check_open()
-        failure = self._write_error or self._bg_error
-        if failure is not None:
-            raise ReadOnlyError(f"DB refuses writes after an earlier failure: {failure}")
+        if self._write_error is not None or self._bg_error is not None:
+            self._refuse_or_resume()
         if (self._mem.approximate_bytes >= self.options.memtable_bytes
                 or len(self.versions.current.levels[0]) >= self.options.l0_slowdown_trigger):
             self._make_room()
@@ -350,6 +399,59 @@ class DB(BackgroundWork):
     def write(self, batch: WriteBatch, sync: bool = None) -> None:
         """Apply every operation of ``batch`` atomically, in order."""
         self._writes.write(batch, sync)
+
+    # ------------------------------------------------------- degraded state
+    def _refuse_or_resume(self):
+        """With the write lock held, the store failed: raise the refusal, fast.
+        Without a background thread, a retry that is due is made first (with
+        one, that thread makes it)."""
+        if not self.options.background:
+            wait = self._health.due()
+            if wait is not None and wait <= 0:
+                try:
+                    self._resume_locked()
+                    return
+                except Exception:       # noqa: BLE001 - the health keeps it; refuse below
+                    pass
+        raise self._health.refusal(self._write_error or self._bg_error)
+
+    def _wal_failed(self, e):
+        """A WAL append, its fsync or its switch failed with ``e``: writes are
+        refused from now on, until a resume retires the WAL (lsm._write calls
+        this too)."""
+        with self._mutex:
+            if self._write_error is None:
+                self._write_error = e
+            self._health.failed(e, "WAL write")
+            self._cv.notify_all()
+
+    def resume(self) -> None:
+        """Retry now what made the store refuse writes (RocksDB's
+        ``DB::Resume``): after a full disk, or descriptors that ran out, once
+        the resource is back.  Returns at once when the store accepts writes;
+        raises the refusal (``ReadOnlyError``, ``retryable`` telling whether
+        a later retry may succeed) if the retry fails or the data is corrupt.
+        A store with a background thread also retries by itself."""
+        with self._write_lock:
+            self._check_open()
+            if self._write_error is None and self._bg_error is None:
+                return
+            if isinstance(self._health.cause, CorruptionError):
+                raise self._health.refusal(self._bg_error)
+            try:
+                self._resume_locked()
+            except Exception as e:
+                raise self._health.refusal(e) from e
+
+    def health(self) -> dict:
+        """``{"state": "ok" | "degraded" | "stopped", "cause": str or None,
+        "failed": what failed ("WAL write", "flush", "compaction"), "seconds":
+        how long since, "retries": resumes tried since}`` (lsm/health.py)."""
+        h = self._health
+        since = h.since
+        return {"state": h.state, "cause": None if h.cause is None else str(h.cause),
+                "failed": h.where, "retries": h.attempts,
+                "seconds": 0.0 if since is None else time.monotonic() - since}
 
     def _sync_log(self, lg: _Log, end: int) -> None:
         """Group commit: make the WAL durable up to ``end``.
@@ -367,16 +469,18 @@ class DB(BackgroundWork):
                 if self._sync_running:
                     cv.wait()
                     continue
-                if self._write_error is not None:
+                if lg.failed is not None:
                     raise ReadOnlyError(f"write not made durable after an earlier failure: "
-                                        f"{self._write_error}")
+                                        f"{lg.failed}", cause=lg.failed,
+                                        retryable=is_retryable(lg.failed))
                 self._sync_running = True
                 target = lg.file.size
                 cv.release()
                 try:
                     lg.file.sync()
                 except BaseException as e:
-                    self._write_error = e
+                    lg.failed = e
+                    self._wal_failed(e)
                     raise
                 else:
                     if target > lg.synced:
@@ -398,13 +502,19 @@ class DB(BackgroundWork):
         with cv:
             while self._sync_running:
                 cv.wait()
-            if self._write_error is None:
+            if lg.failed is None:
                 if lg.synced < lg.file.size and (self.options.sync or lg.wanted > lg.synced):
                     lg.file.sync()
                 lg.synced = lg.file.size
-            # else no fsync after a failed one, and no writer still to sync
-            # finds its record covered: it gets the failure (_sync_log)
-            lg.file.close()
+                lg.file.close()
+            else:
+                # no fsync after a failed write or fsync, and no writer still
+                # to sync finds its record covered: it gets the failure
+                # (_sync_log); a close that fails adds nothing to know
+                try:
+                    lg.file.close()
+                except StorageError:
+                    pass
 
     def _make_room(self):
         """Called with the write lock held: switch memtables, or wait for the
@@ -412,7 +522,8 @@ class DB(BackgroundWork):
         opts = self.options
         delayed = False
         while True:
-            self._raise_bg_error()
+            if self._write_error is not None or self._bg_error is not None:
+                self._refuse_or_resume()
             l0 = len(self.versions.current.levels[0])
             if not delayed and l0 >= opts.l0_slowdown_trigger:
                 # Let compaction catch up a little, once per write (LevelDB).
@@ -440,11 +551,18 @@ class DB(BackgroundWork):
         """Freeze the memtable and start a new WAL (write lock held)."""
         old = self._log
         try:
-            self._close_log(old)
-            self._new_log()
-        except BaseException as e:      # the old WAL's tail or the new one's entry is unknown
-            self._write_error = e
+            new = self._new_log()
+        except BaseException as e:      # no WAL to write to: refuse writes until one is made
+            self._wal_failed(e)
             raise
+        try:
+            self._close_log(old)
+        except BaseException as e:      # the old WAL's tail is unknown: a resume retires it
+            old.failed = e
+            self._discard_log(new)
+            self._wal_failed(e)
+            raise
+        self._log = new
         with self._mutex:
             self._imm = self._mem
             self._imm_log_number = self._log.number
@@ -571,6 +689,8 @@ class DB(BackgroundWork):
         """Freeze the memtable and write it to a table (waits by default)."""
         with self._write_lock:
             self._check_open()
+            if self._write_error is not None:       # its WAL failed: only a resume switches it
+                self._refuse_or_resume()
             if len(self._mem):
                 while self._imm is not None:
                     if self.options.background:
@@ -626,7 +746,7 @@ class DB(BackgroundWork):
                 if c is None:
                     return
                 self._bg_busy = True
-            with self._background_job():
+            with self._background_job("compaction"):
                 self._run_compaction(c)
 
     # ------------------------------------------------------------- introspection

@@ -5,6 +5,8 @@ are the exception: they raise the built-in ``TypeError`` / ``ValueError``
 naming the argument, before anything is changed.
 """
 
+import os
+
 __all__ = ["LSMError", "CorruptionError", "StorageError", "ClosedError", "ReadOnlyError"]
 
 
@@ -23,7 +25,8 @@ class StorageError(LSMError, OSError):
     """The file system failed (write, fsync, rename, ...).
 
     After a failed write or fsync the store refuses further writes until it
-    is reopened: the state of the failed record on disk is unknown.
+    resumes (lsm/health.py) or is reopened: the state of the failed record
+    on disk is unknown.
     """
 
 
@@ -32,4 +35,22 @@ class ClosedError(LSMError):
 
 
 class ReadOnlyError(LSMError):
-    """A write reached a store that refuses writes after an earlier failure."""
+    """A write reached a store that refuses writes after an earlier failure.
+
+    ``cause``: that failure (None if unknown); ``retryable``: whether the
+    store resumes by itself once the resource is back (lsm/health.py says
+    which failures are); ``reason``: the cause in a few words, the OS's own
+    (``No space left on device``) for a file-system error.
+    """
+
+    def __init__(self, message, cause=None, retryable=False):
+        super().__init__(message)
+        self.cause = cause
+        self.retryable = retryable
+
+    @property
+    def reason(self) -> str:
+        c = self.cause
+        if isinstance(c, OSError) and c.errno:
+            return os.strerror(c.errno)
+        return str(c) if c is not None else str(self)

@@ -73,6 +73,13 @@ class _FaultAppendFile(AppendFile):
         fs = self._fs
         with fs._lock:
             fault = fs._match("append", self.path)
+            room = fs._room()
+            if fault is None and room < len(data):     # the simulated disk is full
+                if room:
+                    self._write(data[:room])
+                fs.full_errors += 1
+                raise StorageError(errno.ENOSPC, "append failed: No space left on device (simulated)",
+                                   self.path)
             if fault is not None:
                 keep = fault.partial
                 keep = len(data) // 2 if keep is True else min(int(keep), len(data))
@@ -146,6 +153,12 @@ class FaultInjectionFS(FileSystem):
          covered by its last ``sync`` (0 if never synced; a rename carries
          the count along).  Files this wrapper never wrote count as durable.
          Unsynced bytes are dropped whole: no torn sectors, no reordering.
+    * ``capacity``: a disk of that many bytes (None: unbounded), counting the
+      bytes of the files written through this wrapper (what the engine
+      writes; not a preallocation's zeros).  An append that does not fit
+      writes what fits and raises ``StorageError(ENOSPC)``, as a full disk
+      does; ``full_errors`` counts them.  Change it at any time: lower it to
+      fill the disk, raise it to free space.  ``used()`` is the bytes held.
     * ``fail(op, ...)`` makes matching operations raise ``StorageError(EIO)``;
       ``crash_at(op, ...)`` makes one raise ``SimulatedCrash``, after which
       every operation raises ``SimulatedCrash`` (nothing more reaches the disk)
@@ -170,6 +183,21 @@ class FaultInjectionFS(FileSystem):
         self._files = {}                # abspath -> _FileState, for files written here
         self._undo = []                 # _Entry list, oldest first
         self._open = set()              # handles and locks to close on power loss
+        self.capacity = None            # bytes of the simulated disk (None: unbounded)
+        self.full_errors = 0            # appends refused by ``capacity``
+
+    # -- space ------------------------------------------------------------------
+
+    def used(self) -> int:
+        """Bytes of the files written through this wrapper (the simulated disk's)."""
+        with self._lock:
+            return sum(st.size for st in self._files.values())
+
+    def _room(self) -> int:
+        """Bytes an append may still write (large when unbounded); lock held."""
+        if self.capacity is None:
+            return 1 << 62
+        return max(0, self.capacity - sum(st.size for st in self._files.values()))
 
     # -- faults ---------------------------------------------------------------
 

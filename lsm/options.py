@@ -120,6 +120,17 @@ class Options:
     #: While off, writes stall once L0 reaches ``l0_stop_trigger`` files.
     auto_compactions: bool = True
 
+    # -- degraded state (lsm/health.py) -------------------------------------
+    #: Seconds before a store that a retryable failure (a full disk, no
+    #: descriptor left) made refuse writes retries what failed; each failed
+    #: retry doubles the wait up to ``resume_retry_max_seconds``.  Short, so
+    #: that writes resume within about a second of the resource's return;
+    #: a retry that fails costs one file operation.
+    resume_retry_seconds: float = 0.05
+    #: The longest wait between two retries (RocksDB's
+    #: ``bgerror_resume_retry_interval``, 1 s).
+    resume_retry_max_seconds: float = 1.0
+
     # -- environment ------------------------------------------------------
     #: The file-system interface every file operation goes through
     #: (``lsm.fs.OSFileSystem`` when None); tests pass a fault-injecting one.
@@ -152,5 +163,9 @@ class Options:
                                                                 PrefixExtractor):
             raise TypeError("Options.prefix_extractor must be an lsm.PrefixExtractor or None, "
                             f"got {type(self.prefix_extractor).__name__}")
+        for name in ("resume_retry_seconds", "resume_retry_max_seconds"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise ValueError(f"Options.{name} must be a number > 0, got {v!r}")
         if self.num_levels < 2:
             raise ValueError("Options.num_levels must be >= 2")

@@ -215,6 +215,7 @@ class VersionSet:
         self.manifest_number = 0
         self._manifest = None
         self._manifest_file = None
+        self._roll = False          # an edit failed: the next one writes a fresh manifest
 
     # -- numbers --------------------------------------------------------
     def new_file_number(self) -> int:
@@ -296,23 +297,32 @@ class VersionSet:
                     "edit names, while no WAL is recorded")
         return None
 
-    def _snapshot_edit(self) -> VersionEdit:
+    def _snapshot_edit(self, version, log_number) -> VersionEdit:
         e = VersionEdit()
-        e.log_number = self.log_number
+        e.log_number = log_number
         e.next_file = self.next_file
         e.last_seq = self.last_seq
-        for lv, f in self.current.files():
+        for lv, f in version.files():
             e.add(lv, f)
         return e
 
-    def _write_new_manifest(self) -> None:
+    def snapshot_bytes(self, edit: VersionEdit) -> int:
+        """Bytes of a fresh manifest after ``edit`` (its one record, framed)."""
+        e = self._snapshot_edit(self.current.apply(edit), self.log_number)
+        return len(e.encode()) + 7 * (1 + len(e.encode()) // 32768)
+
+    def _write_new_manifest(self, version=None, log_number=None) -> None:
+        """A manifest whose one record is a snapshot of ``version`` (the
+        current one when None), made live by switching CURRENT."""
+        version = self.current if version is None else version
+        log_number = self.log_number if log_number is None else log_number
         number = self.new_file_number()
         name = filenames.manifest_name(number)
         mpath = os.path.join(self.path, name)
         f = self.fs.open_append(mpath)
         try:
             w = LogWriter(f)
-            w.add_record(self._snapshot_edit().encode())
+            w.add_record(self._snapshot_edit(version, log_number).encode())
             w.sync()
         except BaseException:
             f.close()
@@ -327,31 +337,43 @@ class VersionSet:
 
     # -- edits ------------------------------------------------------------
     def log_and_apply(self, edit: VersionEdit) -> Version:
-        """Persist ``edit`` (synced) and make the new version current."""
+        """Persist ``edit`` (synced) and make the new version current.
+
+        On failure nothing in memory changes (the version, the log number)
+        and the next edit starts a fresh manifest (RocksDB does the same):
+        the failed one's tail is unknown, and an edit appended after a torn
+        one would be lost at the next open.  Until that next edit succeeds,
+        CURRENT may name either manifest, so the files the failed edit
+        added must be kept (the DB's ``_unlogged``)."""
         with self.lock:
-            if edit.log_number is not None:
-                self.log_number = edit.log_number
+            log_number = self.log_number if edit.log_number is None else edit.log_number
             edit.next_file = self.next_file
             edit.last_seq = self.last_seq
             new = self.current.apply(edit)
-            if self._manifest_file is None or self._manifest_file.size >= MANIFEST_ROLL_BYTES:
-                old_current = self.current
-                self.current = new
-                try:
-                    self._write_new_manifest()
-                except BaseException:
-                    self.current = old_current
-                    raise
-            else:
-                if any(not f.is_view for _lv, f in edit.added):
-                    # The new tables' directory entries must be durable before
-                    # a durable edit names them (LevelDB's SyncDirIfManifest):
-                    # else a power cut leaves the manifest naming lost files.
-                    self.fs.sync_dir(self.path)
-                self._manifest.add_record(edit.encode())
-                self._manifest.sync()
-                self.current = new
+            try:
+                if (self._roll or self._manifest_file is None
+                        or self._manifest_file.size >= MANIFEST_ROLL_BYTES):
+                    self._write_new_manifest(new, log_number)
+                else:
+                    if any(not f.is_view for _lv, f in edit.added):
+                        # The new tables' directory entries must be durable before
+                        # a durable edit names them (LevelDB's SyncDirIfManifest):
+                        # else a power cut leaves the manifest naming lost files.
+                        self.fs.sync_dir(self.path)
+                    self._manifest.add_record(edit.encode())
+                    self._manifest.sync()
+            except BaseException:
+                self._roll = True
+                raise
+            self._roll = False
+            self.log_number = log_number
+            self.current = new
             return new
+
+    @property
+    def must_roll(self) -> bool:
+        """An edit failed and no later one has succeeded yet (see ``log_and_apply``)."""
+        return self._roll
 
     # -- pinning ------------------------------------------------------------
     def ref(self) -> Version:

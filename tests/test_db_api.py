@@ -466,9 +466,9 @@ def test_compaction_filter_drops_entries_and_older_versions_stay_hidden(dbpath):
         assert db.get(b"k000") is None and db.get(b"k001") == b"keep"
 
 
-def test_failed_wal_write_makes_the_store_refuse_writes_until_reopened(dbpath):
+def test_failed_wal_write_makes_the_store_refuse_writes_until_it_resumes_or_reopens(dbpath):
     fs = FaultInjectionFS(OSFileSystem())
-    db = lsm.DB.open(dbpath, lsm.Options(fs=fs))
+    db = lsm.DB.open(dbpath, lsm.Options(fs=fs, resume_retry_seconds=600))  # no retry meanwhile
     db.put(b"a", b"1")
     fs.fail("append", path_contains=".log")
     with pytest.raises(lsm.StorageError):
@@ -586,7 +586,7 @@ def test_after_a_failed_fsync_no_waiting_writer_retries_it(dbpath):
     the failure (PostgreSQL's fsyncgate): writers waiting on the failed one
     get ReadOnlyError naming it, and no second fsync is tried."""
     fs = _GatedSyncFS()
-    db = lsm.DB.open(dbpath, lsm.Options(fs=fs, background=False))
+    db = lsm.DB.open(dbpath, lsm.Options(fs=fs, background=False, resume_retry_seconds=600))
     out = {}
     threading.Thread(target=_sync_put, args=(db, b"a", out)).start()
     fs.wait_started(1)

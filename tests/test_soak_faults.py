@@ -29,10 +29,12 @@ def test_ioerrors_fault_points_cover_every_scenario_and_kind(tmp_path):
 
 
 def _small(fs):
-    return lsm.Options(fs=fs, background=False, memtable_bytes=1024, compression=False)
+    # no automatic resume meanwhile: these check the refusal itself
+    return lsm.Options(fs=fs, background=False, memtable_bytes=1024, compression=False,
+                       resume_retry_seconds=600)
 
 
-def test_a_failed_table_fsync_in_a_flush_makes_the_store_refuse_writes_until_reopen(tmp_path):
+def test_a_failed_table_fsync_in_a_flush_makes_the_store_refuse_writes_until_it_resumes(tmp_path):
     # Found by ioerrors: a flush whose table fsync failed left the store
     # accepting (and acknowledging) writes.
     fs = FaultInjectionFS(OSFileSystem())

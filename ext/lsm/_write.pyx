@@ -13,7 +13,8 @@ DB's write lock:
 - the next sequence number(s);
 - the WAL record, built, framed and appended in one C call
   (``lsm._record.LogWriter.add_single`` / ``add_batch``).  A failed append
-  marks the DB failed (``_write_error``): every later write is refused;
+  marks the WAL and the DB failed (``DB._wal_failed``): every later write is
+  refused until the DB resumes (lsm/health.py);
 - the memtable (``_memtable.add_entry`` / ``add_entries``), the last
   sequence and the ``wal_appends`` count;
 - with ``sync`` (or ``Options.sync``), the end of the record as the log's
@@ -125,7 +126,8 @@ cdef class WritePath:
                 else:
                     w.add_batch(seq, ops)
             except BaseException as e:
-                s.write_error = e
+                lg.failed = e
+                self._db._wal_failed(e)
                 raise
             if ops is None:
                 add_entry(mem, seq, kind, key, value)

@@ -9,7 +9,9 @@ again on a fresh directory with operation i failing once, and again failing
 forever.  Every write is one new key with a known value.  Checked:
 
 * a write that returned is never one made after a failed WAL append or a
-  failed fsync (the store refuses writes until reopened: ``ReadOnlyError``);
+  failed fsync (the store refuses writes until it resumes or is reopened:
+  ``ReadOnlyError``; its automatic resume is off here, the diskfull loop
+  checks it);
 * only the engine's and the region layer's errors come out (anything else is
   a crash);
 * with the fault cleared, the directory reopens; every acknowledged write is
@@ -128,8 +130,12 @@ def _value(i):
 
 
 def _lsm_options(fs):
+    # No automatic resume within a run (lsm/health.py): what is checked here
+    # is the refusal after a failure and the reopen; the diskfull loop
+    # checks the resume.
     return lsm.Options(fs=fs, background=False, sync=True, memtable_bytes=2048,
-                       block_size=256, target_file_bytes=4096, compression=False)
+                       block_size=256, target_file_bytes=4096, compression=False,
+                       resume_retry_seconds=3600)
 
 
 def _puts(run, db, lo, hi):
