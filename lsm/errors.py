@@ -50,7 +50,12 @@ class ReadOnlyError(LSMError):
 
     @property
     def reason(self) -> str:
-        c = self.cause
-        if isinstance(c, OSError) and c.errno:
-            return os.strerror(c.errno)
-        return str(c) if c is not None else str(self)
+        return reason(self.cause if self.cause is not None else self)
+
+
+def reason(exc: BaseException) -> str:
+    """A failure's cause in a few words: the OS's text for a file-system
+    error (``No space left on device``), else the message."""
+    if isinstance(exc, OSError) and exc.errno:
+        return os.strerror(exc.errno)
+    return str(exc)

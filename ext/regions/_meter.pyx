@@ -12,10 +12,11 @@ monotonic clock and a few additions, no lock, no Python frame.
   ring of per-second counts from which ``rates()`` gives requests and errors
   per second over the last minute.  ``clock`` (default ``time.monotonic``,
   then read in C) places a request in its second.
-- ``metered(api, method, front, code_of)``: ``method`` counted under ``api``
-  on every call, unless ``front.metering`` is set on the calling thread (a
-  front end meters the whole request itself); a failed call counts under
-  ``code_of(exception)``.
+- ``metered(api, method, front, code_of, translate)``: ``method`` counted
+  under ``api`` on every call, unless ``front.metering`` is set on the
+  calling thread (a front end meters the whole request itself); a failed
+  call counts under ``code_of(exception)``, and raises
+  ``translate(exception)`` instead when that is not None.
 
 Thread-safety: the GIL.  A request is recorded by C code that runs no Python
 code once the clock is read (a custom ``clock`` is called first), so no
@@ -174,9 +175,12 @@ cdef class ApiMetrics:
                 "requests_per_second": rps, "errors_per_second": eps}
 
 
-def metered(str api not None, method, front, code_of):
+def metered(str api not None, method, front, code_of, translate=None):
     """``method`` (an API method, ``self`` first) counted under ``api`` in
-    ``self._api_metrics`` on every call (module doc)."""
+    ``self._api_metrics`` on every call (module doc).  ``translate(exc)``,
+    if given, is what a call that failed with ``exc`` raises instead (None:
+    ``exc`` itself); it is not applied under a front end, which answers
+    the exception itself."""
     cdef Py_ssize_t index = _api_index(api)
 
     def call(self, *args, **kwargs):
@@ -188,8 +192,11 @@ def metered(str api not None, method, front, code_of):
         try:
             result = method(self, *args, **kwargs)
         except Exception as e:
+            other = translate(e) if translate is not None else None
             m = self._api_metrics
-            m.observe(index, _monotonic() - t0, code_of(e))
+            m.observe(index, _monotonic() - t0, code_of(e if other is None else other))
+            if other is not None:
+                raise other from e
             raise
         m = self._api_metrics
         m.observe(index, _monotonic() - t0, None)

@@ -7,7 +7,7 @@ the few that exist at the wire level (transport, protobuf, routing).
 """
 from __future__ import annotations
 
-from regions.tablestore.errors import OTSServiceError, service_error
+from regions.tablestore.errors import OTSServiceError, service_error, storage_error
 
 
 class WireError(Exception):
@@ -116,8 +116,10 @@ def internal_error() -> WireError:
     return from_service(service_error("internal_error"))
 
 
-def data_corrupted() -> WireError:
-    """Stored data failed a checksum (lsm's ``CorruptionError``): the read is
-    refused, never answered with wrong data; the server's log names the file."""
-    return WireError(500, "OTSInternalServerError",
-                     "Stored data is corrupt: a checksum failed; see the server's log and lsm.tools verify.")
+def from_storage(e: Exception):
+    """The answer to a storage failure (``regions.tablestore.errors.storage_error``
+    says which: a degraded region's refusal is 503 OTSPartitionUnavailable
+    with the cause, corruption 500, the read refused rather than answered
+    with wrong data), or None for any other exception."""
+    answer = storage_error(e)
+    return None if answer is None else from_service(answer)

@@ -93,9 +93,15 @@ class TablestoreService:
             raise errors.from_service(e) from None
         except OTSClientError as e:
             raise errors.parameter_invalid(e.message) from None
-        except CorruptionError as e:
-            log.error("%s: %s", api, e)
-            raise errors.data_corrupted() from None
+        except Exception as e:
+            answer = errors.from_storage(e)
+            if answer is None:
+                raise
+            if isinstance(e, CorruptionError):
+                log.error("%s: %s", api, e)
+            # (a refusal of a degraded store is not logged here: the store
+            # logs once when it degrades and once when it resumes)
+            raise answer from None
 
     def close(self) -> None:
         self.client.close()

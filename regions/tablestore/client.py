@@ -38,7 +38,8 @@ from . import _reads, _rowcodec, _writes, cells, pkcodec
 from .capacity import read_cu
 from .columns import read_window
 from .conditions import check_node_count
-from .errors import BATCH_WIDE, OTSClientError, OTSServiceError, not_a_string, service_error
+from .errors import (BATCH_WIDE, OTSClientError, OTSServiceError, not_a_string, service_error,
+                     storage_error)
 from .indexes import MAX_INDEXES, Indexer, check_index_meta, check_index_shape
 from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowRequest,
                        BatchWriteRowResponse, BatchWriteRowType, CapacityUnit,
@@ -1152,5 +1153,7 @@ METERED_APIS = {
     "add_defined_column": "AddDefinedColumn", "delete_defined_column": "DeleteDefinedColumn",
 }
 for _name, _api in METERED_APIS.items():
-    setattr(OTSClient, _name, metered(_api, getattr(OTSClient, _name), _front_end, _error_code))
+    # (a storage failure raised as the service's error: storage_error)
+    setattr(OTSClient, _name, metered(_api, getattr(OTSClient, _name), _front_end, _error_code,
+                                      storage_error))
 del _name, _api

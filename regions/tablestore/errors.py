@@ -13,8 +13,11 @@ request before sending it; :class:`OTSServiceError` is what the service
 answers.  Both have the SDK's accessors.
 """
 
+from lsm.errors import ClosedError, CorruptionError, LSMError, ReadOnlyError, reason
+from lsm.health import is_retryable
+
 __all__ = ["OTSError", "OTSClientError", "OTSServiceError", "ERRORS", "BATCH_WIDE",
-           "service_error"]
+           "service_error", "storage_error"]
 
 
 class OTSError(Exception):
@@ -346,6 +349,19 @@ ERRORS = {
     "internal_error": (500, "OTSInternalServerError", "Internal server error."),
     # a stored table schema this version cannot read (schema.py)
     "schema_record": (500, "OTSInternalServerError", "Table schema record of {table}: {problem}."),  # (ours)
+    # storage (storage_error below): a region whose disk filled up or whose
+    # descriptors ran out refuses writes until it resumes by itself: the
+    # service's 503 for a partition briefly unavailable, which the SDKs'
+    # default retry policies retry for writes too; the cause is ours
+    "storage_degraded": (503, "OTSPartitionUnavailable",
+                         "The partition is not available: {reason}; writes resume by "
+                         "themselves once it is back."),
+    "storage_stopped": (500, "OTSInternalServerError",
+                        "Internal server error: the partition refuses writes after a storage "
+                        "failure: {reason}."),  # (ours)
+    "data_corrupted": (500, "OTSInternalServerError",
+                       "Stored data is corrupt: a checksum failed; see the server's log and "
+                       "lsm.tools verify."),  # (ours)
 }
 
 
@@ -362,6 +378,26 @@ def service_error(error, **fields):
     exc = OTSServiceError(status, code, template.format(**fields))
     exc.key = error
     return exc
+
+
+def storage_error(exc):
+    """The service's answer to the storage's failure ``exc`` (an
+    ``lsm.LSMError``, or an ``OSError`` the file system raised), or None
+    for any other exception: a write refused by a degraded store, or the
+    write that found the disk full, is ``storage_degraded`` (503, retried);
+    one refused for good ``storage_stopped`` (500); corruption
+    ``data_corrupted``.  The reason is the OS's text
+    (``No space left on device``).  A closed store is not answered here."""
+    if isinstance(exc, ReadOnlyError):
+        cause, retryable = exc.cause if exc.cause is not None else exc, exc.retryable
+    elif isinstance(exc, (LSMError, OSError)) and not isinstance(exc, ClosedError):
+        cause, retryable = exc, is_retryable(exc)
+    else:
+        return None
+    if isinstance(cause, CorruptionError):
+        return service_error("data_corrupted")
+    return service_error("storage_degraded" if retryable else "storage_stopped",
+                         reason=reason(cause))
 
 
 #: A row's errors that fail a whole BatchWriteRow (400), not only the row:
