@@ -57,6 +57,7 @@ index exists: an arm is a class with the methods of ``TantivyArm``.
 """
 import gc
 import os
+import random
 import sqlite3
 import statistics
 import time
@@ -782,3 +783,162 @@ def test_search_sync_lag(benchmark, tmp_path):
           "p99 %.1f ms, max %.1f ms; largest backlog %d entries; drain after the load %.2f s"
           % (SYNC_RATE, out["rate_reached"], out["rows"], out["lag_ms_p50"], out["lag_ms_p99"],
              out["lag_ms_max"], out["max_backlog"], out["drain_s"]))
+
+
+# -- aggregations and group-bys against sqlite3 ---------------------------------------
+AGG_ROWS = int(os.environ.get("BENCH_AGG_ROWS", "1000000"))
+AGG_ROUNDS = int(os.environ.get("BENCH_AGG_ROUNDS", "3"))
+
+
+def _agg_row(i, rng):
+    """Row i: k (100 keywords), k2 (10,000), b, l (0..99,999), d (a double)."""
+    return {"k": "k%02d" % rng.randrange(100), "k2": "u%d" % rng.randrange(10_000),
+            "b": rng.random() < 0.3, "l": rng.randrange(100_000), "d": rng.uniform(0, 1000)}
+
+
+class SqliteAggArm:
+    """sqlite3 (on disk, a 256 MB page cache, the rows in one table with an
+    index on ``l`` for the filtered workloads): the SQL each workload is."""
+
+    def __init__(self, path, rows):
+        self.db = sqlite3.connect(str(path))
+        self.db.execute("PRAGMA cache_size=-262144")
+        self.db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, k2 TEXT, b INTEGER, "
+                        "l INTEGER, d REAL)")
+        self.db.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)",
+                            ((i, r["k"], r["k2"], int(r["b"]), r["l"], r["d"])
+                             for i, r in enumerate(rows)))
+        self.db.execute("CREATE INDEX t_l ON t (l)")
+        self.db.commit()
+
+    def q(self, sql, *args):
+        return self.db.execute(sql, args).fetchall()
+
+    def metrics(self):
+        return self.q("SELECT SUM(l), AVG(d), MIN(d), MAX(l), COUNT(d) FROM t")[0]
+
+    def group_sum(self):
+        return self.q("SELECT k, COUNT(*) AS n, SUM(d) FROM t GROUP BY k ORDER BY n DESC, k "
+                      "LIMIT 100")
+
+    def filtered_group(self, lo):
+        return self.q("SELECT k, COUNT(*) AS n FROM t WHERE l >= ? AND l < ? GROUP BY k "
+                      "ORDER BY n DESC, k LIMIT 10", lo, lo + 10_000)
+
+    def distinct(self):
+        return self.q("SELECT COUNT(DISTINCT k2) FROM t")[0][0]
+
+    def histogram(self):
+        return self.q("SELECT l / 1000 * 1000 AS h, COUNT(*) FROM t GROUP BY h ORDER BY h")
+
+    def two_levels(self):
+        return self.q("SELECT k, b, COUNT(*), AVG(d) FROM t WHERE k < 'k10' GROUP BY k, b")
+
+    def close(self):
+        self.db.close()
+
+
+class OursAggArm:
+    """The embedded client's search with aggregations (limit 0), on disk."""
+
+    def __init__(self, path, rows):
+        from tablestore import FieldSchema, FieldType, SearchIndexMeta
+        from regions.tablestore import (BatchWriteRowRequest, CapacityUnit, Condition, OTSClient,
+                                        PutRowItem, ReservedThroughput, Row, TableInBatchWriteRowItem,
+                                        TableMeta, TableOptions)
+        self.c = OTSClient(str(path))
+        self.c.create_table(TableMeta("t", [("id", "INTEGER")]), TableOptions(),
+                            ReservedThroughput(CapacityUnit(0, 0)))
+        ignore = Condition("IGNORE")
+        for start in range(0, len(rows), 200):
+            req = BatchWriteRowRequest()
+            req.add(TableInBatchWriteRowItem("t", [
+                PutRowItem(Row([("id", i)], list(rows[i].items())), ignore)
+                for i in range(start, min(len(rows), start + 200))]))
+            self.c.batch_write_row(req)
+        self.c.create_search_index("t", "idx", SearchIndexMeta([
+            FieldSchema("k", FieldType.KEYWORD, enable_sort_and_agg=True),
+            FieldSchema("k2", FieldType.KEYWORD, enable_sort_and_agg=True),
+            FieldSchema("b", FieldType.BOOLEAN, enable_sort_and_agg=True),
+            FieldSchema("l", FieldType.LONG, enable_sort_and_agg=True),
+            FieldSchema("d", FieldType.DOUBLE, enable_sort_and_agg=True)]))
+        assert self.c.wait_for_search_index("t", "idx", timeout=3600)
+
+    def s(self, query=None, aggs=(), group_bys=()):
+        from tablestore import MatchAllQuery, SearchQuery
+        return self.c.search("t", "idx", SearchQuery(query or MatchAllQuery(), limit=0,
+                                                     aggs=list(aggs), group_bys=list(group_bys)))
+
+    def metrics(self):
+        from tablestore import Avg, Count, Max, Min, Sum
+        return [a.value for a in self.s(aggs=[Sum("l"), Avg("d"), Min("d"), Max("l"),
+                                              Count("d")]).agg_results]
+
+    def group_sum(self):
+        from tablestore import GroupByField, Sum
+        return self.s(group_bys=[GroupByField("k", size=100, sub_aggs=[Sum("d")])])
+
+    def filtered_group(self, lo):
+        from tablestore import GroupByField, RangeQuery
+        return self.s(RangeQuery("l", lo, lo + 10_000, include_lower=True),
+                      group_bys=[GroupByField("k", size=10)])
+
+    def distinct(self):
+        from tablestore import DistinctCount
+        return self.s(aggs=[DistinctCount("k2")]).agg_results[0].value
+
+    def histogram(self):
+        from tablestore import FieldRange, GroupByHistogram
+        return self.s(group_bys=[GroupByHistogram("l", 1000, FieldRange(0, 99_999))])
+
+    def two_levels(self):
+        from tablestore import Avg, GroupByField, RangeQuery
+        return self.s(RangeQuery("k", None, "k10"), group_bys=[GroupByField(
+            "k", size=10, sub_group_bys=[GroupByField("b", sub_aggs=[Avg("d")])])])
+
+    def close(self):
+        self.c.close()
+
+
+def test_aggregations(benchmark, tmp_path):
+    """Aggregations and group-bys over ``BENCH_AGG_ROWS`` rows (1M) against
+    sqlite3's aggregates and GROUP BY on the same rows, interleaved, medians
+    of ``BENCH_AGG_ROUNDS``: queries a second each, and ours / sqlite3.
+    Goal: at least 1.0x sqlite3."""
+    rng = random.Random(SEED)
+    rows = [_agg_row(i, rng) for i in range(AGG_ROWS)]
+    t0 = perf_counter()
+    arms = {"sqlite3": SqliteAggArm(tmp_path / "agg.sqlite", rows)}
+    load = {"sqlite3": perf_counter() - t0}
+    t0 = perf_counter()
+    arms["ours"] = OursAggArm(tmp_path / "agg.store", rows)
+    load["ours"] = perf_counter() - t0
+    # the same answers (the distinct count: ours is approximate past 10,000)
+    assert arms["ours"].metrics()[4] == arms["sqlite3"].metrics()[4] == AGG_ROWS
+    ours_groups = [(it.key, it.row_count) for it in arms["ours"].group_sum().group_by_results[0].items]
+    assert ours_groups == [(k, n) for k, n, _ in arms["sqlite3"].group_sum()]
+    los = [rng.randrange(90_000) for _ in range(50)]
+    repeat = {"metrics": 5, "group_sum": 5, "filtered_group": 50, "distinct": 5,
+              "histogram": 5, "two_levels": 10}
+
+    def workload(name):
+        def run(arm):
+            fn = getattr(arm, name)
+            for i in range(repeat[name]):
+                fn(los[i % len(los)]) if name == "filtered_group" else fn()
+            return repeat[name]
+        return run
+
+    try:
+        res = benchmark.pedantic(lambda: _interleave(arms, {w: workload(w) for w in repeat},
+                                                     AGG_ROUNDS), rounds=1, iterations=1)
+    finally:
+        for arm in arms.values():
+            arm.close()
+    print("\naggregations over %d rows (load: sqlite3 %.1f s, ours %.1f s with the index "
+          "back-fill); queries/s, median of %d rounds:" % (AGG_ROWS, load["sqlite3"],
+                                                           load["ours"], AGG_ROUNDS))
+    for w, per in res.items():
+        ratio = per["ours"] / per["sqlite3"]
+        benchmark.extra_info[w] = {"ours": per["ours"], "sqlite3": per["sqlite3"], "ratio": ratio}
+        print("  %-15s ours %8.1f  sqlite3 %8.1f  %.2fx" % (w, per["ours"], per["sqlite3"], ratio))

@@ -61,6 +61,7 @@ MAX_OFFSET_LIMIT = 100_000         # offset + limit (paging past it: next_token)
 MAX_TOP_K = 1000                   # KnnVectorQuery's top_k
 LAYOUT = 2                         # the engine's schema version (2: GEO_POINT text is fast)
 LAYOUT_FILE = "LAYOUT"             # in the engine's directory
+_KEYWORDS_MAX = 200_000            # distinct values a keyword range reads from the column
 _COMMIT_EVERY = 1000               # back-filled rows between two commits and saved cursors
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -443,6 +444,9 @@ class Engine:
             tq = self._tv.Query.term_set_query(self.schema, "_pk", [k.hex() for k, _ in picked]) \
                 if picked else _nothing(self._tv)
         tq = self._live(tq, ttl)
+        if limit == 0 and start == 0 and vector is None and collapse is None:
+            # no rows asked (aggregations, a count): count, read nothing
+            return [], searcher.search(tq, limit=1, count=True).count, None
         hits = self._hits(searcher, tq, query)
         if vector is not None:
             field, q, top_k, metric, min_score = vector
@@ -756,17 +760,25 @@ class Engine:
                                     include_upper=bool(q.include_upper) or hi is None)
 
     def _keyword_range(self, f, tname, q):
+        """A range of a KEYWORD field (tantivy has no range over strings): the
+        field's distinct values (its fast column's terms) inside, as terms."""
         tv = self._tv
         searcher = self.index.searcher()
-        result = searcher.search(tv.Query.all_query(), limit=max(1, searcher.num_docs))
+        terms = searcher.aggregate(tv.Query.all_query(), {"v": {"terms": {
+            "field": tname, "size": _KEYWORDS_MAX, "segment_size": _KEYWORDS_MAX}}})["v"]
+        if terms.get("sum_other_doc_count"):        # too many: every document's values
+            result = searcher.search(tv.Query.all_query(), limit=max(1, searcher.num_docs))
+            distinct = {v for _, address in result.hits
+                        for v in searcher.doc(address).to_dict().get(tname, ())}
+        else:
+            distinct = [b["key"] for b in terms["buckets"]]
         values = set()
-        for _, address in result.hits:
-            for v in searcher.doc(address).to_dict().get(tname, ()):
-                if ((q.range_from is None or v > q.range_from
-                     or (q.include_lower and v == q.range_from))
-                        and (q.range_to is None or v < q.range_to
-                             or (q.include_upper and v == q.range_to))):
-                    values.add(v)
+        for v in distinct:
+            if ((q.range_from is None or v > q.range_from
+                 or (q.include_lower and v == q.range_from))
+                    and (q.range_to is None or v < q.range_to
+                         or (q.include_upper and v == q.range_to))):
+                values.add(v)
         return tv.Query.boolean_query([(tv.Occur.Should, tv.Query.term_query(self.schema, tname, v))
                                        for v in sorted(values)])
 
