@@ -16,11 +16,13 @@ ioerrors        file operation i fails (EIO, ENOSPC, fsync) for every i of a sce
 corruption      a byte flipped at every offset of tables, MANIFEST, CURRENT, meta, WAL
 concurrency     8 threads of rows and scans while auto-splits run
 fuzz            malformed input on the embedded API, the wire and the file parsers
+hostile         slow, forged, idle, garbage and over-cap connections beside SDK writers
 ==============  ==============================================================
 """
 import dataclasses
 
-EXPERIMENTS = ("killloop", "wire", "powerloss", "ioerrors", "corruption", "concurrency", "fuzz")
+EXPERIMENTS = ("killloop", "wire", "powerloss", "ioerrors", "corruption", "concurrency", "fuzz",
+               "hostile")
 
 
 @dataclasses.dataclass

@@ -12,7 +12,7 @@ PROG = "python -m regions.soak"
 #: The experiments that drive the official SDK (the server extra): without it
 #: they stop before they start, not after minutes of work or at a server that
 #: cannot start.
-NEED_SDK = ("wire", "corruption", "fuzz")
+NEED_SDK = ("wire", "corruption", "fuzz", "hostile")
 
 
 def main(argv=None) -> int:

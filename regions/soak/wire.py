@@ -99,6 +99,7 @@ class _Writer:
         self.sdk, self.ts, self.c, self.log, self.rng = sdk, ts, number, log, rng
         self.seq = self.put_i = 0
         self.counts = {"ops": 0, "refused_retries": 0, "unknown": 0, "unknown_bumps": 0}
+        self.latencies = []     # [start, seconds] of every SDK call (time.monotonic: system-wide)
 
     def run(self, stop, policy):
         while not os.path.exists(stop):
@@ -106,11 +107,13 @@ class _Writer:
             getattr(self, "_" + kind)()
             self.counts["ops"] += 1
         self.counts["sdk_retries"] = policy.retries
+        self.log.note("L", self.latencies)
         self.log.note("S", self.counts)
 
     def _call(self, fn):
-        """``fn()``; a broken connection or a 5xx becomes ``_Unknown``."""
+        """``fn()``, timed; a broken connection or a 5xx becomes ``_Unknown``."""
         ts = self.ts
+        t0 = time.monotonic()
         try:
             return fn()
         except ts.OTSServiceError as e:
@@ -124,6 +127,8 @@ class _Writer:
                     or isinstance(e, OSError):
                 raise _Unknown(repr(e)[:80]) from None
             raise
+        finally:
+            self.latencies.append((round(t0, 4), round(time.monotonic() - t0, 6)))
 
     def _until_known(self, fn):
         """Retry ``fn`` until its outcome is known: True (applied by this
@@ -237,10 +242,13 @@ def _free_port():
 
 
 class _Server:
-    """``python -m regions.otsserver`` on ``data`` and ``port``, restartable."""
+    """``python -m regions.otsserver`` on ``data`` and ``port``, restartable;
+    ``args``: its options beside where and who (default: no console, the
+    killloop's split thresholds)."""
 
-    def __init__(self, data, port, env):
+    def __init__(self, data, port, env, args=("--no-console", *SPLIT_EARLY)):
         self.data, self.port, self.env, self.proc = data, port, env, None
+        self.args = tuple(args)
         self.endpoint = f"http://127.0.0.1:{port}"
 
     def start(self):
@@ -249,7 +257,7 @@ class _Server:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "regions.otsserver", "--data", self.data, "--port",
                  str(self.port), "--instance", INSTANCE, "--access-key-id", KEY_ID,
-                 "--access-key-secret", SECRET, "--no-console", *SPLIT_EARLY],
+                 "--access-key-secret", SECRET, *self.args],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env)
             out = b""
             for line in self.proc.stdout:
@@ -311,6 +319,17 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None, cl
         server.start()
     time.sleep(0.5)                     # the writers' last operations meet a live server
     open(stop, "w").close()
+    _finish_writers(summary, writers)
+    code, out = server.stop(signal.SIGTERM)
+    if code != 0:
+        summary.failure("crashes", f"the final SIGTERM stop exited with {code}: {out}")
+    _check(summary, data, [work.path(f"acks-{c}.log") for c in range(clients)], st)
+    return work.finish(summary)
+
+
+def _finish_writers(summary, writers):
+    """Wait for the writers (told to stop) to exit; one that does not is a
+    hang, one that fails a crash."""
     for c, w in enumerate(writers):
         try:
             _, err = w.communicate(timeout=_START_TIMEOUT_S)
@@ -321,11 +340,6 @@ def run(seed: int, count: int = None, seconds: float = None, dir: str = None, cl
         if w.returncode != 0:
             summary.failure("crashes", f"writer {c} exited with {w.returncode}: "
                                        f"{err.decode()[-1500:]}")
-    code, out = server.stop(signal.SIGTERM)
-    if code != 0:
-        summary.failure("crashes", f"the final SIGTERM stop exited with {code}: {out}")
-    _check(summary, data, [work.path(f"acks-{c}.log") for c in range(clients)], st)
-    return work.finish(summary)
 
 
 def _pk(c, k):
@@ -423,10 +437,16 @@ def _check_writer(summary, c, rows, acked, pending):
         summary.failure("wrong", f"writer {c}: rows nobody wrote: {phantoms[:5]}")
 
 
-def main(argv=None) -> int:
-    ap = parser("wire", "server kills (default 6)", doc=__doc__)
+def writers_main(name: str, count_help: str, doc: str, run, argv=None) -> int:
+    """``main`` of an experiment with SDK writer processes: the common
+    options and ``--clients``; ``run(seed, count, seconds, dir, clients, stats)``."""
+    ap = parser(name, count_help, doc=doc)
     ap.add_argument("--clients", type=cliutil.positive_int, default=3,
                     help="SDK writer processes (3)")
     args = ap.parse_args(argv)
     stats = {}
     return report(run(args.seed, args.count, args.seconds, args.dir, args.clients, stats), stats)
+
+
+def main(argv=None) -> int:
+    return writers_main("wire", "server kills (default 6)", __doc__, run, argv)
