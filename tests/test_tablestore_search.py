@@ -492,3 +492,85 @@ def test_hybrid_bool_of_text_and_knn_limit_for_index_only_rows_and_fuzzy_phrases
                            ("abcde", [1, 3, 6, 8, 11]), ("BCD", [1, 2, 3, 6, 7, 8, 11])):
         got = sorted(ids(client, MatchPhraseQuery("title", text))[0])
         assert got == expected, text
+
+
+@pytest.mark.parametrize("desc", [False, True], ids=["asc", "desc"])
+def test_pages_by_primary_key_read_only_their_rows_and_keep_the_key_order(desc, monkeypatch):
+    """A search sorted by primary key takes tantivy's top k by the key's
+    first bytes (_pko); keys sharing them ("user_000..." here: groups of
+    hundreds) are ordered by their whole key.  Every page, offset and token
+    agrees with the rows sorted in Python."""
+    c = OTSClient(None)
+    try:
+        c.create_table(TableMeta("u", [("name", "STRING"), ("n", "INTEGER")]), TableOptions(),
+                       ReservedThroughput(CapacityUnit(0, 0)))
+        keys = [("user_%06d" % (i * 7 % 900), i % 3) for i in range(600)]
+        for name, n in keys:
+            c.put_row("u", Row([("name", name), ("n", n)], [("tag", "t%d" % (n % 2))]), IGNORE)
+        c.create_search_index("u", "idx", SearchIndexMeta([FieldSchema("tag", FieldType.KEYWORD)]))
+        assert c.wait_for_search_index("u", "idx")
+        order = PrimaryKeySort(SortOrder.DESC if desc else SortOrder.ASC)
+        want = sorted((k for k in keys if k[1] % 2 == 0), reverse=desc)
+        from regions.tablestore.search import Engine
+        every_row = []                     # calls of the path that reads every matching row
+        read_all = Engine._hits
+        monkeypatch.setattr(Engine, "_hits", lambda *a: every_row.append(1) or read_all(*a))
+        for offset, limit in ((0, 7), (95, 100), (250, 13), (len(want) - 3, 10)):
+            r = c.search("u", "idx", SearchQuery(TermQuery("tag", "t0"), sort=Sort([order]),
+                                                 offset=offset, limit=limit,
+                                                 get_total_count=True),
+                         ColumnsToGet(return_type=ColumnReturnType.NONE))
+            got = [(row[0][0][1], row[0][1][1]) for row in r.rows]
+            assert got == want[offset:offset + limit] and r.total_count == len(want)
+        seen, token = [], None
+        while True:                        # the index's own sort (key ascending), by token
+            r = c.search("u", "idx", SearchQuery(TermQuery("tag", "t0"), limit=64,
+                                                 next_token=token),
+                         ColumnsToGet(return_type=ColumnReturnType.NONE))
+            seen += [(row[0][0][1], row[0][1][1]) for row in r.rows]
+            token = r.next_token
+            if not token:
+                break
+        assert seen == sorted(want) and not every_row
+        # scores that tie (a term's): every row with the k-th score is read, in key order
+        r = c.search("u", "idx", SearchQuery(TermQuery("tag", "t0"), sort=Sort([ScoreSort()]),
+                                             limit=5), ColumnsToGet(return_type=ColumnReturnType.NONE))
+        assert [(row[0][0][1], row[0][1][1]) for row in r.rows] == sorted(want)[:5]
+        assert not every_row
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("desc", [False, True], ids=["asc", "desc"])
+def test_pages_by_a_field_read_only_their_rows(desc, monkeypatch):
+    """A FieldSort on a single-valued number takes tantivy's top k by the
+    field's column: ties in the value go by primary key, rows without the
+    field come last (by key) in either order; as the rows sorted in Python."""
+    from regions.tablestore.search import Engine
+    c = OTSClient(None)
+    try:
+        c.create_table(TableMeta("f", [("id", "INTEGER")]), TableOptions(),
+                       ReservedThroughput(CapacityUnit(0, 0)))
+        value = {i: (i * 37 % 50) / 2 for i in range(300) if i % 9}     # ties; some rows lack it
+        for i in range(300):
+            c.put_row("f", Row([("id", i)], [("k", "a")] + ([("x", value[i])] if i in value
+                                                            else [])), IGNORE)
+        c.create_search_index("f", "idx", SearchIndexMeta([
+            FieldSchema("x", FieldType.DOUBLE, enable_sort_and_agg=True),
+            FieldSchema("k", FieldType.KEYWORD)]))
+        assert c.wait_for_search_index("f", "idx")
+        every_row = []
+        read_all = Engine._hits
+        monkeypatch.setattr(Engine, "_hits", lambda *a: every_row.append(1) or read_all(*a))
+        with_x = sorted(value, key=lambda i: (-value[i] if desc else value[i], i))
+        want = with_x + sorted(i for i in range(300) if i not in value)
+        order = SortOrder.DESC if desc else SortOrder.ASC
+        for offset, limit in ((0, 10), (37, 50), (260, 40), (290, 20)):
+            r = c.search("f", "idx", SearchQuery(TermQuery("k", "a"), sort=Sort(
+                [FieldSort("x", order)]), offset=offset, limit=limit, get_total_count=True),
+                ColumnsToGet(return_type=ColumnReturnType.NONE))
+            assert [row[0][0][1] for row in r.rows] == want[offset:offset + limit]
+            assert r.total_count == 300
+        assert not every_row
+    finally:
+        c.close()

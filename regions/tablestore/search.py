@@ -59,7 +59,7 @@ MAX_LIMIT = 100
 MAX_INDEX_ONLY_LIMIT = 1000        # when every column returned comes from the index
 MAX_OFFSET_LIMIT = 100_000         # offset + limit (paging past it: next_token)
 MAX_TOP_K = 1000                   # KnnVectorQuery's top_k
-LAYOUT = 2                         # the engine's schema version (2: GEO_POINT text is fast)
+LAYOUT = 3          # the engine's schema (2: GEO_POINT text fast; 3: _pko, TEXT not stored)
 LAYOUT_FILE = "LAYOUT"             # in the engine's directory
 _KEYWORDS_MAX = 200_000            # distinct values a keyword range reads from the column
 _COMMIT_EVERY = 1000               # back-filled rows between two commits and saved cursors
@@ -212,6 +212,9 @@ class _IndexSort:
             self.sorters.append(sorter)
 
 
+_BY_KEY = _IndexSort([("PrimaryKeySort", None, "ASC")])
+
+
 def _check_field(schema, fields, seen, parent):
     """Append the FieldDef of the SDK's FieldSchema ``schema`` to ``fields``
     (a NESTED field's, then its sub-fields', named "parent.sub")."""
@@ -270,6 +273,7 @@ class Engine:
         sb.add_text_field("_pk", stored=True, tokenizer_name="raw")
         sb.add_text_field("_has", tokenizer_name="raw")
         sb.add_integer_field("_ts", stored=True, indexed=True, fast=True)   # newest cell (ms)
+        sb.add_unsigned_field("_pko", indexed=True, fast=True)   # the row key's order (_order_of)
         self._names = {}                 # index field name -> tantivy field name
         for i, f in enumerate(definition.fields):
             tname = self._names[f.name] = "f%d" % i
@@ -282,8 +286,9 @@ class Engine:
             elif f.type == "KEYWORD":
                 sb.add_text_field(tname, stored=True, tokenizer_name="raw", fast=True)
             elif f.type == "TEXT":           # tokens are ours (_tokens), joined by spaces
-                sb.add_text_field(tname, stored=True, tokenizer_name="whitespace")
-                sb.add_text_field(tname + "_raw", stored=True, tokenizer_name="raw")
+                sb.add_text_field(tname, stored=False, tokenizer_name="whitespace")
+                if f.highlight:              # the text as written, stored for highlighting
+                    sb.add_text_field(tname + "_raw", stored=True, tokenizer_name="raw")
             elif f.type == "GEO_POINT":          # fast: count and distinct_count
                 sb.add_text_field(tname, stored=True, tokenizer_name="raw", fast=True)
                 sb.add_float_field(tname + "_lat", stored=True, indexed=True, fast=True)
@@ -340,6 +345,7 @@ class Engine:
         {column: [(ts, value)]} (newest first)."""
         doc = self._tv.Document()
         doc.add_text("_pk", row_key.hex())
+        doc.add_unsigned("_pko", _order_of(row_key))
         doc.add_integer("_ts", max((v[0][0] for v in live.values() if v), default=0))
         objects = {}                     # NESTED field -> its objects
         for f in self.definition.fields:
@@ -447,22 +453,28 @@ class Engine:
         if limit == 0 and start == 0 and vector is None and collapse is None:
             # no rows asked (aggregations, a count): count, read nothing
             return [], searcher.search(tq, limit=1, count=True).count, None
-        hits = self._hits(searcher, tq, query)
-        if vector is not None:
-            field, q, top_k, metric, min_score = vector
-            raised = top_k < start + limit         # the service then takes offset + limit
-            hits = self._knn((field, q, max(top_k, start + limit), metric, min_score), hits)
-        self._order(hits, sort)
-        if collapse is not None:
-            tname, seen, kept = self._names[self.definition.field(collapse).name], set(), []
-            for h in hits:
-                value = tuple(h[2].get(tname) or ())
-                if value and value in seen:
-                    continue
-                seen.add(value)
-                kept.append(h)
-            hits = kept
-        total = len(hits)
+        top = None
+        if vector is None and collapse is None and type(query).__name__ != "FunctionScoreQuery":
+            top = self._top(searcher, tq, sort, start + limit)
+        if top is not None:
+            hits, total = top
+        else:
+            hits = self._hits(searcher, tq, query)
+            if vector is not None:
+                field, q, top_k, metric, min_score = vector
+                raised = top_k < start + limit         # the service then takes offset + limit
+                hits = self._knn((field, q, max(top_k, start + limit), metric, min_score), hits)
+            self._order(hits, sort)
+            if collapse is not None:
+                tname, seen, kept = self._names[self.definition.field(collapse).name], set(), []
+                for h in hits:
+                    value = tuple(h[2].get(tname) or ())
+                    if value and value in seen:
+                        continue
+                    seen.add(value)
+                    kept.append(h)
+                hits = kept
+            total = len(hits)
         page = hits[start:start + limit]
         next_token = None
         if start + limit < total or (vector is not None and raised and len(page) == limit):
@@ -478,9 +490,108 @@ class Engine:
     def top_keys(self, searcher, tq, sort, limit):
         """The row keys of the first ``limit`` rows ``tq`` matches in the order
         of ``sort`` (the SDK's Sort; None: the index's): top_rows."""
+        top = self._top(searcher, tq, sort, limit)
+        if top is not None:
+            return [h[0] for h in top[0]]
         hits = self._hits(searcher, tq, None)
         self._order(hits, sort)
         return [h[0] for h in hits[:limit]]
+
+    def _top(self, searcher, tq, sort, need):
+        """(the first ``need`` hits of ``tq`` in the order of ``sort``, the
+        number of hits), reading only those documents: tantivy's top-k by
+        ``_pko`` (the row key's first bytes after its tag: rows sharing them
+        are all read and ordered by their whole key) or by score (unless the
+        k-th score ties with the next); None when the order needs every
+        document (a field sort, a distance, several sorters, a tie)."""
+        sorters = list(getattr(sort, "sorters", None) or ()) or self.definition.sort().sorters
+        if len(sorters) != 1:
+            return None
+        s, tv = sorters[0], self._tv
+        kind = type(s).__name__
+        desc = int(getattr(s, "sort_order", 0) or 0) == 1
+        if kind in ("PrimaryKeySort", "DocSort"):
+            res = searcher.search(tq, limit=need + 1, count=True, order_by_field="_pko",
+                                  order=tv.Order.Desc if desc else tv.Order.Asc)
+            if need == 0:
+                return [], res.count
+            hits = self._loaded(searcher, res.hits[:need])
+            if len(res.hits) > need and res.hits[need][0] == res.hits[need - 1][0]:
+                # the rows sharing the last one's _pko may come first
+                edge = _order_of(hits[-1][0])
+                ties = searcher.search(tv.Query.boolean_query([
+                    (tv.Occur.Must, tq),
+                    (tv.Occur.Must, tv.Query.range_query(self.schema, "_pko", tv.FieldType.Unsigned,
+                                                         edge, edge))]),
+                    limit=max(1, searcher.num_docs), count=False)
+                seen = {h[0] for h in hits}
+                hits += [h for h in self._loaded(searcher, ties.hits) if h[0] not in seen]
+            hits.sort(key=lambda h: h[0], reverse=desc)
+            return hits[:need], res.count
+        if kind == "FieldSort":
+            return self._top_by_field(searcher, tq, s, desc, need)
+        if kind == "ScoreSort" and (getattr(s, "sort_order", None) is None or desc):
+            fetch = need + 1
+            while True:      # a tie at the k-th score: every row with that score is read
+                res = searcher.search(tq, limit=fetch, count=True)
+                found = res.hits
+                if len(found) < fetch:                      # every hit
+                    break
+                if not need or found[-1][0] < found[need - 1][0]:
+                    found = [h for h in found if need and h[0] >= found[need - 1][0]]
+                    break
+                fetch *= 4
+            hits = self._loaded(searcher, found)
+            hits.sort(key=lambda h: h[0])
+            hits.sort(key=lambda h: h[1], reverse=True)
+            return hits[:need], res.count
+        return None
+
+    def _top_by_field(self, searcher, tq, s, desc, need):
+        """``_top`` for a FieldSort on a single-valued LONG, DOUBLE or DATE
+        field: tantivy's top k by the field's fast column, the rows sharing
+        the k-th value all read (ties go by primary key), then, if the page
+        reaches past them, the rows without the field (last, by key)."""
+        f = self.definition.field(s.field_name)
+        if f.type not in ("LONG", "DOUBLE", "DATE") or f.is_array or f.parent is not None \
+                or getattr(s, "nested_filter", None) is not None:
+            return None
+        tv, tname = self._tv, self._names[f.name]
+        has = tv.Query.term_query(self.schema, "_has", f.name)
+        valued = tv.Query.boolean_query([(tv.Occur.Must, tq), (tv.Occur.Must, has)])
+        res = searcher.search(valued, limit=need + 1, count=True, order_by_field=tname,
+                              order=tv.Order.Desc if desc else tv.Order.Asc)
+        total = searcher.search(tq, limit=1, count=True).count
+        if need == 0:
+            return [], total
+        hits = self._loaded(searcher, res.hits[:need])
+        if len(res.hits) > need and res.hits[need][0] == res.hits[need - 1][0]:
+            # the rows sharing the last value may come first
+            edge = hits[-1][2][tname][0]
+            ftype = tv.FieldType.Float if f.type == "DOUBLE" else tv.FieldType.Integer
+            ties = searcher.search(tv.Query.boolean_query([
+                (tv.Occur.Must, valued),
+                (tv.Occur.Must, tv.Query.range_query(self.schema, tname, ftype, edge, edge))]),
+                limit=max(1, searcher.num_docs), count=False)
+            seen = {h[0] for h in hits}
+            hits += [h for h in self._loaded(searcher, ties.hits) if h[0] not in seen]
+        hits.sort(key=lambda h: h[0])
+        hits.sort(key=lambda h: h[2][tname][0], reverse=desc)
+        hits = hits[:need]
+        if len(hits) < need and total > res.count:      # then the rows without the field
+            missing = self._top(searcher, tv.Query.boolean_query([
+                (tv.Occur.Must, tq), (tv.Occur.MustNot, has)]), _BY_KEY, need - len(hits))
+            hits += missing[0] if missing is not None else []
+        return hits, total
+
+    @staticmethod
+    def _loaded(searcher, found):
+        """[(row key, score, stored document)] of tantivy's (score, address) hits."""
+        out = []
+        for score, address in found:
+            doc = _Stored(searcher.doc(address))
+            out.append((bytes.fromhex(doc["_pk"][0]), score, doc))
+        return out
 
     def _live(self, tq, ttl):
         if ttl is None or ttl <= 0:
@@ -500,7 +611,7 @@ class Engine:
                   if type(query).__name__ == "FunctionScoreQuery" else None)
         hits = []
         for score, address in result.hits:
-            doc = searcher.doc(address).to_dict()
+            doc = _Stored(searcher.doc(address))
             if factor is not None:        # the query's score times the field's value
                 score = score * float((doc.get(factor) or [0])[0])
             hits.append((bytes.fromhex(doc["_pk"][0]), score, doc))
@@ -1056,7 +1167,8 @@ def _add(doc, f, tname, v):
         doc.add_text(tname, v)
     elif t == "TEXT":
         doc.add_text(tname, _analyze_text(f, v))
-        doc.add_text(tname + "_raw", v)               # the text as written (highlighting)
+        if f.highlight:
+            doc.add_text(tname + "_raw", v)           # the text as written (highlighting)
     elif t == "GEO_POINT":
         doc.add_text(tname, v[2])
         doc.add_float(tname + "_lat", v[0])
@@ -1491,6 +1603,36 @@ def remove_engine(server, definition):
     path = engine_path(server, definition)
     if path is not None and os.path.isdir(path):
         shutil.rmtree(path, ignore_errors=True)
+
+
+class _Stored:
+    """A stored document read field by field (tantivy's ``get_all``), not
+    converted whole: a search reads the key and what its sort names."""
+
+    __slots__ = ("doc",)
+
+    def __init__(self, doc):
+        self.doc = doc
+
+    def get(self, name, default=None):
+        try:
+            values = self.doc.get_all(name)
+        except ValueError:
+            return default
+        return values if values else default
+
+    def __getitem__(self, name):
+        values = self.get(name)
+        if values is None:
+            raise KeyError(name)
+        return values
+
+
+def _order_of(row_key):
+    """A u64 in the order of row keys (never decreasing as they grow): the 8
+    bytes after the first column's tag (every row key of a table has the same
+    first tag), zero-padded."""
+    return int.from_bytes(row_key[1:9].ljust(8, b"\0"), "big")
 
 
 def row_key_values(row_key, pk_names):
