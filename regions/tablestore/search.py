@@ -549,40 +549,43 @@ class Engine:
 
     def _top_by_field(self, searcher, tq, s, desc, need):
         """``_top`` for a FieldSort on a single-valued LONG, DOUBLE or DATE
-        field: tantivy's top k by the field's fast column, the rows sharing
-        the k-th value all read (ties go by primary key), then, if the page
-        reaches past them, the rows without the field (last, by key)."""
+        field: tantivy's top k by the field's fast column (which puts the rows
+        without a value last in either order), the rows sharing the k-th
+        value all read (ties go by primary key); the rows without the field,
+        when the page reaches them, by key."""
         f = self.definition.field(s.field_name)
         if f.type not in ("LONG", "DOUBLE", "DATE") or f.is_array or f.parent is not None \
                 or getattr(s, "nested_filter", None) is not None:
             return None
         tv, tname = self._tv, self._names[f.name]
-        has = tv.Query.term_query(self.schema, "_has", f.name)
-        valued = tv.Query.boolean_query([(tv.Occur.Must, tq), (tv.Occur.Must, has)])
-        res = searcher.search(valued, limit=need + 1, count=True, order_by_field=tname,
+        res = searcher.search(tq, limit=need + 1, count=True, order_by_field=tname,
                               order=tv.Order.Desc if desc else tv.Order.Asc)
-        total = searcher.search(tq, limit=1, count=True).count
         if need == 0:
-            return [], total
-        hits = self._loaded(searcher, res.hits[:need])
-        if len(res.hits) > need and res.hits[need][0] == res.hits[need - 1][0]:
-            # the rows sharing the last value may come first
-            edge = hits[-1][2][tname][0]
-            ftype = tv.FieldType.Float if f.type == "DOUBLE" else tv.FieldType.Integer
-            ties = searcher.search(tv.Query.boolean_query([
-                (tv.Occur.Must, valued),
-                (tv.Occur.Must, tv.Query.range_query(self.schema, tname, ftype, edge, edge))]),
-                limit=max(1, searcher.num_docs), count=False)
-            seen = {h[0] for h in hits}
-            hits += [h for h in self._loaded(searcher, ties.hits) if h[0] not in seen]
+            return [], res.count
+        found = self._loaded(searcher, res.hits)
+        hits = [h for h in found if h[2].get(tname) is not None]
+        if len(hits) == len(found) == need + 1:
+            if res.hits[need][0] == res.hits[need - 1][0]:
+                # the rows sharing the k-th value may come first: read them all
+                edge = hits[need - 1][2][tname][0]
+                ftype = tv.FieldType.Float if f.type == "DOUBLE" else tv.FieldType.Integer
+                ties = searcher.search(tv.Query.boolean_query([
+                    (tv.Occur.Must, tq),
+                    (tv.Occur.Must, tv.Query.range_query(self.schema, tname, ftype, edge,
+                                                         edge))]),
+                    limit=max(1, searcher.num_docs), count=False)
+                seen = {h[0] for h in hits}
+                hits += [h for h in self._loaded(searcher, ties.hits) if h[0] not in seen]
         hits.sort(key=lambda h: h[0])
         hits.sort(key=lambda h: h[2][tname][0], reverse=desc)
         hits = hits[:need]
-        if len(hits) < need and total > res.count:      # then the rows without the field
+        if len(hits) < need and len(found) > len(hits):     # then the rows without it
             missing = self._top(searcher, tv.Query.boolean_query([
-                (tv.Occur.Must, tq), (tv.Occur.MustNot, has)]), _BY_KEY, need - len(hits))
-            hits += missing[0] if missing is not None else []
-        return hits, total
+                (tv.Occur.Must, tq),
+                (tv.Occur.MustNot, tv.Query.term_query(self.schema, "_has", f.name))]),
+                _BY_KEY, need - len(hits))
+            hits += missing[0]
+        return hits, res.count
 
     @staticmethod
     def _loaded(searcher, found):
