@@ -228,7 +228,7 @@ def _check_field(schema, fields, seen, parent):
             raise service_error("search_field_duplicated", field=name)
         seen.add(name)
         kind = _enum_name(schema.field_type, FIELD_TYPES)
-        if kind not in _SERVED_TYPES or (kind == "NESTED" and parent is not None):
+        if kind not in _SERVED_TYPES:
             raise service_error("search_field_type_unsupported", field=name, type=kind)
         analyzer = schema.analyzer if kind == "TEXT" else None
         if analyzer is not None and analyzer not in _ANALYZERS:
@@ -350,8 +350,15 @@ class Engine:
         objects = {}                     # NESTED field -> its objects
         for f in self.definition.fields:
             if f.parent is not None:
-                values = [v for o in objects.get(f.parent, ()) if isinstance(o, dict)
-                          for v in _field_values(f, o.get(f.name[len(f.parent) + 1:]), True)]
+                raw = [o.get(f.name[len(f.parent) + 1:]) for o in objects.get(f.parent, ())
+                       if isinstance(o, dict)]
+                if f.type == "NESTED":           # objects inside the parent's objects
+                    objects[f.name] = [x for r in raw for x in (r if isinstance(r, list)
+                                                                else [r]) if isinstance(x, dict)]
+                    if objects[f.name]:
+                        doc.add_text("_has", f.name)
+                    continue
+                values = [v for r in raw for v in _field_values(f, r, True)]
             else:
                 value = pk_values[f.name] if f.name in pk_values else (
                     live[f.name][0][1] if live.get(f.name) else None)
@@ -1050,8 +1057,17 @@ def _nested_objects(value):
 
 def _field_values(f, value, parsed=False):
     """The values a column's value gives field ``f`` (a list: arrays give
-    several; a value that does not fit the type gives none).  ``parsed``: a
-    nested object's value, already JSON (an array is a list)."""
+    several; a value that does not fit the type gives none, as the service
+    drops dirty data: never an error, which would stop the index's feed).
+    ``parsed``: a nested object's value, already JSON (an array is a list)."""
+    try:
+        return _values(f, value, parsed)
+    except (ValueError, TypeError, OverflowError, re.error):
+        log.warning("search index field %r: a value it cannot take is left out", f.name)
+        return []
+
+
+def _values(f, value, parsed):
     if value is None:
         return []
     if parsed:
@@ -1106,15 +1122,55 @@ def _coerce(f, value):
 
 _EPOCH_UNITS = {"epoch_second": 1000, "epoch_millis": 1, "epoch_micros": 0.001,
                 "epoch_nanos": 0.000001}
-_JAVA_DATE = (("yyyy", "%Y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"),
-              ("ss", "%S"), ("SSS", "%f"), ("XXX", "%z"), ("Z", "%z"))
+#: Java date-format letters -> (regex group, digits): strict, as Java's parsing
+#: is ("dd" is two digits; "SSSSSS" six digits of the second's fraction).
+_JAVA_FIELDS = {"y": "year", "M": "month", "d": "day", "H": "hour", "m": "minute",
+                "s": "second", "S": "fraction"}
+_FORMATS = {}
+
+
+def _date_regex(fmt):
+    """The compiled regex of Java date format ``fmt`` (its letters as named
+    digit groups, 'quoted' text and punctuation literal, X/Z a zone), or
+    None for a format this server does not parse."""
+    if fmt in _FORMATS:
+        return _FORMATS[fmt]
+    out, i, ok = [], 0, True
+    while i < len(fmt):
+        ch = fmt[i]
+        run = len(fmt) - i - len(fmt[i:].lstrip(ch))
+        if ch == "'":
+            close = fmt.find("'", i + 1)
+            if close < 0:
+                ok = False
+                break
+            out.append(re.escape(fmt[i + 1:close]))
+            i = close + 1
+            continue
+        if ch in _JAVA_FIELDS:
+            name = _JAVA_FIELDS[ch]
+            if "(?P<%s>" % name in "".join(out):
+                ok = False
+                break
+            out.append(r"(?P<%s>\d{%d})" % (name, run))
+        elif ch in "XZ":
+            out.append(r"(?P<zone>Z|[+-]\d{2}:?\d{2})")
+        elif ch.isalpha():
+            ok = False                     # a letter this server does not know
+            break
+        else:
+            out.append(re.escape(ch * run))
+        i += run
+    _FORMATS[fmt] = re.compile("".join(out)) if ok else None
+    return _FORMATS[fmt]
 
 
 def _date_ms(f, value):
     """A DATE field's value as ms since the epoch: an integer by the field's
     epoch format (epoch_millis when none is given), a string by one of its
-    Java-style date formats (yyyy-MM-dd HH:mm:ss...); else None (not indexed,
-    as the service drops a value it cannot parse)."""
+    Java-style date formats (yyyy-MM-dd'T'HH:mm:ss.SSSSSS...; UTC unless it
+    names a zone); else None (not indexed, as the service drops a value it
+    cannot parse)."""
     if isinstance(value, bool):
         return None
     formats = f.date_formats or ["epoch_millis"]
@@ -1127,22 +1183,26 @@ def _date_ms(f, value):
         return None
     import datetime
     for fmt in formats:
-        if fmt in _EPOCH_UNITS:
+        regex = None if fmt in _EPOCH_UNITS else _date_regex(fmt)
+        m = regex.fullmatch(value) if regex is not None else None
+        if m is None:
             continue
-        pattern, strict = fmt, re.escape(fmt)
-        for java, py in _JAVA_DATE:
-            pattern = pattern.replace(java, py)
-            strict = strict.replace(java, r"\d{%d}" % len(java) if java[0] not in "XZ"
-                                    else r"[+-]\d{2}:?\d{2}|Z")
-        if not re.fullmatch(strict.replace("'", ""), value):
-            continue                      # Java's formats are strict: "dd" is two digits
+        g = m.groupdict()
+        zone = datetime.timezone.utc
+        if g.get("zone") and g["zone"] != "Z":
+            z = g["zone"].replace(":", "")
+            minutes = int(z[1:3]) * 60 + int(z[3:5])
+            zone = datetime.timezone(datetime.timedelta(minutes=-minutes if z[0] == "-"
+                                                        else minutes))
         try:
-            parsed = datetime.datetime.strptime(value, pattern.replace("'", ""))
+            parsed = datetime.datetime(int(g.get("year") or 1970), int(g.get("month") or 1),
+                                       int(g.get("day") or 1), int(g.get("hour") or 0),
+                                       int(g.get("minute") or 0), int(g.get("second") or 0),
+                                       tzinfo=zone)
         except ValueError:
             continue
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=datetime.timezone.utc)
-        return int(parsed.timestamp() * 1000)
+        fraction = g.get("fraction") or "0"
+        return int(parsed.timestamp()) * 1000 + int(fraction[:3].ljust(3, "0"))
     return None
 
 
