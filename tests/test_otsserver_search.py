@@ -410,3 +410,11 @@ def test_bad_bytes_are_refused_not_crashed(served):
                             search_query=spb.SearchQuery(query=deep).SerializeToString())
     status, data = raw_post(srv, "Search", req.SerializeToString())
     assert status == 400 and "deeper" in error_of(data)[1]
+
+
+def test_a_scan_query_without_parallel_numbers_is_one_stream():
+    """The Go SDK's single-threaded ParallelScan sends neither
+    current_parallel_id nor max_parallel: 0 of 1, as the service takes it."""
+    from regions.otsserver import searchwire as sw
+    q = sw.scan_query(spb.ScanQuery(limit=5).SerializeToString())
+    assert (q.current_parallel_id, q.max_parallel, q.limit) == (0, 1, 5)

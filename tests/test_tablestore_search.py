@@ -343,19 +343,25 @@ def test_highlight_wraps_the_query_words_in_the_field_as_written(client):
     client.put_row("t", Row([("id", 1)], [("title", "菊花茶是一款大部分人都适合的经典花茶"),
                                           ("plain", "x")]), IGNORE)
     client.put_row("t", Row([("id", 2)], [("title", "The Quick brown fox")]), IGNORE)
+    client.put_row("t", Row([("id", 3)], [("title", "dengcai <em>street</em>")]), IGNORE)
     client.create_search_index("t", "idx", SearchIndexMeta([
         FieldSchema("title", FieldType.TEXT, analyzer=AnalyzerType.MAXWORD,
                     enable_highlighting=True),
         FieldSchema("plain", FieldType.TEXT)]))
     assert client.wait_for_search_index("t", "idx")
 
-    def fragments(query, field="title", size=18):
+    def fragments(query, field="title", size=18, encoder=None):
         resp = client.search("t", "idx", SearchQuery(query, highlight=Highlight(
-            [HighlightParameter(field, 1, size, "<b>", "</b>")])))
+            [HighlightParameter(field, 1, size, "<b>", "</b>")], encoder)))
         return [[f.field_fragments for f in h.highlight_result.highlight_fields]
                 for h in resp.search_hits]
     assert fragments(MatchQuery("title", "花茶")) == [[["菊<b>花茶</b>是一款大部分人都适合的经典<b>花茶</b>"]]]
     assert fragments(MatchQuery("title", "quick"), size=40) == [[["The <b>Quick</b> brown fox"]]]
+    # HTML_MODE: the text around the tags HTML-escaped (the Go SDK's live test)
+    from tablestore.metadata import HighlightEncoder
+    assert fragments(MatchQuery("title", "dengcai"), size=40,
+                     encoder=HighlightEncoder.HTML_MODE) == \
+        [[["<b>dengcai</b> &lt;em&gt;street&lt;&#x2F;em&gt;"]]]
     with pytest.raises(OTSServiceError) as e:
         fragments(MatchQuery("plain", "x"), "plain")
     assert e.value.message == "highlighting is not supported for field[plain]"

@@ -490,12 +490,14 @@ def search_query(data: bytes) -> "sdk.SearchQuery":
 
 def scan_query(data: bytes) -> "sdk.ScanQuery":
     """ParallelScanRequest's serialized ``scan_query`` -> the SDK's ScanQuery
-    (absent numbers stay None: the engine words the error)."""
+    (an absent limit stays None: the engine words the error; absent parallel
+    numbers are one stream, 0 of 1, as the service takes them: the Go SDK's
+    single-threaded scan sends neither)."""
     proto = _parse(spb.ScanQuery, data, "scan_query")
     return sdk.ScanQuery(query(proto.query) if proto.HasField("query") else None,
                          _opt(proto, "limit"),
                          proto.token if proto.HasField("token") and proto.token else None,
-                         _opt(proto, "current_parallel_id"), _opt(proto, "max_parallel"),
+                         _opt(proto, "current_parallel_id", 0), _opt(proto, "max_parallel", 1),
                          _opt(proto, "alive_time", 60))
 
 

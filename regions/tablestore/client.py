@@ -52,7 +52,8 @@ from .search import (DEFAULT_LIMIT as DEFAULT_SEARCH_LIMIT, MAX_LIMIT as MAX_SEA
                      MAX_INDEX_ONLY_LIMIT, MAX_OFFSET_LIMIT, MAX_SCAN_LIMIT,
                      MAX_SEARCH_INDEXES, from_index_only,
                      ComputeSplitsResponse, ParallelScanResponse, ScanSessions, SearchHit,
-                     SearchResponse, check_search_meta, describe_search, return_type_name)
+                     SearchResponse, check_search_meta, describe_search, html_encoder,
+                     return_type_name)
 from .searchagg import Aggregator
 from .streams import (DEFAULT_RECORD_LIMIT, MAX_RECORD_LIMIT, STREAM_SPEC, Stream,
                       StreamDetails, check_stream_spec, decode_iterator, stream_spec_record)
@@ -625,6 +626,7 @@ class OTSClient:
             token = None       # an index with NESTED fields has no index sort: no paging token
         highlight = getattr(getattr(search_query, "highlight", None), "highlight_parameters",
                             None)
+        html = html_encoder(getattr(search_query, "highlight", None))
         by_score = any(type(s).__name__ == "ScoreSort"
                        for s in getattr(search_query.sort, "sorters", None) or ())
         agg_results, group_by_results = [], []
@@ -644,7 +646,7 @@ class OTSClient:
             if not by_score:
                 score = math.nan        # the service scores only a search sorted by score
             search_hits.append(SearchHit(row, score, engine.highlight(
-                search_query.query, doc, highlight) if highlight else None))
+                search_query.query, doc, highlight, html) if highlight else None))
         return SearchResponse(rows, agg_results, group_by_results, token or b"", True,
                               total if search_query.get_total_count else -1, search_hits)
 

@@ -634,10 +634,11 @@ class Engine:
         for key_fn, reverse in reversed(keys):
             hits.sort(key=key_fn, reverse=reverse)
 
-    def highlight(self, query, doc, parameters):
+    def highlight(self, query, doc, parameters, html=False):
         """The SDK's HighlightResult of one hit (its stored document ``doc``)
         for the Highlight's ``parameters``: each field's text as written,
-        with the query's terms on that field wrapped in the tags."""
+        with the query's terms on that field wrapped in the tags (``html``:
+        the HTML_MODE encoder, the text around the tags HTML-escaped)."""
         sdk = _sdk()
         out = []
         for p in parameters:
@@ -648,7 +649,8 @@ class Engine:
             words = {w for w in _query_words(query, f)}
             fragments = _highlight(text, words, p.pre_tag or "<em>", p.post_tag or "</em>",
                                    p.fragment_size or 100, p.number_of_fragments or 5,
-                                   not f.params.get("case_sensitive"))
+                                   not f.params.get("case_sensitive"),
+                                   _html_escape if html else None)
             if fragments:
                 out.append(sdk.HighlightField(f.name, fragments))
         return sdk.HighlightResult(out)
@@ -1345,9 +1347,27 @@ def _query_words(query, f):
     return [w for w in words if isinstance(w, str) and w]
 
 
-def _highlight(text, words, pre, post, size, count, fold):
+_ENCODERS = {1: "PLAIN_MODE", 2: "HTML_MODE"}     # HighlightEncoder
+
+
+def html_encoder(highlight):
+    """Whether the SDK's Highlight asks for the HTML_MODE encoder."""
+    return _enum_name(getattr(highlight, "highlight_encoder", None), _ENCODERS) == "HTML_MODE"
+
+
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;", "/": "&#x2F;"}
+
+
+def _html_escape(text):
+    """Text as the service's HTML_MODE highlight encoder writes it."""
+    return "".join(_HTML.get(ch, ch) for ch in text)
+
+
+def _highlight(text, words, pre, post, size, count, fold, encode=None):
     """Fragments of ``text`` of about ``size`` characters around the words
-    found (longest first where they overlap), the words wrapped in tags."""
+    found (longest first where they overlap), the words wrapped in tags;
+    ``encode``: applied to the text, not to the tags."""
+    encode = encode or (lambda t: t)
     if not words:
         return []
     pattern = re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)),
@@ -1369,9 +1389,9 @@ def _highlight(text, words, pre, post, size, count, fold):
         for a, b in marks:
             if a < pos or b > hi:
                 continue
-            piece += [text[pos:a], pre, text[a:b], post]
+            piece += [encode(text[pos:a]), pre, encode(text[a:b]), post]
             pos = b
-        piece.append(text[pos:hi])
+        piece.append(encode(text[pos:hi]))
         out.append("".join(piece))
     return out
 

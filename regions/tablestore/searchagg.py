@@ -267,8 +267,12 @@ class Aggregator:
             kind = _kind(a)
             if kind in _TANTIVY_METRIC:
                 value = raw["a%d" % i]["value"]
-                out.append(sdk.AggResult(a.name, _empty_metric(kind) if value is None
-                                         else float(value)))
+                if value is None:
+                    value = _empty_metric(kind)
+                elif kind in ("Sum", "Avg") and \
+                        self.engine.definition.field(a.field).type == "DOUBLE":
+                    value = float("%.15g" % value)   # the engine's summing order's last bits
+                out.append(sdk.AggResult(a.name, float(value)))
             elif kind in ("Count", "DistinctCount"):
                 out.append(sdk.AggResult(a.name, int(raw["a%d" % i]["value"] or 0)))
             else:
@@ -433,6 +437,7 @@ class Aggregator:
         items = []
         for r in g.ranges:
             lo, hi = self._range(r)
+            lo = max(lo, 0.0)            # the service answers an open start as 0 metres
             sub = self._and(scope, self.engine.geo_ring(f, g.origin.lat, g.origin.lon, lo, hi))
             raw = self._aggregate(sub, self._native_subs(g))
             aggs, groups = self._subs(g, raw, lambda sub=sub: sub, depth)
