@@ -20,8 +20,8 @@ panics.
 The tests' endpoint and keys are the SDK's ``testConfig`` package: the copy's
 ``config.go`` is rewritten to name the fresh server (``write_config``).  The
 copy's test files are left as the vendor wrote them but for ``PATCHES``: the
-``TableStoreSuite.SetUpSuite`` fixture creates a search index and waits for
-it to sync (search is not served); under gocheck a failed ``SetUpSuite``
+``TableStoreSuite.SetUpSuite`` fixture creates a search index for its SQL
+tests and waits for it to sync (SQL is not served); under gocheck a failed ``SetUpSuite``
 misses every test of the suite, so those two calls are taken out of the copy
 (the suite's tables and rows are still prepared; no assertion of a test is
 touched).
@@ -30,7 +30,7 @@ What runs: the gocheck tests of ``SUITES`` (less ``EXCLUDED``: SQL) and the
 package's plain ``go test`` tests (unit tests that need no server), in one
 test binary; each test is listed as passed or failed with its first line.  A
 test that crashes the binary is listed as failed and the rest run in a new
-process.  Suites out of scope (``OUT_OF_SCOPE``: search, timeseries) are
+process.  Suites out of scope (``OUT_OF_SCOPE``: timeseries) are
 listed as excluded with the reason.  The exit status is 0 only when every
 test run passed.
 
@@ -90,7 +90,7 @@ EXCLUDED = ((re.compile(r"^TableStoreSuite\.TestSQL"), "SQL is not served"),)
 #: why).  Each pattern must match exactly one line, or the run stops.
 PATCHES = (
     ("api_test.go", r"^\s*PrepareSQLSearchIndex\(c,.*\)\s*$",
-     "SetUpSuite creates a search index for the SQL tests (search and SQL are not served)"),
+     "SetUpSuite creates a search index for the SQL tests (SQL is not served)"),
     ("api_test.go", r"^\s*WaitDataSyncByMatchAllQuery\(c,.*\)\s*$",
      "SetUpSuite waits for that search index to sync"),
 )
