@@ -103,6 +103,18 @@ def test_every_group_by_crosses_the_wire_with_sub_results(served):
                                                                  min_doc_count=0)])
     same(wire, embedded)
     assert all(isinstance(it.key, int) for it in wire.group_by_results[0].items)
+    wire, embedded = both(served, group_bys=[ts.GroupByDateHistogram(
+        "time", ts.DateTimeValue(3, ts.DateTimeUnit.DAY),
+        ts.FieldRange("2022-05-02", "2022-05-20"), time_zone="+08:00",
+        offset=ts.DateTimeValue(12, ts.DateTimeUnit.HOUR), min_doc_count=0,
+        group_by_sort=[ts.RowCountSort(ts.SortOrder.DESC)], **subs)])
+    same(wire, embedded)
+    items = wire.group_by_results[0].items
+    # days 2-4 hold 3 rows each, 5-19 two each: 39 in [05-02, 05-20)
+    assert sum(it.row_count for it in items) == 39
+    day = 86_400_000                    # groups of 3 days from 12:00 at +08:00 (04:00 UTC)
+    assert all((it.timestamp + day // 3 - day // 2) % (3 * day) == 0 for it in items)
+    assert [it.row_count for it in items] == sorted((it.row_count for it in items), reverse=True)
 
 
 def test_aggregation_errors_as_the_sdk_sees_them(served):

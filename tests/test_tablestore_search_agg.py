@@ -417,3 +417,63 @@ def test_double_sums_and_averages_drop_the_summing_orders_last_bits():
         assert (item.range_from, item.range_to, item.row_count) == (0, 100, 10)
     finally:
         c.close()
+
+
+def test_date_histogram_in_a_time_zone_with_an_offset_and_calendar_units():
+    """GroupByDateHistogram: groups of 2 days from 00:00 +08:00 shifted by a
+    day (the PHP SDK's live test's shape: 9 groups of 05-01..05-18), weeks
+    from Mondays, months in the zone; the values counted are those in
+    [min, max); empty groups only with min_doc_count 0 between full ones."""
+    import datetime
+    from tablestore import DateTimeUnit, DateTimeValue, GroupByDateHistogram
+    zone = datetime.timezone(datetime.timedelta(hours=8))
+    base = int(datetime.datetime(2017, 5, 1, tzinfo=zone).timestamp() * 1000)
+    c = OTSClient(None)
+    try:
+        c.create_table(TableMeta("d", [("id", "INTEGER")]), TableOptions(),
+                       ReservedThroughput(CapacityUnit(0, 0)))
+        times = {i: base + i * 3 * 3_600_000 for i in range(135) if not 40 <= i < 72}
+        for i, t in times.items():
+            c.put_row("d", Row([("id", i)], [("d", t), ("l", i)]), Condition("IGNORE"))
+        c.create_search_index("d", "idx", SearchIndexMeta([
+            FieldSchema("d", FieldType.DATE, date_formats=["yyyy-MM-dd HH:mm:ss"]),
+            FieldSchema("l", FieldType.LONG)]))
+        assert c.wait_for_search_index("d", "idx")
+
+        def groups(**kw):
+            g = GroupByDateHistogram("d", **kw)
+            items = c.search("d", "idx", SearchQuery(MatchAllQuery(), limit=0, group_bys=[
+                g])).group_by_results[0].items
+            return [(it.timestamp, it.row_count, [a.value for a in it.sub_aggs]) for it in items]
+
+        lo, hi = base + 1000, base + 18 * 86_400_000 + 1000
+        got = groups(interval=DateTimeValue(2, DateTimeUnit.DAY), field_range=FieldRange(lo, hi),
+                     time_zone="+08:00", offset=DateTimeValue(1, DateTimeUnit.DAY),
+                     min_doc_count=0, sub_aggs=[Max("l", name="m")])
+        day = 86_400_000
+        want = []
+        for k in range(9):
+            start = base + 2 * k * day
+            inside = [i for i, t in times.items() if start <= t < start + 2 * day and lo <= t < hi]
+            want.append((start, len(inside), [float(max(inside))] if inside else [-math.inf]))
+        assert got == want and any(n == 0 for _, n, _ in got)    # an empty group kept (0)
+        assert [g[0] for g in groups(interval=DateTimeValue(2, DateTimeUnit.DAY),
+                                     field_range=FieldRange(lo, hi), time_zone="+08:00",
+                                     offset=DateTimeValue(1, DateTimeUnit.DAY))] == \
+            [w[0] for w in want if w[1]]                          # none empty by default
+        weeks = groups(interval=DateTimeValue(1, DateTimeUnit.WEEK),
+                       field_range=FieldRange("2017-04-01 00:00:00", "2017-06-01 00:00:00"))
+        assert all(datetime.datetime.fromtimestamp(t / 1000, datetime.timezone.utc).weekday() == 0
+                   for t, _, _ in weeks)
+        assert sum(n for _, n, _ in weeks) == len(times)
+        months = groups(interval=DateTimeValue(1, DateTimeUnit.MONTH), time_zone="+08:00",
+                        field_range=FieldRange("2017-01-01 00:00:00", "2018-01-01 00:00:00"))
+        assert months == [(base, len(times), [])]
+        for bad in (dict(interval=DateTimeValue(0, DateTimeUnit.DAY)),
+                    dict(interval=DateTimeValue(1, DateTimeUnit.DAY), time_zone="8 hours"),
+                    dict(interval=DateTimeValue(1, DateTimeUnit.SECOND))):
+            with pytest.raises(OTSServiceError) as e:
+                groups(field_range=FieldRange(lo, hi), **bad)
+            assert e.value.code == "OTSParameterInvalid"
+    finally:
+        c.close()

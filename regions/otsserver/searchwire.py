@@ -441,17 +441,37 @@ def _group_by_geo_distance(p, name, depth):
                                   sub_group_bys=sub_groups, name=name)
 
 
+def _field_range(p):
+    """A histogram's FieldRange (bare variants), or None."""
+    if not p.HasField("field_range"):
+        return None
+    r = p.field_range
+    return sgb.FieldRange(_value(r, "min", p.field_name), _value(r, "max", p.field_name))
+
+
 def _group_by_histogram(p, name, depth):
     sub_aggs, sub_groups = _subs(p, depth)
-    field_range = None
-    if p.HasField("field_range"):
-        r = p.field_range
-        field_range = sgb.FieldRange(_value(r, "min", p.field_name),
-                                     _value(r, "max", p.field_name))
     return sgb.GroupByHistogram(
-        p.field_name, _missing(p, "interval"), field_range,
+        p.field_name, _missing(p, "interval"), _field_range(p),
         missing_value=_missing(p, "missing_value"), min_doc_count=_opt(p, "min_doc_count"),
         group_by_sort=_group_sort(p.sort) if p.HasField("sort") else None,
+        sub_aggs=sub_aggs, sub_group_bys=sub_groups, name=name)
+
+
+def _date_time(p):
+    return sgb.DateTimeValue(_opt(p, "value"), sdk.DateTimeUnit(p.unit)
+                             if p.HasField("unit") else None)
+
+
+def _group_by_date_histogram(p, name, depth):
+    sub_aggs, sub_groups = _subs(p, depth)
+    return sgb.GroupByDateHistogram(
+        p.field_name, _date_time(p.interval) if p.HasField("interval") else None,
+        _field_range(p),
+        missing=_missing(p), min_doc_count=_opt(p, "min_doc_count"),
+        time_zone=_opt(p, "time_zone"),
+        group_by_sort=_group_sort(p.sort) if p.HasField("sort") else None,
+        offset=_date_time(p.offset) if p.HasField("offset") else None,
         sub_aggs=sub_aggs, sub_group_bys=sub_groups, name=name)
 
 
@@ -461,6 +481,7 @@ GROUP_BYS = {
     spb.GROUP_BY_FILTER: (spb.GroupByFilter, _group_by_filter),
     spb.GROUP_BY_GEO_DISTANCE: (spb.GroupByGeoDistance, _group_by_geo_distance),
     spb.GROUP_BY_HISTOGRAM: (spb.GroupByHistogram, _group_by_histogram),
+    spb.GROUP_BY_DATE_HISTOGRAM: (spb.GroupByDateHistogram, _group_by_date_histogram),
 }
 
 
@@ -771,6 +792,11 @@ def fill_group_bys(proto, groups, results) -> None:
             for it in r.items:
                 _fill_item_subs(body.group_by_filter_result_items.add(row_count=it.row_count),
                                 g, it)
+        elif g.type == spb.GROUP_BY_DATE_HISTOGRAM:
+            body = spb.GroupByDateHistogramResult()
+            for it in r.items:
+                _fill_item_subs(body.group_by_date_histogram_items.add(
+                    timestamp=it.timestamp, row_count=it.row_count), g, it)
         else:
             body = spb.GroupByHistogramResult()
             for it in r.items:

@@ -313,6 +313,10 @@ ERRORS = {
                                        "{interval}.",),
     "search_histogram_range": _P + ("GroupByHistogram needs a field_range with min <= max.",),
     "search_histogram_buckets": _P + ("GroupByHistogram would make more than {max} groups.",),
+    "search_date_interval": _P + ("Invalid date interval: {interval} (a positive number of "
+                                  "YEAR, QUARTER_YEAR, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND or "
+                                  "MILLISECOND).",),
+    "search_time_zone": _P + ("Invalid time zone: {zone} (+hh:mm or -hh:mm).",),
     "search_group_sub_agg_sort": _P + ("SubAggSort names {name}, which is not a metric "
                                        "sub-aggregation of the group-by.",),
     "search_group_sort_unsupported": _P + ("Unsupported group-by sort: {sort}.",),

@@ -23,6 +23,7 @@ request objects and the results are the SDK's (``tablestore.aggregation``,
 """
 import bisect
 import math
+import re
 
 from .errors import service_error
 from .search import _nothing
@@ -162,6 +163,10 @@ class Aggregator:
                 raise service_error("search_group_ranges", group_by=kind, max=MAX_RANGES[kind])
             for q in filters:
                 self.engine._inner(q)
+        elif kind == "GroupByDateHistogram":
+            f = self._field(g.field_name, ("DATE",), kind)
+            self._date_buckets(f, g)           # refuses a bad interval, range or zone
+            self._group_sorters(g)
         elif kind == "GroupByHistogram":
             f = self._field(g.field_name, ("LONG", "DOUBLE", "DATE"), kind)
             interval = self._number(f, g.interval, "interval")
@@ -482,14 +487,95 @@ class Aggregator:
             items.append(self.sdk.GroupByHistogramResultItem(key, b["doc_count"], aggs, groups))
         return items
 
+    def _GroupByDateHistogram(self, scope, g, depth):
+        """Groups of a calendar or fixed ``interval`` in ``time_zone`` (UTC by
+        default), shifted by ``offset``: each group's key is its start (ms);
+        the values counted are those in ``field_range`` [min, max); empty
+        groups left out unless ``min_doc_count`` is 0 (then those between
+        the first and the last group that has rows); by key ascending unless
+        sorted otherwise."""
+        f = self.engine.definition.field(g.field_name)
+        starts, lo, hi = self._date_buckets(f, g)
+        ranges = [(max(a, lo), min(b, hi)) for a, b in zip(starts, starts[1:])]
+        spec = {"range": {"field": self._fast(f), "ranges": [
+            {"from": a, "to": b} for a, b in ranges if a < b]}}
+        subs = self._native_subs(g)
+        if subs:
+            spec["aggs"] = subs
+        found = {(b.get("from"), b.get("to")): b
+                 for b in self._aggregate(scope, {"d": spec})["d"]["buckets"]}
+        buckets = []
+        for key, (a, b) in zip(starts, ranges):
+            bucket = dict(found.get((float(a), float(b)), {"doc_count": 0}), key=key)
+            bucket["span"] = (a, b)
+            buckets.append(bucket)
+        missing = getattr(g, "missing", None)
+        if missing is not None:
+            value = self._date_value(f, missing, "missing")
+            for bucket in buckets:
+                a, b = bucket["span"]
+                if a <= value < b:
+                    bucket["doc_count"] += self._count(self._absent(scope, f))
+                    break
+        min_count = getattr(g, "min_doc_count", None)
+        min_count = 1 if min_count is None else int(min_count)
+        full = [i for i, b in enumerate(buckets) if b["doc_count"]]
+        if min_count <= 0:
+            buckets = buckets[full[0]:full[-1] + 1] if full else []
+        else:
+            buckets = [b for b in buckets if b["doc_count"] >= min_count]
+        sorters = self._group_sorters(g) or [("key", False, None)]
+        items = []
+        for b in _sorted_buckets(buckets, sorters, f):
+            aggs, groups = self._subs(g, b, lambda span=b["span"]: self._and(
+                scope, self._range_query(f, *span)), depth)
+            items.append(self.sdk.GroupByDateHistogramResultItem(int(b["key"]), b["doc_count"],
+                                                                 aggs, groups))
+        return items
+
+    def _date_buckets(self, f, g):
+        """(the group starts, ms, each followed by the next one's start; the
+        range's min and max, ms) of a GroupByDateHistogram."""
+        bounds = getattr(g, "field_range", None)
+        if bounds is None or bounds.min is None or bounds.max is None:
+            raise service_error("search_histogram_range")
+        lo = self._date_value(f, bounds.min, "min")
+        hi = self._date_value(f, bounds.max, "max")
+        if lo > hi:
+            raise service_error("search_histogram_range")
+        step = _date_step(getattr(g, "interval", None))
+        if step is None or step[:2] == (0, 0):
+            raise service_error("search_date_interval", interval=_show(g.interval))
+        offset = _date_step(g.offset) if getattr(g, "offset", None) is not None else (0, 0)
+        if offset is None or (step[0] == 0 and offset[0]):    # a month offset of fixed groups
+            raise service_error("search_date_interval", interval=_show(g.offset))
+        zone = _zone_ms(getattr(g, "time_zone", None))
+        if zone is None:
+            raise service_error("search_time_zone", zone=g.time_zone)
+        starts = _date_starts(lo, hi, step, offset, zone)
+        if starts is None:
+            raise service_error("search_histogram_buckets", max=MAX_BUCKETS)
+        return starts, lo, hi
+
+    def _date_value(self, f, value, what):
+        """A DATE field's bound or missing value as ms (an integer, or a
+        string in one of the field's formats)."""
+        from .search import _date_ms
+        ms = _date_ms(f, value) if isinstance(value, str) else value
+        if isinstance(ms, bool) or not isinstance(ms, int):
+            raise service_error("search_agg_value", what=what, field=f.name, type=f.type)
+        return ms
+
+    def _absent(self, scope, f):
+        tv = self.tv
+        return tv.Query.boolean_query([
+            (tv.Occur.Must, scope),
+            (tv.Occur.MustNot, tv.Query.term_query(self.engine.schema, "_has", f.name))])
+
     def _missing_bucket(self, scope, f, missing, interval, first, last, buckets):
         """Count the rows without a value of ``f`` in the group of ``missing``
         (their sub-aggregations do not see them)."""
-        tv = self.tv
-        absent = tv.Query.boolean_query([
-            (tv.Occur.Must, scope),
-            (tv.Occur.MustNot, tv.Query.term_query(self.engine.schema, "_has", f.name))])
-        n = self._count(absent)
+        n = self._count(self._absent(scope, f))
         key = math.floor(missing / interval) * interval
         if not n or not first <= key <= last:
             return
@@ -569,6 +655,81 @@ def _sorted_buckets(buckets, sorters, f):
     for sorter in reversed(sorters):
         out.sort(key=lambda b: _bucket_sort_key(b, sorter, f), reverse=sorter[1])
     return out
+
+
+# -- date histograms ------------------------------------------------------------------
+_FIXED_MS = {"MILLISECOND": 1, "SECOND": 1000, "MINUTE": 60_000, "HOUR": 3_600_000,
+             "DAY": 86_400_000}
+_MONTHS = {"MONTH": 1, "QUARTER_YEAR": 3, "YEAR": 12}
+_UNITS = {1: "YEAR", 2: "QUARTER_YEAR", 3: "MONTH", 4: "WEEK", 5: "DAY", 6: "HOUR",
+          7: "MINUTE", 8: "SECOND", 9: "MILLISECOND"}
+
+
+def _show(value):
+    return "%s %s" % (getattr(value, "value", None), getattr(value, "unit", None))
+
+
+def _date_step(value):
+    """A DateTimeValue as (months, ms[, the ms its groups start after the
+    epoch]): a calendar step in months (MONTH, QUARTER_YEAR, YEAR) or a fixed
+    one in ms (WEEK: 7 days from a Monday); None when it is not a whole
+    number of a unit."""
+    n, unit = getattr(value, "value", None), getattr(value, "unit", None)
+    name = getattr(unit, "name", None) or (_UNITS.get(int(unit)) if isinstance(unit, int)
+                                           else None)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0 or name is None:
+        return None
+    if name in _MONTHS:
+        return (n * _MONTHS[name], 0)
+    if name == "WEEK":                       # weeks start on Mondays (1970-01-05)
+        return (0, n * 7 * 86_400_000, 4 * 86_400_000)
+    return (0, n * _FIXED_MS[name])
+
+
+def _zone_ms(text):
+    """A time zone "+hh:mm" / "-hh:mm" (or "Z", or none: UTC) as ms east of UTC."""
+    if text in (None, "", "Z", "UTC"):
+        return 0
+    m = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", str(text))
+    if m is None:
+        return None
+    ms = (int(m.group(2)) * 60 + int(m.group(3))) * 60_000
+    return -ms if m.group(1) == "-" else ms
+
+
+def _date_starts(lo, hi, step, offset, zone):
+    """Every group start (ms, UTC) from the group holding ``lo`` past ``hi``,
+    then one more (the last group's end): groups of ``step`` (months, ms) in
+    local time (``zone`` ms east of UTC), shifted by ``offset`` (months, ms);
+    None when there would be more than MAX_BUCKETS."""
+    months, ms = step[:2]
+    if not months and ms <= 0:
+        return None
+    if not months:
+        shift = zone - offset[1] - (step[2] if len(step) > 2 else 0)
+        first = (lo + shift) // ms * ms - shift
+        count = (hi - first) // ms + 2
+        if count > MAX_BUCKETS + 1:
+            return None
+        return [first + i * ms for i in range(count)]
+    import datetime
+    utc = datetime.timezone.utc
+
+    def month_start(index):                  # months since 1970-01 -> ms (UTC)
+        y, m = divmod(index, 12)
+        local = datetime.datetime(1970 + y, m + 1, 1, tzinfo=utc)
+        return int(local.timestamp() * 1000) - zone + offset[1]
+
+    local = datetime.datetime.fromtimestamp((lo + zone - offset[1]) / 1000, utc)
+    index = ((local.year - 1970) * 12 + local.month - 1 - offset[0]) // months * months \
+        + offset[0]
+    starts = [month_start(index)]
+    while starts[-1] <= hi:
+        index += months
+        starts.append(month_start(index))
+        if len(starts) > MAX_BUCKETS + 1:
+            return None
+    return starts
 
 
 def _empty_metric(kind):
