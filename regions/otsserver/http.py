@@ -285,7 +285,8 @@ class _Connection(socketserver.BaseRequestHandler):
         if get:
             return self._send_page(err.http_status, TEXT, err.message.encode("utf-8") + b"\n",
                                    (), True)
-        return self._send(err.http_status, _error_body(err), None, head.api, True)
+        self._send(err.http_status, _error_body(err), None, head.api, True)
+        self._linger()                  # its body stays unread
 
     def _body_length(self, head: RequestHead) -> int:
         """The body's declared length; WireError (400, 413) after which the connection closes."""
@@ -429,7 +430,9 @@ class OTSServer(socketserver.ThreadingTCPServer):
 
     daemon_threads = True
     allow_reuse_address = True
-    request_queue_size = 128
+    #: The listen backlog: a burst of connections (past the cap too) waits here for accept()
+    #: and its answer; a full backlog drops handshakes, which clients retry 1, 3, 7 s later.
+    request_queue_size = 1024
 
     def __init__(self, host: str, port: int, service, authenticator: Authenticator,
                  max_body: int = MAX_BODY_BYTES, timeout_s: float = DEFAULT_TIMEOUT_S,
