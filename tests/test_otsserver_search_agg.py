@@ -117,6 +117,23 @@ def test_every_group_by_crosses_the_wire_with_sub_results(served):
     assert [it.row_count for it in items] == sorted((it.row_count for it in items), reverse=True)
 
 
+def test_a_composite_group_by_pages_over_the_wire(served):
+    token, keys = None, []
+    while True:
+        wire, embedded = both(served, group_bys=[ts.GroupByComposite(
+            [ts.GroupByField("k", name="kk"), ts.GroupByField("b", name="bb")], size=3,
+            next_token=token, sub_aggs=[ts.Max("d", name="m")])])
+        same(wire, embedded)
+        r = wire.group_by_results[0]
+        assert r.source_group_by_names == ["kk", "bb"]
+        keys += [tuple(it.keys) for it in r.items]
+        token = r.next_token
+        if not token:
+            break
+    assert keys == sorted((("k%d" % i, b) for i in range(5) for b in ("false", "true")),
+                          key=lambda k: (k[0], k[1] == "true"))
+
+
 def test_aggregation_errors_as_the_sdk_sees_them(served):
     _, c = served
     status, code, message = service_error(c.search, "t", "idx", ts.SearchQuery(

@@ -477,3 +477,32 @@ def test_date_histogram_in_a_time_zone_with_an_offset_and_calendar_units():
             assert e.value.code == "OTSParameterInvalid"
     finally:
         c.close()
+
+
+def test_composite_group_by_pages_through_every_combination(data):
+    """GroupByComposite over a keyword and a boolean (and a histogram):
+    every combination with rows, in key order, a page at a time by its
+    next_token; each count and sub-aggregation as computed over the rows."""
+    from tablestore import GroupByComposite
+    c, rows = data
+    want = {}
+    for cols in rows.values():
+        if "k" in cols and "l" in cols:
+            key = (cols["k"], "true" if cols["b"] else "false", str(cols["l"] // 10 * 10))
+            want.setdefault(key, []).append(cols["l"])
+    got, token, pages = [], None, 0
+    while True:
+        g = GroupByComposite([GroupByField("k"), GroupByField("b"),
+                              GroupByHistogram("l", 10, FieldRange(-100, 100))],
+                             size=7, next_token=token, sub_aggs=[Sum("l", name="s")])
+        r = search(c, group_bys=[g]).group_by_results[0]
+        assert r.source_group_by_names == ["group_by_field", "group_by_field",
+                                           "group_by_histogram"]
+        got += [(tuple(it.keys), it.row_count, it.sub_aggs[0].value) for it in r.items]
+        pages += 1
+        token = r.next_token
+        if not token:
+            break
+    expect = sorted(want, key=lambda k: (k[0], k[1] == "true", int(k[2])))
+    assert [g[0] for g in got] == expect and pages == -(-len(expect) // 7)
+    assert all(n == len(want[k]) and s == sum(want[k]) for k, n, s in got)

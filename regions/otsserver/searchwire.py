@@ -475,6 +475,14 @@ def _group_by_date_histogram(p, name, depth):
         sub_aggs=sub_aggs, sub_group_bys=sub_groups, name=name)
 
 
+def _group_by_composite(p, name, depth):
+    sub_aggs, sub_groups = _subs(p, depth)
+    return sgb.GroupByComposite(
+        group_bys(p.sources, depth + 1) if p.HasField("sources") else [], size=_opt(p, "size"),
+        next_token=_opt(p, "next_token"), suggested_size=_opt(p, "suggested_size"),
+        sub_aggs=sub_aggs, sub_group_bys=sub_groups, name=name)
+
+
 GROUP_BYS = {
     spb.GROUP_BY_FIELD: (spb.GroupByField, _group_by_field),
     spb.GROUP_BY_RANGE: (spb.GroupByRange, _group_by_range),
@@ -482,6 +490,7 @@ GROUP_BYS = {
     spb.GROUP_BY_GEO_DISTANCE: (spb.GroupByGeoDistance, _group_by_geo_distance),
     spb.GROUP_BY_HISTOGRAM: (spb.GroupByHistogram, _group_by_histogram),
     spb.GROUP_BY_DATE_HISTOGRAM: (spb.GroupByDateHistogram, _group_by_date_histogram),
+    spb.GROUP_BY_COMPOSITE: (spb.GroupByComposite, _group_by_composite),
 }
 
 
@@ -792,6 +801,16 @@ def fill_group_bys(proto, groups, results) -> None:
             for it in r.items:
                 _fill_item_subs(body.group_by_filter_result_items.add(row_count=it.row_count),
                                 g, it)
+        elif g.type == spb.GROUP_BY_COMPOSITE:
+            body = spb.GroupByCompositeResult()
+            body.source_group_by_names.extend(r.source_group_by_names or ())
+            if r.next_token:
+                body.next_token = r.next_token
+            for it in r.items:
+                item = body.group_by_composite_result_items.add(row_count=it.row_count)
+                item.keys.extend("" if k is None else k for k in it.keys)
+                item.is_null_keys.extend(k is None for k in it.keys)
+                _fill_item_subs(item, g, it)
         elif g.type == spb.GROUP_BY_DATE_HISTOGRAM:
             body = spb.GroupByDateHistogramResult()
             for it in r.items:

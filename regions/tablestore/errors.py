@@ -316,6 +316,9 @@ ERRORS = {
     "search_date_interval": _P + ("Invalid date interval: {interval} (a positive number of "
                                   "YEAR, QUARTER_YEAR, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND or "
                                   "MILLISECOND).",),
+    "search_composite_sources": _P + ("GroupByComposite needs 1 to {max} sources, each a "
+                                      "GroupByField, GroupByHistogram or GroupByDateHistogram "
+                                      "without sub-aggregations.",),
     "search_time_zone": _P + ("Invalid time zone: {zone} (+hh:mm or -hh:mm).",),
     "search_group_sub_agg_sort": _P + ("SubAggSort names {name}, which is not a metric "
                                        "sub-aggregation of the group-by.",),

@@ -163,6 +163,20 @@ class Aggregator:
                 raise service_error("search_group_ranges", group_by=kind, max=MAX_RANGES[kind])
             for q in filters:
                 self.engine._inner(q)
+        elif kind == "GroupByComposite":
+            sources = list(getattr(g, "sources", None) or ())
+            if not sources or len(sources) > MAX_GROUP_BYS:
+                raise service_error("search_composite_sources", max=MAX_GROUP_BYS)
+            for src in sources:
+                if _kind(src) not in _COMPOSITE_SOURCES or src.sub_aggs or src.sub_group_bys:
+                    raise service_error("search_composite_sources", max=MAX_GROUP_BYS)
+                self._check_group_by(src, depth)
+            for size in (g.size, getattr(g, "suggested_size", None)):
+                if size is not None and (not isinstance(size, int) or size <= 0):
+                    raise service_error("search_group_size", size=size, max=MAX_GROUP_SIZE)
+            if g.size is not None and g.size > MAX_GROUP_SIZE:
+                raise service_error("search_group_size", size=g.size, max=MAX_GROUP_SIZE)
+            _after_keys(getattr(g, "next_token", None), len(sources))
         elif kind == "GroupByDateHistogram":
             f = self._field(g.field_name, ("DATE",), kind)
             self._date_buckets(f, g)           # refuses a bad interval, range or zone
@@ -325,6 +339,9 @@ class Aggregator:
     # -- group-bys --------------------------------------------------------------
     def _group_by(self, scope, g, depth):
         kind = _kind(g)
+        if kind == "GroupByComposite":
+            items, token = self._GroupByComposite(scope, g, depth)
+            return self.sdk.GroupByResult(g.name, items, [s.name for s in g.sources], token)
         items = getattr(self, "_" + kind)(scope, g, depth)
         return self.sdk.GroupByResult(g.name, items)
 
@@ -486,6 +503,73 @@ class Aggregator:
                 scope, self._range_query(f, k, k + interval)), depth)
             items.append(self.sdk.GroupByHistogramResultItem(key, b["doc_count"], aggs, groups))
         return items
+
+    def _GroupByComposite(self, scope, g, depth):
+        """(items, next token): the combinations of its sources' groups (each
+        source a GroupByField, GroupByHistogram or GroupByDateHistogram) that
+        have rows, in the order of their keys (each source's ascending), a
+        page of ``size`` (or ``suggested_size``, up to 2,000) after the
+        token's keys; each item's keys as strings."""
+        size = g.size or min(getattr(g, "suggested_size", None) or DEFAULT_GROUP_SIZE,
+                             MAX_GROUP_SIZE)
+        after = _after_keys(getattr(g, "next_token", None), len(g.sources))
+        found = []
+        self._combine(scope, list(g.sources), after, [], found, size + 1)
+        more = len(found) > size
+        found = found[:size]
+        items = []
+        for keys, count, combo_scope in found:
+            aggs, groups = self._subs(g, self._aggregate(combo_scope, self._native_subs(g)),
+                                      lambda q=combo_scope: q, depth)
+            items.append(self.sdk.GroupByCompositeResultItem([k[1] for k in keys], count, aggs,
+                                                            groups))
+        token = _composite_token([k[0] for k in found[-1][0]]) if more else None
+        return items, token
+
+    def _combine(self, scope, sources, after, keys, found, limit):
+        """Append (keys, row count, scope) of each combination of ``sources``'
+        groups in ``scope`` past ``after`` (the sort keys of the last one
+        given, or None), in key order, until ``found`` holds ``limit``."""
+        for sort_key, text, count, sub in self._source_groups(scope, sources[0]):
+            if len(found) >= limit:
+                return
+            inner = None
+            if after is not None:
+                if sort_key < after[0] or (sort_key == after[0] and len(sources) == 1):
+                    continue
+                inner = after[1:] if sort_key == after[0] else None
+            here = keys + [(sort_key, text)]
+            if len(sources) == 1:
+                found.append((here, count, sub))
+            else:
+                self._combine(sub, sources[1:], inner, here, found, limit)
+
+    def _source_groups(self, scope, src):
+        """[(sort key, key as text, row count, the group's scope)] of one
+        composite source in ``scope``, by key ascending, groups with rows."""
+        kind = _kind(src)
+        f = self.engine.definition.field(src.field_name)
+        out = []
+        if kind == "GroupByField":
+            body = {"field": self._fast(f), "size": EXACT_VALUES, "segment_size": EXACT_VALUES,
+                    "order": {"_key": "asc"}}
+            for b in self._aggregate(scope, {"g": {"terms": body}})["g"]["buckets"]:
+                value = _bucket_value(f, b)
+                out.append((b["key"], _group_key(f, b), b["doc_count"], self._and(
+                    scope, self.engine._term(f, self.engine._names[f.name], value))))
+            return out
+        if kind == "GroupByHistogram":
+            items = self._GroupByHistogram(scope, _Plain(src), 0)
+            interval = self._number(f, src.interval, "interval")
+            return [(it.key, str(it.key) if isinstance(it.key, int) else repr(it.key), it.value,
+                     self._and(scope, self._range_query(f, it.key, it.key + interval)))
+                    for it in items]
+        starts, lo, hi = self._date_buckets(f, src)
+        items = self._GroupByDateHistogram(scope, _Plain(src), 0)
+        ends = dict(zip(starts, starts[1:]))
+        return [(it.timestamp, str(it.timestamp), it.row_count, self._and(
+            scope, self._range_query(f, max(it.timestamp, lo), min(ends[it.timestamp], hi))))
+            for it in items]
 
     def _GroupByDateHistogram(self, scope, g, depth):
         """Groups of a calendar or fixed ``interval`` in ``time_zone`` (UTC by
@@ -655,6 +739,42 @@ def _sorted_buckets(buckets, sorters, f):
     for sorter in reversed(sorters):
         out.sort(key=lambda b: _bucket_sort_key(b, sorter, f), reverse=sorter[1])
     return out
+
+
+# -- composite group-bys -----------------------------------------------------------------
+_COMPOSITE_SOURCES = ("GroupByField", "GroupByHistogram", "GroupByDateHistogram")
+
+
+class _Plain:
+    """A composite source read as a group-by of its own: by key ascending,
+    groups with rows, nothing inside."""
+
+    def __init__(self, source):
+        self.__dict__.update(vars(source))
+        self.group_by_sort, self.min_doc_count = None, 1
+        self.sub_aggs, self.sub_group_bys = [], []
+
+
+def _composite_token(keys):
+    import base64
+    import json
+    return base64.urlsafe_b64encode(json.dumps({"after": keys}).encode()).decode()
+
+
+def _after_keys(token, n):
+    """The sort keys a composite page starts after (None: the first page)."""
+    if not token:
+        return None
+    import base64
+    import json
+    try:
+        raw = token if isinstance(token, (bytes, bytearray)) else str(token).encode()
+        keys = json.loads(base64.urlsafe_b64decode(raw))["after"]
+    except (ValueError, KeyError, TypeError):
+        raise service_error("search_token_invalid") from None
+    if not isinstance(keys, list) or len(keys) != n:
+        raise service_error("search_token_invalid")
+    return keys
 
 
 # -- date histograms ------------------------------------------------------------------
