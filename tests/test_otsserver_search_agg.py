@@ -134,6 +134,15 @@ def test_a_composite_group_by_pages_over_the_wire(served):
                           key=lambda k: (k[0], k[1] == "true"))
 
 
+def test_a_geo_grid_crosses_the_wire(served):
+    wire, embedded = both(served, group_bys=[ts.GroupByGeoGrid(
+        "g", ts.GeoHashPrecision.GHP_39KM_19KM_4, size=3, sub_aggs=[ts.Avg("d", name="a")])])
+    same(wire, embedded)
+    items = wire.group_by_results[0].items
+    assert len(items) == 3 and all(len(it.key) == 4 for it in items)
+    assert all(it.geo_grid.top_left.lat > it.geo_grid.bottom_right.lat for it in items)
+
+
 def test_aggregation_errors_as_the_sdk_sees_them(served):
     _, c = served
     status, code, message = service_error(c.search, "t", "idx", ts.SearchQuery(

@@ -209,13 +209,15 @@ def test_group_by_field_keys_of_each_type_and_nested_group_bys(data):
     c, rows = data
     r = search(c, group_bys=[
         GroupByField("b", sub_group_bys=[GroupByField("l", size=2, name="inner")],
-                     sub_aggs=[Count("l", name="n")]),
+                     sub_aggs=[Count("l", name="n"), Count("ka", name="nka")]),
         GroupByField("la", size=20, name="arr"), GroupByField("ka", name="karr")])
     by_b, arr, karr = r.group_by_results
     for it in by_b.items:
         members = [cols for cols in rows.values() if cols["b"] == (it.key == "true")]
         assert it.key in ("true", "false") and it.row_count == len(members)
         assert it.sub_aggs[0].value == sum(1 for m in members if "l" in m)
+        # a keyword's count inside a group (tantivy cannot nest it: its own scope)
+        assert it.sub_aggs[1].value == sum(len(set(json.loads(m["ka"]))) for m in members)
         counts = {}
         for m in members:
             if "l" in m:
@@ -506,3 +508,41 @@ def test_composite_group_by_pages_through_every_combination(data):
     expect = sorted(want, key=lambda k: (k[0], k[1] == "true", int(k[2])))
     assert [g[0] for g in got] == expect and pages == -(-len(expect) // 7)
     assert all(n == len(want[k]) and s == sum(want[k]) for k, n, s in got)
+
+
+def _geohash_reference(lat, lon, chars):
+    """Geohash by bisection (the textbook algorithm, independent of ours)."""
+    alphabet = "0123456789bcdefghjkmnpqrstuvwxyz"
+    lat_r, lon_r, bits, out, even, ch, n = [-90.0, 90.0], [-180.0, 180.0], 0, "", True, 0, 0
+    while len(out) < chars:
+        r, v = (lon_r, lon) if even else (lat_r, lat)
+        mid = (r[0] + r[1]) / 2
+        ch = ch << 1 | (v >= mid)
+        r[v < mid] = mid
+        even, n = not even, n + 1
+        if n == 5:
+            out, ch, n = out + alphabet[ch], 0, 0
+    return out
+
+
+def test_geo_grid_cells_match_the_textbook_geohash(data):
+    from tablestore import GeoHashPrecision, GroupByGeoGrid
+    c, rows = data
+    for precision in (GeoHashPrecision.GHP_156KM_156KM_3, GeoHashPrecision.GHP_39KM_19KM_4):
+        want = {}
+        for cols in rows.values():
+            if "g" in cols:
+                lat, lon = map(float, cols["g"].split(","))
+                key = _geohash_reference(lat, lon, int(precision))
+                want[key] = want.get(key, 0) + 1
+        r = search(c, group_bys=[GroupByGeoGrid("g", precision, size=5,
+                                                sub_aggs=[Count("g", name="n")])])
+        items = r.group_by_results[0].items
+        top = sorted(want.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+        assert [(it.key, it.row_count) for it in items] == top
+        for it in items:
+            assert it.sub_aggs[0].value == it.row_count
+            box = it.geo_grid          # the cell holds the points of its key
+            assert _geohash_reference((box.top_left.lat + box.bottom_right.lat) / 2,
+                                      (box.top_left.lon + box.bottom_right.lon) / 2,
+                                      int(precision)) == it.key

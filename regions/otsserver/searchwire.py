@@ -483,6 +483,12 @@ def _group_by_composite(p, name, depth):
         sub_aggs=sub_aggs, sub_group_bys=sub_groups, name=name)
 
 
+def _group_by_geo_grid(p, name, depth):
+    sub_aggs, sub_groups = _subs(p, depth)
+    return sgb.GroupByGeoGrid(p.field_name, _opt(p, "precision"), size=_opt(p, "size"),
+                              sub_aggs=sub_aggs, sub_group_bys=sub_groups, name=name)
+
+
 GROUP_BYS = {
     spb.GROUP_BY_FIELD: (spb.GroupByField, _group_by_field),
     spb.GROUP_BY_RANGE: (spb.GroupByRange, _group_by_range),
@@ -491,6 +497,7 @@ GROUP_BYS = {
     spb.GROUP_BY_HISTOGRAM: (spb.GroupByHistogram, _group_by_histogram),
     spb.GROUP_BY_DATE_HISTOGRAM: (spb.GroupByDateHistogram, _group_by_date_histogram),
     spb.GROUP_BY_COMPOSITE: (spb.GroupByComposite, _group_by_composite),
+    spb.GROUP_BY_GEO_GRID: (spb.GroupByGeoGrid, _group_by_geo_grid),
 }
 
 
@@ -801,6 +808,15 @@ def fill_group_bys(proto, groups, results) -> None:
             for it in r.items:
                 _fill_item_subs(body.group_by_filter_result_items.add(row_count=it.row_count),
                                 g, it)
+        elif g.type == spb.GROUP_BY_GEO_GRID:
+            body = spb.GroupByGeoGridResult()
+            for it in r.items:
+                item = body.group_by_geo_grid_result_items.add(key=it.key, row_count=it.row_count)
+                for corner, point in (("top_left", it.geo_grid.top_left),
+                                      ("bottom_right", it.geo_grid.bottom_right)):
+                    getattr(item.geo_grid, corner).lat = point.lat
+                    getattr(item.geo_grid, corner).lon = point.lon
+                _fill_item_subs(item, g, it)
         elif g.type == spb.GROUP_BY_COMPOSITE:
             body = spb.GroupByCompositeResult()
             body.source_group_by_names.extend(r.source_group_by_names or ())

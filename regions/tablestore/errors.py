@@ -319,6 +319,7 @@ ERRORS = {
     "search_composite_sources": _P + ("GroupByComposite needs 1 to {max} sources, each a "
                                       "GroupByField, GroupByHistogram or GroupByDateHistogram "
                                       "without sub-aggregations.",),
+    "search_geo_precision": _P + ("Invalid geohash precision: {precision} (1 to 12).",),
     "search_time_zone": _P + ("Invalid time zone: {zone} (+hh:mm or -hh:mm).",),
     "search_group_sub_agg_sort": _P + ("SubAggSort names {name}, which is not a metric "
                                        "sub-aggregation of the group-by.",),

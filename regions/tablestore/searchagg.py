@@ -177,6 +177,13 @@ class Aggregator:
             if g.size is not None and g.size > MAX_GROUP_SIZE:
                 raise service_error("search_group_size", size=g.size, max=MAX_GROUP_SIZE)
             _after_keys(getattr(g, "next_token", None), len(sources))
+        elif kind == "GroupByGeoGrid":
+            self._field(g.field_name, ("GEO_POINT",), kind)
+            if _precision(getattr(g, "precision", None)) is None:
+                raise service_error("search_geo_precision", precision=g.precision)
+            size = g.size if g.size is not None else MAX_GEO_CELLS
+            if not isinstance(size, int) or not 0 < size <= MAX_GEO_CELLS:
+                raise service_error("search_group_size", size=size, max=MAX_GEO_CELLS)
         elif kind == "GroupByDateHistogram":
             f = self._field(g.field_name, ("DATE",), kind)
             self._date_buckets(f, g)           # refuses a bad interval, range or zone
@@ -293,7 +300,11 @@ class Aggregator:
                     value = float("%.15g" % value)   # the engine's summing order's last bits
                 out.append(sdk.AggResult(a.name, float(value)))
             elif kind in ("Count", "DistinctCount"):
-                out.append(sdk.AggResult(a.name, int(raw["a%d" % i]["value"] or 0)))
+                found = raw.get("a%d" % i)
+                if found is None:                 # not nested: counted in its own scope
+                    scope = scope if scope is not None else scope_of()
+                    found = self._aggregate(scope, {"a": self._metric(a)})["a"]
+                out.append(sdk.AggResult(a.name, int(found["value"] or 0)))
             else:
                 scope = scope if scope is not None else scope_of()
                 if kind == "Percentiles":
@@ -346,9 +357,16 @@ class Aggregator:
         return self.sdk.GroupByResult(g.name, items)
 
     def _native_subs(self, g):
-        """The tantivy metrics of ``g``'s sub-aggregations (nested in its buckets)."""
+        """The tantivy metrics of ``g``'s sub-aggregations (nested in its
+        buckets); a value_count of a string column is left to each bucket's
+        own scope (tantivy panics on it inside a bucket)."""
         return {"a%d" % i: s for i, s in enumerate(self._metric(a) for a in g.sub_aggs or ())
-                if s}
+                if s and not ("value_count" in s and self._string_column(s["value_count"]))}
+
+    def _string_column(self, body):
+        f = next(f for f in self.engine.definition.fields
+                 if self.engine._names[f.name] == body["field"])
+        return f.type in ("KEYWORD", "GEO_POINT")
 
     def _subs(self, g, bucket, scope_of, depth):
         """(sub agg results, sub group-by results) of one of ``g``'s groups."""
@@ -571,6 +589,49 @@ class Aggregator:
             scope, self._range_query(f, max(it.timestamp, lo), min(ends[it.timestamp], hi))))
             for it in items]
 
+    def _GroupByGeoGrid(self, scope, g, depth):
+        """The geohash cells of ``precision`` (1-12 characters) holding the
+        rows' points, by row count descending (then key), at most ``size``:
+        a longitude histogram with a latitude histogram in each of its
+        groups, whose intervals are the cells' (geohash halves longitude
+        and latitude in turn, longitude first)."""
+        f = self.engine.definition.field(g.field_name)
+        chars = _precision(g.precision)
+        bits = 5 * chars
+        lon_iv, lat_iv = 360.0 / (1 << ((bits + 1) // 2)), 180.0 / (1 << (bits // 2))
+        tname = self._fast(f)
+        inner = {"histogram": {"field": tname + "_lat", "interval": lat_iv, "min_doc_count": 1}}
+        subs = self._native_subs(g)
+        if subs:
+            inner["aggs"] = subs
+        raw = self._aggregate(scope, {"g": {
+            "histogram": {"field": tname + "_lon", "interval": lon_iv, "min_doc_count": 1},
+            "aggs": {"lat": inner}}})["g"]["buckets"]
+        cells = []
+        for column in raw:
+            for b in column["lat"]["buckets"]:
+                b = dict(b, lon=column["key"], lat=b["key"])
+                b["key"] = _geohash(b["lat"], b["lon"], lat_iv, lon_iv, bits)
+                cells.append(b)
+        cells.sort(key=lambda b: b["key"])
+        cells.sort(key=lambda b: b["doc_count"], reverse=True)
+        tv, items = self.tv, []
+        for b in cells[:g.size if g.size is not None else MAX_GEO_CELLS]:
+            def cell(b=b):
+                return self._and(scope, tv.Query.boolean_query([
+                    (tv.Occur.Must, tv.Query.range_query(
+                        self.engine.schema, tname + "_lat", tv.FieldType.Float, b["lat"],
+                        b["lat"] + lat_iv, include_upper=False)),
+                    (tv.Occur.Must, tv.Query.range_query(
+                        self.engine.schema, tname + "_lon", tv.FieldType.Float, b["lon"],
+                        b["lon"] + lon_iv, include_upper=False))]))
+            aggs, groups = self._subs(g, b, cell, depth)
+            grid = self.sdk.GeoGrid(self.sdk.GeoPoint(b["lat"] + lat_iv, b["lon"]),
+                                    self.sdk.GeoPoint(b["lat"], b["lon"] + lon_iv))
+            items.append(self.sdk.GroupByGeoGridResultItem(b["key"], grid, b["doc_count"],
+                                                           aggs, groups))
+        return items
+
     def _GroupByDateHistogram(self, scope, g, depth):
         """Groups of a calendar or fixed ``interval`` in ``time_zone`` (UTC by
         default), shifted by ``offset``: each group's key is its start (ms);
@@ -739,6 +800,36 @@ def _sorted_buckets(buckets, sorters, f):
     for sorter in reversed(sorters):
         out.sort(key=lambda b: _bucket_sort_key(b, sorter, f), reverse=sorter[1])
     return out
+
+
+# -- geohash cells ------------------------------------------------------------------------
+MAX_GEO_CELLS = 10_000         # GroupByGeoGrid's size (and its default)
+_BASE32 = "0123456789bcdefghjkmnpqrstuvwxyz"
+
+
+def _precision(value):
+    """GeoHashPrecision (1-12) as a number of characters, or None."""
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return None
+    return n if 1 <= n <= 12 and not isinstance(value, bool) else None
+
+
+def _geohash(lat, lon, lat_iv, lon_iv, bits):
+    """The geohash of the cell whose south-west corner is (lat, lon)."""
+    lon_i = int(round((lon + 180.0) / lon_iv))
+    lat_i = int(round((lat + 90.0) / lat_iv))
+    lon_bits, lat_bits = (bits + 1) // 2, bits // 2
+    code, n_lon, n_lat = 0, lon_bits, lat_bits
+    for b in range(bits):
+        if b % 2 == 0:
+            n_lon -= 1
+            code = code << 1 | (lon_i >> n_lon & 1)
+        else:
+            n_lat -= 1
+            code = code << 1 | (lat_i >> n_lat & 1)
+    return "".join(_BASE32[code >> shift & 31] for shift in range(bits - 5, -1, -5))
 
 
 # -- composite group-bys -----------------------------------------------------------------
