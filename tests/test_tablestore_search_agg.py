@@ -546,3 +546,17 @@ def test_geo_grid_cells_match_the_textbook_geohash(data):
             assert _geohash_reference((box.top_left.lat + box.bottom_right.lat) / 2,
                                       (box.top_left.lon + box.bottom_right.lon) / 2,
                                       int(precision)) == it.key
+
+
+def test_a_panic_of_the_engine_is_an_internal_error_not_an_escape(data):
+    """tantivy panics (a pyo3 PanicException, not an Exception) on a
+    value_count of a string column inside a bucket; aggregate() turns any
+    such panic into OTSInternalServerError."""
+    from regions.tablestore.search import aggregate
+    c, _ = data
+    engine = c._indexer.tables["t"].searches["idx"]
+    k = engine._names["k"]
+    with pytest.raises(OTSServiceError) as e:
+        aggregate(engine.index.searcher(), engine._tv.Query.all_query(),
+                  {"o": {"terms": {"field": k}, "aggs": {"n": {"value_count": {"field": k}}}}})
+    assert e.value.code == "OTSInternalServerError"

@@ -887,7 +887,7 @@ class Engine:
         field's distinct values (its fast column's terms) inside, as terms."""
         tv = self._tv
         searcher = self.index.searcher()
-        terms = searcher.aggregate(tv.Query.all_query(), {"v": {"terms": {
+        terms = aggregate(searcher, tv.Query.all_query(), {"v": {"terms": {
             "field": tname, "size": _KEYWORDS_MAX, "segment_size": _KEYWORDS_MAX}}})["v"]
         if terms.get("sum_other_doc_count"):        # too many: every document's values
             result = searcher.search(tv.Query.all_query(), limit=max(1, searcher.num_docs))
@@ -1396,6 +1396,19 @@ def _highlight(text, words, pre, post, size, count, fold, encode=None):
         piece.append(encode(text[pos:hi]))
         out.append("".join(piece))
     return out
+
+
+def aggregate(searcher, query, spec):
+    """tantivy's ``Searcher.aggregate``; a panic of the library (a pyo3
+    PanicException, a BaseException) becomes an internal error that names
+    it, not an exception that escapes the request's handlers."""
+    try:
+        return searcher.aggregate(query, spec)
+    except BaseException as e:
+        if type(e).__name__ != "PanicException":
+            raise
+        log.error("search engine panic in an aggregation %s: %s", json.dumps(spec)[:200], e)
+        raise service_error("internal_error") from None
 
 
 def _nothing(tv):

@@ -26,7 +26,7 @@ import math
 import re
 
 from .errors import service_error
-from .search import _nothing
+from .search import _nothing, aggregate
 
 MAX_AGGS = 5                 # aggregations in one request, or in one group
 MAX_GROUP_BYS = 5            # group-bys in one request, or in one group
@@ -282,7 +282,7 @@ class Aggregator:
     def _aggregate(self, scope, specs):
         if not specs:
             return {}
-        return self.searcher.aggregate(scope, specs)
+        return aggregate(self.searcher, scope, specs)
 
     def _agg_results(self, scope_of, aggs, raw):
         """The SDK's AggResults of ``aggs``: the native ones from ``raw``
@@ -328,13 +328,13 @@ class Aggregator:
         missing = self._missing(f, a)
         if missing is not None:
             body["missing"] = missing
-        raw = self.searcher.aggregate(scope, {"v": {"terms": body}})["v"]
+        raw = aggregate(self.searcher, scope, {"v": {"terms": body}})["v"]
         points = sorted(a.percentiles_list)
         if raw.get("sum_other_doc_count"):         # too many distinct values: the sketch
             body = {"field": body["field"], "percents": [float(p) for p in points]}
             if missing is not None:
                 body["missing"] = missing
-            sketch = self.searcher.aggregate(scope, {"v": {"percentiles": body}})["v"]["values"]
+            sketch = aggregate(self.searcher, scope, {"v": {"percentiles": body}})["v"]["values"]
             values = [sketch.get(str(float(p))) for p in points]
         else:
             keys = [b["key"] for b in raw["buckets"]]
