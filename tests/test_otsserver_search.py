@@ -418,3 +418,27 @@ def test_a_scan_query_without_parallel_numbers_is_one_stream():
     from regions.otsserver import searchwire as sw
     q = sw.scan_query(spb.ScanQuery(limit=5).SerializeToString())
     assert (q.current_parallel_id, q.max_parallel, q.limit) == (0, 1, 5)
+
+
+def test_inner_hits_cross_the_wire(tmp_path):
+    nested = ts.FieldSchema("items", ts.FieldType.NESTED, sub_field_schemas=[
+        ts.FieldSchema("tag", ts.FieldType.KEYWORD), ts.FieldSchema("n", ts.FieldType.LONG)])
+    rows = [ts.Row([("id", i)], [("items", json.dumps(
+        [{"tag": "red" if (i + k) % 2 else "blue", "n": k} for k in range(3)]))])
+        for i in range(4)]
+    srv, c = start_indexed(tmp_path / "data", [("id", "INTEGER")], [nested], rows)
+    try:
+        query = ts.SearchQuery(ts.NestedQuery(
+            "items", ts.TermQuery("items.tag", "red"), ts.ScoreMode.NONE,
+            ts.InnerHits(ts.Sort([ts.FieldSort("items.n", ts.SortOrder.DESC)]), 0, 5, None)))
+        wire = c.search("t", "idx", query)
+        embedded = srv.service.client.search("t", "idx", query)
+        got = [[(ih.path, [x.nested_doc_offset for x in ih.search_hits])
+                for ih in h.search_inner_hits] for h in wire.search_hits]
+        assert got == [[(ih.path, [x.nested_doc_offset for x in ih.search_hits])
+                        for ih in h.search_inner_hits] for h in embedded.search_hits]
+        # rows 0 and 2: red at k=1; rows 1 and 3: red at k=0 and 2 (by n, descending)
+        assert got == [[("items", [1])], [("items", [2, 0])], [("items", [1])],
+                       [("items", [2, 0])]]
+    finally:
+        srv.stop()

@@ -580,3 +580,44 @@ def test_pages_by_a_field_read_only_their_rows(desc, monkeypatch):
         assert not every_row
     finally:
         c.close()
+
+
+def test_inner_hits_name_the_nested_objects_that_matched(client):
+    """NestedQuery with InnerHits: each hit carries, for the nested path, the
+    objects its inner query matched, with their offsets in the row's array,
+    paged and sorted as asked, and highlighted."""
+    from tablestore.metadata import (Highlight, HighlightParameter, InnerHits, NestedQuery,
+                                     ScoreMode)
+    docs = {1: [{"tag": "red", "n": 1, "t": "red apple"}, {"tag": "blue", "n": 2, "t": "sky"},
+                {"tag": "red", "n": 3, "t": "red car"}],
+            2: [{"tag": "green", "n": 4, "t": "grass"}],
+            3: [{"tag": "red", "n": 5, "t": "red red rose"}]}
+    for i, objects in docs.items():
+        client.put_row("t", Row([("id", i)], [("items", json.dumps(objects))]), IGNORE)
+    client.create_search_index("t", "idx", SearchIndexMeta([FieldSchema(
+        "items", FieldType.NESTED, sub_field_schemas=[
+            FieldSchema("tag", FieldType.KEYWORD), FieldSchema("n", FieldType.LONG),
+            FieldSchema("t", FieldType.TEXT, enable_highlighting=True)])]))
+    assert client.wait_for_search_index("t", "idx")
+
+    def search(inner):
+        resp = client.search("t", "idx", SearchQuery(NestedQuery(
+            "items", TermQuery("items.tag", "red"), ScoreMode.NONE, inner)))
+        return {h.row[0][0][1]: [(x.nested_doc_offset, x.highlight_result)
+                                 for ih in h.search_inner_hits for x in ih.search_hits]
+                for h in resp.search_hits}
+    got = search(InnerHits(Sort([FieldSort("items.n", SortOrder.DESC)]), 0, 10, None))
+    assert {k: [o for o, _ in v] for k, v in got.items()} == {1: [2, 0], 3: [0]}
+    assert {k: [o for o, _ in v] for k, v in search(
+        InnerHits(Sort([FieldSort("items.n")]), 1, 1, None)).items()} == {1: [2], 3: []}
+    lit = search(InnerHits(None, None, None, Highlight([HighlightParameter("items.t")])))
+    fragments = {k: [h.highlight_fields[0].field_fragments for _, h in v if h.highlight_fields]
+                 for k, v in lit.items()}
+    assert fragments[1] == [] and [o for o, _ in lit[1]] == [0, 2]   # the query is on tag
+    resp = client.search("t", "idx", SearchQuery(NestedQuery(
+        "items", MatchQuery("items.t", "red"), ScoreMode.NONE,
+        InnerHits(None, None, None, Highlight([HighlightParameter("items.t")])))))
+    row3 = next(h for h in resp.search_hits if h.row[0][0][1] == 3)
+    assert row3.search_inner_hits[0].path == "items"
+    [hit] = row3.search_inner_hits[0].search_hits
+    assert hit.highlight_result.highlight_fields[0].field_fragments == ["<em>red</em> <em>red</em> rose"]

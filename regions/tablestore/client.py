@@ -27,6 +27,7 @@ partition lock under their row lock.
 """
 import contextlib
 import copy
+import json
 import math
 import threading
 import time
@@ -627,6 +628,7 @@ class OTSClient:
         highlight = getattr(getattr(search_query, "highlight", None), "highlight_parameters",
                             None)
         html = html_encoder(getattr(search_query, "highlight", None))
+        nested = engine.inner_hit_queries(search_query.query)
         by_score = any(type(s).__name__ == "ScoreSort"
                        for s in getattr(search_query.sort, "sorters", None) or ())
         agg_results, group_by_results = [], []
@@ -645,8 +647,10 @@ class OTSClient:
             rows.append(row)
             if not by_score:
                 score = math.nan        # the service scores only a search sorted by score
+            inner = engine.inner_hits(nested, self._nested_objects(name, row[0]), html) \
+                if nested else None
             search_hits.append(SearchHit(row, score, engine.highlight(
-                search_query.query, doc, highlight, html) if highlight else None))
+                search_query.query, doc, highlight, html) if highlight else None, inner))
         return SearchResponse(rows, agg_results, group_by_results, token or b"", True,
                               total if search_query.get_total_count else -1, search_hits)
 
@@ -681,6 +685,28 @@ class OTSClient:
                             for k in keys) if r is not None]
         token = self._scans.token(session_id, keys[-1]) if keys else b""
         return ParallelScanResponse(rows, token)
+
+    def _nested_objects(self, name, pk):
+        """``objects_of(path)``: the objects of a NESTED path ("a", or "a.b":
+        the b objects of every a object, in order) in row ``pk``."""
+        cache = {}
+
+        def objects_of(path):
+            parts = path.split(".")
+            if parts[0] not in cache:
+                _, row, _ = self.get_row(name, pk, [parts[0]])
+                cells = row.attribute_columns if row is not None else []
+                cache[parts[0]] = next((c[1] for c in cells if c[0] == parts[0]), None)
+            try:
+                objects = json.loads(cache[parts[0]]) if isinstance(cache[parts[0]], str) else []
+            except ValueError:
+                objects = []
+            for part in parts[1:]:
+                objects = [x for o in objects if isinstance(o, dict)
+                           for x in (o.get(part) if isinstance(o.get(part), list)
+                                     else [o.get(part)])]
+            return objects if isinstance(objects, list) else []
+        return objects_of
 
     def _search_row(self, name, schema, definition, row_key, columns_to_get):
         kind = return_type_name(getattr(columns_to_get, "return_type", None))

@@ -213,6 +213,7 @@ class _IndexSort:
 
 
 _BY_KEY = _IndexSort([("PrimaryKeySort", None, "ASC")])
+_BY_SCORE = _IndexSort([("ScoreSort", None, "DESC")])
 
 
 def _check_field(schema, fields, seen, parent):
@@ -654,6 +655,62 @@ class Engine:
             if fragments:
                 out.append(sdk.HighlightField(f.name, fragments))
         return sdk.HighlightResult(out)
+
+    # -- inner hits of nested queries ----------------------------------------------
+    def inner_hit_queries(self, query):
+        """The NestedQuerys of ``query`` (in its positive clauses) that ask
+        for inner hits."""
+        out, kind = [], type(query).__name__
+        if kind == "NestedQuery":
+            if getattr(query, "inner_hits", None) is not None:
+                out.append(query)
+        elif kind == "BoolQuery":
+            for attr in ("must_queries", "should_queries", "filter_queries"):
+                for sub in getattr(query, attr, None) or ():
+                    out += self.inner_hit_queries(sub)
+        elif kind in ("ConstScoreQuery", "FunctionScoreQuery"):
+            out += self.inner_hit_queries(getattr(query, "filter", None)
+                                          or getattr(query, "query", None))
+        elif kind == "DisMaxQuery":
+            for sub in query.queries or ():
+                out += self.inner_hit_queries(sub)
+        return out
+
+    def inner_hits(self, nested, objects_of, html=False):
+        """The SDK's SearchInnerHits of one hit: for each NestedQuery of
+        ``nested``, the objects of its path (``objects_of(path)``: the row's,
+        in order) that its inner query matches, as SearchHits with their
+        ``nested_doc_offset``, score and highlight, sorted and paged by its
+        InnerHits (default: by score, 3).  The objects are searched by an
+        engine of their own, so every query type means what it does here."""
+        sdk = _sdk()
+        out = []
+        for q in nested:
+            self.definition.field(q.path)
+            prefix = q.path + "."
+            fields = [FieldDef(**dict(f.to_json(), parent=None if f.parent == q.path
+                                      else f.parent))
+                      for f in self.definition.fields if f.name.startswith(prefix)]
+            engine = Engine(SearchIndexDef("inner", self.definition.base, fields), [])
+            tops = [f for f in fields if f.parent is None]
+            for offset, o in enumerate(objects_of(q.path)):
+                if not isinstance(o, dict):
+                    continue
+                live = {f.name: [(0, _as_column(o.get(f.name[len(prefix):])))]
+                        for f in tops if o.get(f.name[len(prefix):]) is not None}
+                engine.upsert(b"\x00" + offset.to_bytes(8, "big"), {}, live)
+            engine.commit()
+            inner = q.inner_hits
+            sort = inner.sort or _BY_SCORE
+            hits, _, _ = engine.search(q.query, sort, inner.offset or 0,
+                                       3 if inner.limit is None else inner.limit)
+            params = getattr(getattr(inner, "highlight", None), "highlight_parameters", None)
+            found = [sdk.SearchHit(None, score, engine.highlight(q.query, doc, params, html)
+                                   if params else None, None,
+                                   int.from_bytes(key[1:], "big"))
+                     for key, score, doc in hits]
+            out.append(sdk.SearchInnerHit(q.path, found))
+        return out
 
     def scan(self, query, parallel_id, max_parallel, after, limit):
         """ParallelScan: up to ``limit`` row keys matching ``query`` of stream
@@ -1724,6 +1781,12 @@ class _Stored:
         if values is None:
             raise KeyError(name)
         return values
+
+
+def _as_column(value):
+    """A nested object's value as its column would hold it (arrays and
+    objects as JSON text)."""
+    return json.dumps(value) if isinstance(value, (list, dict)) else value
 
 
 def _order_of(row_key):
