@@ -281,7 +281,7 @@ def wire_case(root, summary) -> None:
     the server stays up."""
     import tablestore as ts
     from regions.otsserver.cli import make_server
-    from regions.otsserver.errors import data_corrupted
+    from regions.tablestore.errors import service_error
     data = os.path.join(root, "wire")
     client = regions.tablestore.OTSClient(data)
     client.create_table(regions.tablestore.TableMeta("t", [("k", "STRING")]), regions.tablestore.TableOptions(),
@@ -293,7 +293,7 @@ def wire_case(root, summary) -> None:
     store = os.path.join(data, "regions", sorted(os.listdir(os.path.join(data, "regions")))[0])
     table = next(os.path.join(store, n) for n in os.listdir(store) if n.endswith(".sst"))
     _damage(table, "flip", 20, 0x80)
-    expected = data_corrupted()
+    expected = service_error("data_corrupted")
     srv = make_server(data, "127.0.0.1", 0, "inst", "ak", "sk").start()
     try:
         sdk = ts.OTSClient(srv.endpoint, "ak", "sk", "inst", retry_policy=ts.NoRetryPolicy(), socket_timeout=10)
