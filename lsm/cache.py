@@ -14,7 +14,10 @@ the GIL released, and what the cache drops meanwhile is kept until those
 searches are done (ext/lsm/_blockcache.pyx, "Reads without the GIL").
 
 ``TableCache`` keeps at most ``capacity`` tables by key; an evicted table is
-forgotten, not closed, and closes when its last user drops it.
+forgotten, not closed, and closes when its last user drops it.  Several
+stores' table caches may share one budget (``SharedTables``, handed in as
+``Options.shared_tables``): a region server's regions then hold at most
+that many tables open together, whatever their number.
 """
 import itertools
 import threading
@@ -23,7 +26,7 @@ from collections import OrderedDict
 from ._blockcache import BlockCache
 from .errors import ClosedError
 
-__all__ = ["BlockCache", "TableCache", "new_owner_id"]
+__all__ = ["BlockCache", "TableCache", "SharedTables", "new_owner_id"]
 
 _owner_ids = itertools.count(1)
 
@@ -52,13 +55,16 @@ class TableCache:
     Thread-safe.
     """
 
-    def __init__(self, open_fn, capacity: int):
+    def __init__(self, open_fn, capacity: int, shared: "SharedTables" = None):
         if not callable(open_fn):
             raise TypeError("open_fn must be callable")
         if not isinstance(capacity, int) or capacity < 1:
             raise ValueError(f"capacity must be an int >= 1, got {capacity!r}")
+        if shared is not None and not isinstance(shared, SharedTables):
+            raise TypeError(f"shared must be an lsm.cache.SharedTables, got {type(shared).__name__}")
         self._open_fn = open_fn
         self.capacity = capacity
+        self._shared = shared           # the budget this cache shares with others, or None
         self._lock = threading.Lock()
         self._map = OrderedDict()          # key -> table
         #: ``peek(key)``: the open table or None, lock-free (see the class doc).
@@ -75,6 +81,8 @@ class TableCache:
         if t is not None and not self._closed:
             try:
                 self._map.move_to_end(key)
+                if self._shared is not None:
+                    self._shared.touch(self, key)
             except KeyError:
                 pass
             self.hits += 1
@@ -100,7 +108,11 @@ class TableCache:
                 else:
                     self._map[key] = table
                 while len(self._map) > self.capacity:
-                    self._map.popitem(last=False)
+                    old, _t = self._map.popitem(last=False)
+                    if self._shared is not None:
+                        self._shared.forget(self, old)
+        if self._shared is not None and not closed:
+            self._shared.add(self, key)     # may evict another store's table (not under our lock)
         if loser is not None:
             loser.close()
         if closed:
@@ -111,6 +123,8 @@ class TableCache:
         """Forget ``key``'s table (e.g. its file was deleted)."""
         with self._lock:
             self._map.pop(key, None)
+        if self._shared is not None:
+            self._shared.forget(self, key)
 
     def __len__(self) -> int:
         return len(self._map)
@@ -123,4 +137,48 @@ class TableCache:
         """Forget every table; each closes when its last user drops it."""
         with self._lock:
             self._closed = True
+            keys = list(self._map)
             self._map.clear()
+        if self._shared is not None:
+            for key in keys:
+                self._shared.forget(self, key)
+
+
+class SharedTables:
+    """One budget of open tables for several ``TableCache`` s (a region
+    server's regions): at most ``capacity`` tables across all of them, the
+    least recently used forgotten first, whichever store's it is.  An open
+    table holds no descriptor (it is mapped: lsm/fs.py) but a mapping and
+    its parsed index; this bounds both for the whole process.  Recency is
+    that of ``TableCache.get`` (a point read's lock-free ``peek`` does not
+    count).  Thread-safe; never calls a cache while holding its own lock."""
+
+    def __init__(self, capacity: int):
+        if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
+            raise ValueError(f"capacity must be an int >= 1, got {capacity!r}")
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._lru = OrderedDict()           # (id(cache), key) -> cache
+
+    def add(self, cache: TableCache, key) -> None:
+        evicted = []
+        with self._lock:
+            self._lru[(id(cache), key)] = cache
+            self._lru.move_to_end((id(cache), key))
+            while len(self._lru) > self.capacity:
+                (_id, k), c = self._lru.popitem(last=False)
+                evicted.append((c, k))
+        for c, k in evicted:
+            with c._lock:
+                c._map.pop(k, None)
+
+    def touch(self, cache: TableCache, key) -> None:
+        """Mark a hit (lock-free, as ``TableCache.get``'s; KeyError if gone)."""
+        self._lru.move_to_end((id(cache), key))
+
+    def forget(self, cache: TableCache, key) -> None:
+        with self._lock:
+            self._lru.pop((id(cache), key), None)
+
+    def __len__(self) -> int:
+        return len(self._lru)

@@ -241,7 +241,8 @@ class DB(BackgroundWork):
         self.versions = None
         self.block_cache = options.block_cache if options.block_cache is not None \
             else BlockCache(options.block_cache_bytes)
-        self._tables = TableCache(self._open_table, options.max_open_files)   # file number -> table
+        self._tables = TableCache(self._open_table, options.max_open_files,    # file number -> table
+                                  options.shared_tables)
         self._point = PointPath(self, self._s, self._tables.peek.__self__, self.block_cache,
                                 options.max_open_files)
         self.get = self._point.get      # the point read, one C call (lsm/_read.pyx); DB.get documents it

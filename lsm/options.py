@@ -75,8 +75,14 @@ class Options:
     #: budget is per server, not per region.  None: a private cache of
     #: ``block_cache_bytes``.
     block_cache: object = None
-    #: Open table files kept in the table cache (bounds file descriptors).
+    #: Open tables kept in the table cache.  An open table holds no file
+    #: descriptor (it is mapped; lsm/fs.py) but a mapping and its index.
     max_open_files: int = 500
+    #: A budget of open tables shared by several stores (an
+    #: ``lsm.cache.SharedTables``): a region server gives all its regions
+    #: one, so the bound is per server, not per region.  None: only
+    #: ``max_open_files`` bounds this store's.
+    shared_tables: object = None
     #: Check the checksum of every block read from disk (not of cached
     #: blocks).  Keep on: a flipped bit must never become a wrong value.
     verify_checksums: bool = True

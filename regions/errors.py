@@ -8,7 +8,7 @@ through unchanged: they concern one region's files, not the region layer.
 
 __all__ = [
     "RegionError", "UnknownTableError", "TableExistsError", "UnknownRegionError",
-    "SplitError", "HotPartitionError", "ServerClosedError", "RegionBusyError",
+    "SplitError", "HotPartitionError", "DescriptorBudgetError", "ServerClosedError", "RegionBusyError",
     "MetaCorruptionError", "InvariantError", "PartialWriteError",
 ]
 
@@ -40,6 +40,11 @@ class HotPartitionError(SplitError):
     """No split point respects the table's split restriction: the region holds
     one key group (one partition key value), so it cannot split.  The message
     names the key; the server reports it as the region's split blocker."""
+
+
+class DescriptorBudgetError(RegionError):
+    """A new region would pass the server's file-descriptor budget
+    (regions/descriptors.py): refused before any file is made."""
 
 
 class ServerClosedError(RegionError):

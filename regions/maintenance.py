@@ -22,7 +22,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from . import procedure
-from .errors import HotPartitionError, SplitError
+from .errors import DescriptorBudgetError, HotPartitionError, SplitError
 
 __all__ = ["Maintenance"]
 
@@ -119,16 +119,23 @@ class Maintenance:
                 try:
                     point = host.split_point(t, r)
                 except HotPartitionError as e:
-                    if r.split_blocker is None:
-                        log.warning("%s", e)
-                    r.split_blocker = str(e)
-                    r.blocked_at_size = int(host.region_stats(r).get("table_bytes", 0)) or 1
-                    return
+                    return self._block(r, e)
                 except SplitError:
                     return      # nothing to split now (too little data, not serving)
+                try:
+                    procedure.SplitProcedure(host, t, r, point).run()
+                except DescriptorBudgetError as e:     # checked before anything was written
+                    return self._block(r, e)
                 r.split_blocker = None
-                procedure.SplitProcedure(host, t, r, point).run()
         self._run(("split", t.name, r.id), task)
+
+    def _block(self, r, e):
+        """Region ``r`` cannot split (``e`` says why): said once, and not
+        examined again until it has grown (``_wants_split``)."""
+        if r.split_blocker is None:
+            log.warning("%s", e)
+        r.split_blocker = str(e)
+        r.blocked_at_size = int(self.host.region_stats(r).get("table_bytes", 0)) or 1
 
     # -- the janitor -----------------------------------------------------
     def _submit_janitor(self, t):

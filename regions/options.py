@@ -38,6 +38,18 @@ class ServerOptions:
     #: open files.
     max_regions: int = 1000
 
+    # -- descriptors and open tables (regions/descriptors.py) ------------
+    #: File descriptors kept out of the regions' budget for connections,
+    #: logs and search indexes.  0: a quarter of RLIMIT_NOFILE (at least
+    #: 64, at most 4096).  A pre-split or split that would leave fewer is
+    #: refused before any file is made.
+    descriptor_reserve: int = 0
+    #: Tables open at once across all regions (one shared table cache:
+    #: each costs a mapping and its index, not a descriptor).  0: the
+    #: descriptor budget's size (RLIMIT_NOFILE less the reserve), at most
+    #: 32768, half the default ``vm.max_map_count``.
+    max_open_tables: int = 0
+
     # -- background work --------------------------------------------------
     #: Threads that run splits (a split of one table never blocks another's).
     #: 0 runs no background thread at all: tests then call ``maintain()``.
@@ -107,7 +119,8 @@ class ServerOptions:
         """Raise TypeError/ValueError naming the first bad field."""
         for name, minimum in (("memtable_bytes", 1), ("global_memtable_bytes", 1),
                               ("max_region_bytes", 1), ("max_regions", 1),
-                              ("initial_region_bytes", 0), ("background_workers", 0)):
+                              ("initial_region_bytes", 0), ("background_workers", 0),
+                              ("descriptor_reserve", 0), ("max_open_tables", 0)):
             check_int(f"ServerOptions.{name}", getattr(self, name), minimum)
         for name in ("maintenance_interval", "busy_wait_seconds"):
             v = getattr(self, name)

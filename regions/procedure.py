@@ -50,6 +50,7 @@ server.py)::
     make_region(table, region_id, start, end, db)
     replace_region(table, parent, daughters)   route to the daughters
     region_dir(region_id), remove_region_dir(region_id)
+    admit_stores(more, what)               raise if ``more`` stores pass the descriptor budget
     split_history                          optional: a regions.metrics.SplitHistory
 
 Kill points: set ``REGIONS_KILL_AT=<name>`` in a child process's environment
@@ -65,6 +66,7 @@ import time
 
 from . import meta as _meta, region as _region
 from .meta import RegionRecord
+from lsm.health import is_retryable
 from lsm.views import narrow_views
 
 __all__ = ["SplitProcedure", "recover", "collect_parents", "kill_point", "set_kill_hook", "kill_hook",
@@ -126,6 +128,8 @@ class SplitProcedure:
     def run(self):
         """Run every step; returns the two daughter Regions.  Before the point of
         no return any exception rolls the split back and is re-raised."""
+        # two daughters for one parent, checked before anything is written
+        self.host.admit_stores(1, f"splitting region {self.parent.id} of {self.table.name!r}")
         history = getattr(self.host, "split_history", None)   # regions.metrics.SplitHistory
         self.t0 = time.monotonic()
         if history is not None:
@@ -252,20 +256,51 @@ class SplitProcedure:
                 except Exception:
                     log.exception("closing daughter %d during rollback", self.ids[i])
         if self.parent_closed:
-            p.db = host.open_store(self.table, p.id)
+            p.db = _until_done(lambda: host.open_store(self.table, p.id),
+                               f"reopening region {p.id} of {self.table.name!r}", lambda: host.closed,
+                               host.busy_wait_seconds)
         else:
             p.db.set_auto_compactions(True)
         # Meta first, directories after: a failed point-of-no-return write may
         # still have reached the disk (its rename done, its directory fsync
         # failed), and a meta that names the daughters must find them.  If
-        # this write fails too, the daughters stay (recovery rolls forward or
-        # removes them as orphans) and the parent stays SPLITTING: it serves
-        # nothing until the server is reopened and knows which meta holds.
-        host.update_meta(lambda doc: _rollback_doc(doc, p.id))
+        # this write fails too (and not for a resource that comes back), the
+        # daughters stay (recovery rolls forward or removes them as orphans)
+        # and the parent stays SPLITTING: it serves nothing until the server
+        # is reopened and knows which meta holds.
+        _until_done(lambda: host.update_meta(lambda doc: _rollback_doc(doc, p.id)),
+                    f"rolling back the split of region {p.id} in meta", lambda: host.closed,
+                    host.busy_wait_seconds)
         if self.ids:
             for rid in self.ids:
-                host.remove_region_dir(rid)
+                try:
+                    host.remove_region_dir(rid)
+                except Exception as e:  # noqa: BLE001 - an orphan, removed at the next open
+                    log.warning("split of region %d: daughter directory %d left for the next "
+                                "open to remove: %s", p.id, rid, e)
         p.set_state(_region.OPEN)
+
+
+def _until_done(fn, what, stop, seconds, first=0.05, most=1.0):
+    """``fn()``, retried with backoff while it fails for a resource that
+    comes back (a full disk, descriptors that ran out: lsm.health), for at
+    most ``seconds`` (the host's ``busy_wait_seconds``: as long as the
+    operations waiting for the parent wait) and while ``stop()`` is false,
+    so that a split rolled back for want of one leaves its parent serving
+    again once the resource returns, without a restart.  Said once in the log."""
+    wait, said = first, False
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return fn()
+        except Exception as e:
+            if not is_retryable(e) or stop() or time.monotonic() >= deadline:
+                raise
+            if not said:
+                log.warning("%s failed (%s): retrying until it succeeds", what, e)
+                said = True
+            time.sleep(wait)
+            wait = min(wait * 2, most)
 
 
 def _rollback_doc(doc, parent_id):

@@ -29,11 +29,12 @@ import time
 
 import lsm
 import lsm.memfs
-from lsm.cache import BlockCache
+from lsm.cache import BlockCache, SharedTables
 
 from . import procedure
 from .adjust import HOT_REASON, adjust_split_point
 from .check import check_server
+from .descriptors import DescriptorBudget, raise_nofile_limit
 from .errors import (HotPartitionError, PartialWriteError, ServerClosedError, SplitError,
                      TableExistsError, UnknownRegionError, UnknownTableError)
 from .maintenance import Maintenance
@@ -176,6 +177,10 @@ class _SplitHost:
     def split_point(self, table, r):
         return self._s._split_point(table, r, None)
 
+    def admit_stores(self, more, what):
+        with self._s._lock:
+            self._s._admit_stores(more, what)
+
 
 class RegionServer(Router, ServerReports):
     """Hosts tables of regions in one directory.  Use ``RegionServer.open``."""
@@ -214,6 +219,11 @@ class RegionServer(Router, ServerReports):
         self._memory = memory       # the MemoryFileSystem of open(None), emptied at close
         self._fs = options.fs if options.fs is not None else lsm.fs.OSFileSystem()
         self._block_cache = None      # shared by every region's store (see _store_options)
+        # one descriptor budget and one table cache for every region (regions/descriptors.py)
+        limit = raise_nofile_limit() if memory is None else None
+        self._descriptors = DescriptorBudget(limit, options.descriptor_reserve)
+        self._shared_tables = SharedTables(options.max_open_tables or min(
+            32768, max(1000, (limit or 0) - self._descriptors.reserve)))
         self._policy = options.make_policy()
         self._lock = threading.RLock()
         self._tables = {}
@@ -282,7 +292,17 @@ class RegionServer(Router, ServerReports):
         return base.copy(memtable_bytes=self.options.memtable_bytes, sync=self.options.sync,
                          fs=self._fs, compaction_filter_factory=table.hooks.filter_factory,
                          prefix_extractor=table.hooks.prefix_extractor,
-                         block_cache=self._block_cache, **changes)
+                         block_cache=self._block_cache, shared_tables=self._shared_tables,
+                         **changes)
+
+    def _open_stores(self) -> int:
+        """Region stores open now (split parents kept for their daughters are closed)."""
+        return sum(len(t.layout[1]) for t in self._tables.values())
+
+    def _admit_stores(self, more: int, what: str) -> None:
+        """Raise DescriptorBudgetError, before anything is made, if ``more``
+        stores would pass the descriptor budget."""
+        self._descriptors.check(self._open_stores(), more, what)
 
     def _open_store(self, table, region_id, **changes):
         return lsm.DB.open(self._region_path(region_id), self._store_options(table, **changes))
@@ -338,6 +358,8 @@ class RegionServer(Router, ServerReports):
         with self._lock:
             if name in self._tables:
                 raise TableExistsError(f"table {name!r} already exists")
+            self._admit_stores(len(bounds) - 1, f"creating table {name!r} with {len(bounds) - 1} "
+                                                f"region{'s' if len(bounds) > 2 else ''}")
             t = _Table(name)
             first = self._meta.doc.next_region_id
             regs = []
