@@ -17,12 +17,14 @@ corruption      a byte flipped at every offset of tables, MANIFEST, CURRENT, met
 concurrency     8 threads of rows and scans while auto-splits run
 fuzz            malformed input on the embedded API, the wire and the file parsers
 hostile         slow, forged, idle, garbage and over-cap connections beside SDK writers
+diskfull        the disk fills and empties under writers and splits; writes resume by themselves
+descriptors     file descriptors run out and come back (a child's RLIMIT_NOFILE lowered)
 ==============  ==============================================================
 """
 import dataclasses
 
 EXPERIMENTS = ("killloop", "wire", "powerloss", "ioerrors", "corruption", "concurrency", "fuzz",
-               "hostile")
+               "hostile", "diskfull", "descriptors")
 
 
 @dataclasses.dataclass
@@ -47,6 +49,8 @@ class Summary:
     hangs: int = 0
     seconds: float = 0.0
     details: list = dataclasses.field(default_factory=list)
+    #: what an experiment measured besides (e.g. diskfull's resume times), or None
+    figures: dict = None
 
     @property
     def ok(self) -> bool:

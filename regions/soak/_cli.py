@@ -23,12 +23,15 @@ def parser(name: str, count_help: str, seconds_help: str = "stop starting new cy
     return ap
 
 
-def main(name: str, doc: str, run, argv=None, count_help: str = "cycles (default: all of them)") -> int:
-    """Parse ``argv``, call ``run(seed, count, seconds, dir)``, print its summary line
-    and the first failures; 0 iff the run is ok."""
+def main(name: str, doc: str, run, argv=None, count_help: str = "cycles (default: all of them)",
+         figures=None) -> int:
+    """Parse ``argv``, call ``run(seed, count, seconds, dir)``, print its summary line,
+    ``figures(summary)`` if given, and the first failures; 0 iff the run is ok."""
     args = parser(name, count_help, doc=doc).parse_args(argv)
     s = run(args.seed, args.count, args.seconds, args.dir)
     print(s.line())
+    if figures is not None:
+        print(figures(s))
     for d in s.details:
         print("  " + d)
     return 0 if s.ok else 1
