@@ -450,7 +450,10 @@ def test_knn_through_the_hnsw_index_finds_what_exact_search_finds(client, monkey
             score = (1 + (dot / np.linalg.norm(q) if metric == VectorMetricType.VM_COSINE
                           else dot)) / 2
         best = live[np.argsort(-score)[:5]]
-        assert [k for k, _ in got] == list(best)
+        # the same neighbours, in order; two whose scores tie to float32's
+        # precision may come either way round
+        assert all(k == b or abs(score[k - 1] - score[b - 1]) < 1e-5
+                   for (k, _), b in zip(got, best)) and len(got) == 5
         for k, s in got:
             assert abs(s - score[k - 1]) < 1e-4
     resp = client.search("t", "idx", SearchQuery(KnnVectorQuery(

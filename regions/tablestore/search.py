@@ -656,6 +656,19 @@ class Engine:
                 out.append(sdk.HighlightField(f.name, fragments))
         return sdk.HighlightResult(out)
 
+    def holds_text(self, row_key, f, text):
+        """Whether the document of ``row_key`` holds TEXT field ``f`` as
+        ``text`` (its every token; None: the document has no value of ``f``),
+        for checkers: TEXT is indexed, not stored."""
+        tv, tname = self._tv, self._names[f.name]
+        parts = [(tv.Occur.Must, tv.Query.term_query(self.schema, "_pk", row_key.hex()))]
+        if text is None:
+            parts.append((tv.Occur.Must, tv.Query.term_query(self.schema, "_has", f.name)))
+            return self.index.searcher().search(tv.Query.boolean_query(parts), 1).count == 0
+        parts += [(tv.Occur.Must, tv.Query.term_query(self.schema, tname, w))
+                  for w in dict.fromkeys(_analyze_text(f, text).split(" ")) if w]
+        return self.index.searcher().search(tv.Query.boolean_query(parts), 1).count == 1
+
     # -- inner hits of nested queries ----------------------------------------------
     def inner_hit_queries(self, query):
         """The NestedQuerys of ``query`` (in its positive clauses) that ask
