@@ -210,11 +210,11 @@ def test_meta_with_a_flipped_bit_that_is_still_valid_json_is_refused(tmp_path):
 
 # -- experiment 7: bad input -----------------------------------------------------
 
-def test_fuzz_ten_thousand_malformed_inputs_get_clean_errors_and_change_nothing():
-    s = fuzz.run(seed=7, count=10_000)
+def test_fuzz_six_thousand_malformed_inputs_get_clean_errors_and_change_nothing():
+    s = fuzz.run(seed=7, count=6_000)
     assert s.ok, s.details
-    assert s.cycles >= 10_000
-    assert s.verified > 8_000
+    assert s.cycles >= 6_000
+    assert s.verified > 4_800
 
 
 @pytest.fixture
