@@ -119,3 +119,28 @@ def test_the_sdks_default_retry_policy_rides_through_a_disk_that_empties(tmp_pat
         assert row is not None
     finally:
         srv.stop()
+
+
+def test_search_and_stream_calls_answer_a_storage_failure_as_the_service(monkeypatch):
+    """The search and stream methods, like the data API, raise the SDK's
+    OTSServiceError with the cause (not lsm's StorageError)."""
+    from regions.tablestore.search import Engine
+    client = OTSClient(None)
+    try:
+        client.create_table(emb.TableMeta("t", [("k", "INTEGER")]), emb.TableOptions(),
+                            emb.ReservedThroughput(emb.CapacityUnit(0, 0)))
+        client.create_search_index("t", "idx", ts.SearchIndexMeta(
+            [ts.FieldSchema("n", ts.FieldType.LONG)]))
+
+        def full(*args, **kwargs):
+            raise ENOSPC
+        monkeypatch.setattr(Engine, "search", full)
+        with pytest.raises(ots_errors.OTSServiceError) as e:
+            client.search("t", "idx", ts.SearchQuery(ts.MatchAllQuery()))
+        assert e.value.code == "OTSPartitionUnavailable" and "No space" in e.value.message
+        monkeypatch.setattr(OTSClient, "_base_schema", full)
+        with pytest.raises(ots_errors.OTSServiceError) as e:
+            client.list_stream("t")
+        assert e.value.code == "OTSPartitionUnavailable"
+    finally:
+        client.close()

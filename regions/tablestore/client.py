@@ -1179,6 +1179,12 @@ METERED_APIS = {
     "commit_transaction": "CommitTransaction", "abort_transaction": "AbortTransaction",
     "create_secondary_index": "CreateIndex", "delete_secondary_index": "DropIndex",
     "add_defined_column": "AddDefinedColumn", "delete_defined_column": "DeleteDefinedColumn",
+    "create_search_index": "CreateSearchIndex", "delete_search_index": "DeleteSearchIndex",
+    "list_search_index": "ListSearchIndex", "describe_search_index": "DescribeSearchIndex",
+    "update_search_index": "UpdateSearchIndex", "search": "Search",
+    "compute_splits": "ComputeSplits", "parallel_scan": "ParallelScan",
+    "list_stream": "ListStream", "describe_stream": "DescribeStream",
+    "get_shard_iterator": "GetShardIterator", "get_stream_record": "GetStreamRecord",
 }
 for _name, _api in METERED_APIS.items():
     # (a storage failure raised as the service's error: storage_error)
