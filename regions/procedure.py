@@ -257,8 +257,7 @@ class SplitProcedure:
                     log.exception("closing daughter %d during rollback", self.ids[i])
         if self.parent_closed:
             p.db = _until_done(lambda: host.open_store(self.table, p.id),
-                               f"reopening region {p.id} of {self.table.name!r}", lambda: host.closed,
-                               host.busy_wait_seconds)
+                               f"reopening region {p.id} of {self.table.name!r}", lambda: host.closed)
         else:
             p.db.set_auto_compactions(True)
         # Meta first, directories after: a failed point-of-no-return write may
@@ -269,8 +268,7 @@ class SplitProcedure:
         # and the parent stays SPLITTING: it serves nothing until the server
         # is reopened and knows which meta holds.
         _until_done(lambda: host.update_meta(lambda doc: _rollback_doc(doc, p.id)),
-                    f"rolling back the split of region {p.id} in meta", lambda: host.closed,
-                    host.busy_wait_seconds)
+                    f"rolling back the split of region {p.id} in meta", lambda: host.closed)
         if self.ids:
             for rid in self.ids:
                 try:
@@ -281,20 +279,21 @@ class SplitProcedure:
         p.set_state(_region.OPEN)
 
 
-def _until_done(fn, what, stop, seconds, first=0.05, most=1.0):
-    """``fn()``, retried with backoff while it fails for a resource that
-    comes back (a full disk, descriptors that ran out: lsm.health), for at
-    most ``seconds`` (the host's ``busy_wait_seconds``: as long as the
-    operations waiting for the parent wait) and while ``stop()`` is false,
-    so that a split rolled back for want of one leaves its parent serving
-    again once the resource returns, without a restart.  Said once in the log."""
+def _until_done(fn, what, stop, seconds=None, first=0.05, most=1.0):
+    """``fn()``, retried with backoff (up to ``most`` seconds apart) while it
+    fails for a resource that comes back (a full disk, descriptors that ran
+    out: lsm.health), while ``stop()`` is false (the server closing) and for
+    at most ``seconds`` (None: however long the resource takes), so that a
+    split rolled back for want of one leaves its parent serving again once
+    the resource returns, without a restart.  Said once in the log."""
     wait, said = first, False
-    deadline = time.monotonic() + seconds
+    deadline = None if seconds is None else time.monotonic() + seconds
     while True:
         try:
             return fn()
         except Exception as e:
-            if not is_retryable(e) or stop() or time.monotonic() >= deadline:
+            if not is_retryable(e) or stop() or (deadline is not None
+                                                 and time.monotonic() >= deadline):
                 raise
             if not said:
                 log.warning("%s failed (%s): retrying until it succeeds", what, e)

@@ -100,3 +100,35 @@ def test_a_shared_budget_forgets_the_least_recently_used_table_of_any_cache():
     assert opened[-1] == ("a", 2)   # reopened
     b.close()
     assert len(shared) == 2
+
+
+def test_a_rolled_back_splits_retries_wait_for_the_resource_however_long_it_takes():
+    """procedure._until_done: a step failing for a resource that comes back
+    (ENOSPC here) is retried until it succeeds, with no deadline unless
+    given; a failure that is not retryable, or the server closing, ends it."""
+    import errno
+    from lsm.errors import StorageError
+    from regions.procedure import _until_done
+    calls = []
+
+    def flaky(until):
+        def fn():
+            calls.append(1)
+            if len(calls) < until:
+                raise StorageError(errno.ENOSPC, "append failed: No space left on device", "x")
+            return "done"
+        return fn
+    assert _until_done(flaky(6), "step", lambda: False, first=0.001, most=0.002) == "done"
+    assert len(calls) == 6
+    calls.clear()
+    with pytest.raises(StorageError):                      # a deadline, when given
+        _until_done(flaky(10_000), "step", lambda: False, seconds=0.02, first=0.001, most=0.002)
+    calls.clear()
+    with pytest.raises(StorageError):                      # the server closing
+        _until_done(flaky(10_000), "step", lambda: len(calls) > 3, first=0.001, most=0.002)
+    assert len(calls) == 4
+    with pytest.raises(ValueError):                        # not a resource: at once
+
+        def broken():
+            raise ValueError("a bug")
+        _until_done(broken, "step", lambda: False)
