@@ -256,6 +256,8 @@ class TablestoreService:
             sw.fill_sync_stat(resp.sync_stat, stat, self._sync_point(req.table_name,
                                                                      req.index_name, stat))
         resp.time_to_live = meta.time_to_live if meta.time_to_live is not None else -1
+        sw.fill_metering_info(resp, self.client.search_index_metering(req.table_name,
+                                                                      req.index_name))
         return resp
 
     def _sync_point(self, table, index, stat):

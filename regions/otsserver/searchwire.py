@@ -50,7 +50,8 @@ __all__ = ["ConstScoreQuery", "MAX_QUERY_DEPTH", "index_meta", "search_query",
            "columns_to_get", "routing_keys", "timeout_s", "fill_index_schema", "fill_sync_stat",
            "fill_search_response", "query", "sort", "update_meta", "in_incr",
            "scan_query", "session_id", "fill_compute_splits", "fill_parallel_scan", "fill_hit",
-           "aggregations", "group_bys", "fill_aggregations", "fill_group_bys"]
+           "aggregations", "group_bys", "fill_aggregations", "fill_group_bys",
+           "fill_metering_info"]
 
 #: Queries nested deeper than this (Bool in Bool..., each level its own bytes) are refused.
 MAX_QUERY_DEPTH = 64
@@ -686,6 +687,27 @@ def fill_index_schema(proto, meta) -> None:
 
 #: the SDK's SyncPhase (FULL 0, INCR 1) -> search.proto's (FULL 1, INCR 2)
 SYNC_PHASES = {int(sdk.SyncPhase.FULL): spb.FULL, int(sdk.SyncPhase.INCR): spb.INCR}
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def fill_metering_info(proto, metering) -> None:
+    """``proto`` (a DescribeSearchIndexResponse) gains ``metering_info``
+    (field 3: storage_size, row_count, reserved_read_cu, timestamp), which
+    the Java and Go SDKs read and the Python SDK's search.proto lacks: its
+    bytes are merged in as a field that message does not name (protobuf
+    keeps and sends it)."""
+    body = b"".join(_varint(tag) + _varint(max(0, int(value))) for tag, value in (
+        (0x08, metering["storage_size"]), (0x10, metering["row_count"]), (0x18, 0),
+        (0x20, metering["timestamp"])))
+    proto.MergeFromString(_varint(0x1A) + _varint(len(body)) + body)
 
 
 def in_incr(stat) -> bool:

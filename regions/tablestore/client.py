@@ -581,6 +581,14 @@ class OTSClient:
             sync_point = int(oldest * 1_000_000_000) - 1         # before the oldest pending write
         return describe_search(definition, include_sync_stat, sync_point)
 
+    def search_index_metering(self, table_name, index_name):
+        """The index's size as the service's MeteringInfo gives it (the Java
+        and Go SDKs' DescribeSearchIndex): ``storage_size`` (bytes on disk,
+        0 in memory), ``row_count`` (documents), ``timestamp`` (s)."""
+        _, _, engine = self._search_index(table_name, index_name)
+        return {"storage_size": engine.storage_bytes() or 0, "row_count": engine.num_docs(),
+                "timestamp": int(time.time())}
+
     def update_search_index(self, table_name, index_name, index_meta):
         """What the service lets change: the index's ``time_to_live``."""
         with self._meta_lock:

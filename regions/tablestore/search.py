@@ -433,8 +433,14 @@ class Engine:
         """The engine's files' size (None in memory)."""
         if self.path is None:
             return None
-        return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(self.path)
-                   for f in files)
+        total = 0
+        for d, _, files in os.walk(self.path):
+            for f in files:
+                try:
+                    total += os.path.getsize(os.path.join(d, f))
+                except FileNotFoundError:      # merged away by the engine meanwhile
+                    pass
+        return total
 
     def close(self):
         with self._lock:
