@@ -465,3 +465,22 @@ def test_describe_sends_the_index_metering_info(served):
     info = Describe.FromString(resp.SerializeToString()).metering_info
     assert info.row_count == N and info.storage_size > 0 and info.timestamp > 1.7e9
     assert c.describe_search_index("t", "idx")[0].fields     # the Python SDK still decodes it
+
+
+def test_a_suffix_query_the_python_sdk_cannot_name_is_served(served):
+    """SUFFIX_QUERY (19: the Java and Go SDKs') arrives as a Query whose type
+    the Python SDK's enum does not name (proto2 keeps it as an unknown
+    field): it is read from the bytes and answered like a prefix reversed."""
+    srv, _ = served
+    inner = spb.PrefixQuery(field_name="tag", prefix="3").SerializeToString()
+    query = bytes([0x08, 19, 0x12, len(inner)]) + inner          # Query{type: 19, query}
+    search_query = spb.SearchQuery(limit=100, get_total_count=True)
+    data = search_query.SerializeToString() + bytes([0x22, len(query)]) + query   # field 4
+    resp = srv.service.search(spb.SearchRequest(
+        table_name="t", index_name="idx", search_query=data).SerializeToString())
+    assert resp.total_hits == sum(1 for i in range(N) if i % 4 == 3) == len(resp.rows)
+    bad = bytes([0x08, 99, 0x12, len(inner)]) + inner
+    with pytest.raises(Exception) as e:
+        srv.service.search(spb.SearchRequest(table_name="t", index_name="idx", search_query=(
+            search_query.SerializeToString() + bytes([0x22, len(bad)]) + bad)).SerializeToString())
+    assert "Unknown query type: 99." in str(e.value)

@@ -46,7 +46,7 @@ from regions.otsserver import errors
 from regions.otsserver.convert import CODEC
 from regions.otsserver.plainbuffer import PlainBufferError
 
-__all__ = ["ConstScoreQuery", "MAX_QUERY_DEPTH", "index_meta", "search_query",
+__all__ = ["ConstScoreQuery", "SuffixQuery", "MAX_QUERY_DEPTH", "index_meta", "search_query",
            "columns_to_get", "routing_keys", "timeout_s", "fill_index_schema", "fill_sync_stat",
            "fill_search_response", "query", "sort", "update_meta", "in_incr",
            "scan_query", "session_id", "fill_compute_splits", "fill_parallel_scan", "fill_hit",
@@ -280,6 +280,18 @@ def _dis_max(p, d):
                            _opt(p, "weight"))
 
 
+class SuffixQuery(sdk.Query):
+    """SUFFIX_QUERY (19, the Java and Go SDKs'): the Python SDK has neither
+    the type nor a class; the engine reads a query of this name with a
+    ``field_name`` and a ``suffix``."""
+
+    def __init__(self, field_name, suffix, weight=None):
+        self.field_name, self.suffix, self.weight = field_name, suffix, weight
+
+
+SUFFIX_QUERY = 19
+_QUERY_NAMES = {SUFFIX_QUERY: "SUFFIX_QUERY"}
+
 #: QueryType -> (the message its bytes hold, its SDK object from (message, depth))
 QUERIES = {
     spb.MATCH_QUERY: (spb.MatchQuery, _match),
@@ -291,6 +303,9 @@ QUERIES = {
                                                                     _opt(p, "weight"))),
     spb.WILDCARD_QUERY: (spb.WildcardQuery, lambda p, d: sdk.WildcardQuery(p.field_name, p.value,
                                                                           _opt(p, "weight"))),
+    # SuffixQuery's fields are PrefixQuery's (1 field_name, 2 the text, 3 weight)
+    SUFFIX_QUERY: (spb.PrefixQuery, lambda p, d: SuffixQuery(p.field_name, p.prefix,
+                                                             _opt(p, "weight"))),
     spb.BOOL_QUERY: (spb.BoolQuery, _bool),
     spb.CONST_SCORE_QUERY: (spb.ConstScoreQuery,
                             lambda p, d: ConstScoreQuery(_sub(p, "filter", d))),
@@ -309,17 +324,52 @@ QUERIES = {
 }
 
 
+def _query_type(proto):
+    """A Query's ``type``, also one the SDK's QueryType enum does not name
+    (proto2 keeps such a value among the unknown fields: read it from the
+    message's bytes, field 1, a varint); None when absent."""
+    if proto.HasField("type"):
+        return proto.type
+    data, pos = proto.SerializeToString(), 0
+    while pos < len(data):
+        tag, pos = _read_varint(data, pos)
+        if tag == 0x08:
+            return _read_varint(data, pos)[0]
+        if tag & 7 == 0:
+            pos = _read_varint(data, pos)[1]
+        elif tag & 7 == 2:
+            size, pos = _read_varint(data, pos)
+            pos += size
+        else:
+            return None
+    return None
+
+
+def _read_varint(data, pos):
+    value = shift = 0
+    while pos < len(data):
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+    raise errors.parameter_invalid("Invalid query.")
+
+
 def query(proto, depth=0):
     """A ``Query`` message (type and bytes) -> the SDK's query object, its sub-queries too."""
     if depth > MAX_QUERY_DEPTH:
         raise errors.parameter_invalid("The query is nested deeper than %d." % MAX_QUERY_DEPTH)
-    if not proto.HasField("type"):
+    kind = _query_type(proto)
+    if kind is None:
         raise errors.parameter_invalid("A query without its type.")
-    known = QUERIES.get(proto.type)
+    known = QUERIES.get(kind)
     if known is None:
-        raise errors.parameter_invalid("Unknown query type: %d." % proto.type)
+        raise errors.parameter_invalid("Unknown query type: %d." % kind)
     message, build = known
-    return build(_parse(message, proto.query, spb.QueryType.Name(proto.type)), depth)
+    return build(_parse(message, proto.query, _QUERY_NAMES.get(kind) or spb.QueryType.Name(kind)),
+                 depth)
 
 
 def highlight(proto) -> "sdk.Highlight":

@@ -842,10 +842,11 @@ class Engine:
                                            for v in q.column_values]), None
         if kind == "RangeQuery":
             return self._range(f, tname, q), None
-        if kind in ("PrefixQuery", "WildcardQuery"):
+        if kind in ("PrefixQuery", "SuffixQuery", "WildcardQuery"):
             if f.type != "KEYWORD" and f.type != "TEXT":
                 raise service_error("search_query_field_type", query=kind, field=f.name)
             pattern = (re.escape(q.prefix) + ".*" if kind == "PrefixQuery"
+                       else ".*" + re.escape(q.suffix) if kind == "SuffixQuery"
                        else _wildcard_regex(q.value))
             return tv.Query.regex_query(schema, tname, pattern), None
         if kind in ("MatchQuery", "MatchPhraseQuery"):
