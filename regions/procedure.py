@@ -257,7 +257,8 @@ class SplitProcedure:
                     log.exception("closing daughter %d during rollback", self.ids[i])
         if self.parent_closed:
             p.db = _until_done(lambda: host.open_store(self.table, p.id),
-                               f"reopening region {p.id} of {self.table.name!r}", lambda: host.closed)
+                               f"reopening region {p.id} of {self.table.name!r}", lambda: host.closed,
+                               host.busy_wait_seconds)
         else:
             p.db.set_auto_compactions(True)
         # Meta first, directories after: a failed point-of-no-return write may
@@ -268,7 +269,8 @@ class SplitProcedure:
         # and the parent stays SPLITTING: it serves nothing until the server
         # is reopened and knows which meta holds.
         _until_done(lambda: host.update_meta(lambda doc: _rollback_doc(doc, p.id)),
-                    f"rolling back the split of region {p.id} in meta", lambda: host.closed)
+                    f"rolling back the split of region {p.id} in meta", lambda: host.closed,
+                    host.busy_wait_seconds)
         if self.ids:
             for rid in self.ids:
                 try:
@@ -283,9 +285,11 @@ def _until_done(fn, what, stop, seconds=None, first=0.05, most=1.0):
     """``fn()``, retried with backoff (up to ``most`` seconds apart) while it
     fails for a resource that comes back (a full disk, descriptors that ran
     out: lsm.health), while ``stop()`` is false (the server closing) and for
-    at most ``seconds`` (None: however long the resource takes), so that a
-    split rolled back for want of one leaves its parent serving again once
-    the resource returns, without a restart.  Said once in the log."""
+    at most ``seconds`` (None: no bound; a split's rollback gives it the
+    host's ``busy_wait_seconds``, as long as the operations waiting for the
+    parent wait, so that a fault that never clears ends the split's call),
+    so that a split rolled back for want of one leaves its parent serving
+    again once the resource returns, without a restart.  Said once in the log."""
     wait, said = first, False
     deadline = None if seconds is None else time.monotonic() + seconds
     while True:

@@ -102,10 +102,10 @@ def test_a_shared_budget_forgets_the_least_recently_used_table_of_any_cache():
     assert len(shared) == 2
 
 
-def test_a_rolled_back_splits_retries_wait_for_the_resource_however_long_it_takes():
+def test_a_rolled_back_splits_retries_wait_for_the_resource_within_their_bound():
     """procedure._until_done: a step failing for a resource that comes back
-    (ENOSPC here) is retried until it succeeds, with no deadline unless
-    given; a failure that is not retryable, or the server closing, ends it."""
+    (ENOSPC here) is retried until it succeeds, within its deadline when one
+    is given; a failure that is not retryable, or the server closing, ends it."""
     import errno
     from lsm.errors import StorageError
     from regions.procedure import _until_done
