@@ -115,8 +115,10 @@ OUT_OF_SCOPE = (
      "timeseries tables are not served"),
     (r"/model/sql/", "SQL is not served"),
     (r"/tunnel/", "the tunnel service is not served"),
-    (r"/timeline/", "the Timeline library needs search indexes (not served)"),
-    (r"/timestream/", "the Timestream library needs search indexes (not served)"),
+    # run with search indexes served (2026-11-26): 25 of 102 pass, most classes'
+    # setups fail before their first test (docs/otsserver.md, "Java SDK")
+    (r"/timeline/", "the Timeline library's class setups fail against this server (to do)"),
+    (r"/timestream/", "the Timestream library's class setups fail against this server (to do)"),
     (r"/ecosystem/", "the Spark connector's splits need ComputeSplits and search indexes "
                      "(not served); some name a cloud endpoint"),
     (r"GlobalTable", "global tables are not served"),
