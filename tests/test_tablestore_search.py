@@ -437,6 +437,7 @@ def test_knn_through_the_hnsw_index_finds_what_exact_search_finds(client, monkey
     assert client.wait_for_search_index("t", "idx")
     store = client._indexer.tables["t"].searches["idx"]._vectors["v"]
     assert store._hnsw is not None and 0 not in [store.keys[i] for i in store.keys]
+    found = 0
     for q in vecs[:20] + 0.01:
         resp = client.search("t", "idx", SearchQuery(KnnVectorQuery(
             "v", 5, [float(x) for x in q]), limit=5, sort=Sort([ScoreSort()])),
@@ -450,12 +451,14 @@ def test_knn_through_the_hnsw_index_finds_what_exact_search_finds(client, monkey
             score = (1 + (dot / np.linalg.norm(q) if metric == VectorMetricType.VM_COSINE
                           else dot)) / 2
         best = live[np.argsort(-score)[:5]]
-        # the same neighbours, in order; two whose scores tie to float32's
-        # precision may come either way round
-        assert all(k == b or abs(score[k - 1] - score[b - 1]) < 1e-5
-                   for (k, _), b in zip(got, best)) and len(got) == 5
+        # an approximate graph: the true neighbours found (recall below), each
+        # returned row scored as exact search scores it, best first
+        assert len(got) == 5 and 0 not in [k for k, _ in got]
+        found += len({k for k, _ in got} & set(best.tolist()))
         for k, s in got:
             assert abs(s - score[k - 1]) < 1e-4
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+    assert found >= 0.9 * 20 * 5            # recall@5 over the 20 queries
     resp = client.search("t", "idx", SearchQuery(KnnVectorQuery(
         "v", 5, [float(x) for x in vecs[1]], filter=TermQuery("tag", "t2")), limit=5),
         ColumnsToGet(return_type=ColumnReturnType.NONE))
