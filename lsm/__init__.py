@@ -14,8 +14,10 @@ from .db import DB, Snapshot
 from .errors import ClosedError, CorruptionError, LSMError, ReadOnlyError, StorageError
 from .memtable import PrefixExtractor, fixed_prefix
 from .options import Options
+from .purepython import PUREPYTHON
 
 __all__ = [
     "DB", "Snapshot", "WriteBatch", "Options", "PrefixExtractor", "fixed_prefix",
     "LSMError", "CorruptionError", "StorageError", "ClosedError", "ReadOnlyError",
+    "PUREPYTHON",
 ]

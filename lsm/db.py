@@ -54,6 +54,7 @@ from .fs import OSFileSystem
 from .memfs import open_in_memory
 from .memtable import MemTable, PrefixExtractor
 from .options import Options
+from .purepython import PUREPYTHON
 from .sstable import Table
 from .views import TableView
 from .version import FileMeta, VersionEdit, VersionSet
@@ -246,13 +247,17 @@ class DB(BackgroundWork):
         self._point = PointPath(self, self._s, self._tables.peek.__self__, self.block_cache,
                                 options.max_open_files)
         self.get = self._point.get      # the point read, one C call (lsm/_read.pyx); DB.get documents it
+        self.multi_get = self._point.multi_get  # likewise; DB.multi_get documents it
         self.scan_chunk = self._point.scan_chunk    # likewise; DB.scan_chunk documents it
         self.scan_short = self._point.scan_short    # likewise; DB.scan_short documents it
         self.scan_short_many = self._point.scan_short_many  # likewise
         self._writes = WritePath(self, self._s)
-        self.put = self._writes.put     # the write path, one C call each (lsm/_write.pyx)
-        self.delete = self._writes.delete
-        self.write = self._writes.write
+        if not PUREPYTHON:
+            # the write path, one C call each (lsm/_write.pyx); under the
+            # switch (lsm/purepython.py) the methods below make the same call
+            self.put = self._writes.put
+            self.delete = self._writes.delete
+            self.write = self._writes.write
 
     def _abort_open(self):
         try:
@@ -581,6 +586,16 @@ class DB(BackgroundWork):
         point read").
         """
         return self._point.get(key, snapshot)
+
+    def multi_get(self, keys, snapshot: Snapshot = None) -> list:
+        """``[get(k, snapshot) for k in keys]``: each key's value, or None,
+        every key read at one sequence (the latest, or the snapshot's), as
+        RocksDB's MultiGet.  The memtables are read with the GIL, then the
+        tables' searches of all the keys run in one section without it
+        (``lsm._read.PointPath.multi_get``, bound as each DB's
+        ``multi_get``): a batch hands the GIL over once, not once a key.
+        """
+        return self._point.multi_get(keys, snapshot)
 
     def _snapshot_seq(self, snapshot):
         if not isinstance(snapshot, Snapshot):

@@ -43,4 +43,8 @@ def __getattr__(name):
     if name == "RegionServer":
         from .server import RegionServer
         return RegionServer
+    if name == "PUREPYTHON":
+        # the one C-or-Python switch (lsm/purepython.py), for the layers above
+        from lsm import PUREPYTHON
+        return PUREPYTHON
     raise AttributeError(f"module 'regions' has no attribute {name!r}")

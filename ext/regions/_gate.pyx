@@ -16,7 +16,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.object cimport PyObject
 
-from lsm import WriteBatch as _WriteBatch
+from lsm import PUREPYTHON as _PUREPYTHON, WriteBatch as _WriteBatch
 from lsm._read import PointPath as _PointPath
 from lsm._read cimport point_get, point_scan_short
 from lsm._write import WritePath as _WritePath
@@ -87,6 +87,9 @@ cdef class Gate:
         self._db = value
         self._db_get = None if value is None else value.get
         self._db_put = None if value is None else value.put
+        self._point = self._wpath = self._spath = None
+        if _PUREPYTHON:                 # the switch (lsm/purepython.py): the store's methods
+            return
         point = getattr(self._db_get, "__self__", None)
         self._point = point if type(point) is _PointPath else None
         wpath = getattr(self._db_put, "__self__", None)

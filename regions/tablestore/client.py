@@ -32,6 +32,7 @@ import math
 import threading
 import time
 
+from regions import PUREPYTHON
 from regions._meter import metered
 from regions.metrics import ApiMetrics
 
@@ -117,8 +118,9 @@ class OTSClient:
                                                options.pop("server_options", None))
         self._server = server
         self._schemas = {}
-        # get_row of a whole row by a plain key, in one C call (its twin: _get)
-        self._row_reader = _reads.RowReader(self._schemas, server)
+        # get_row of a whole row by a plain key, in one C call (its twin: _get);
+        # under the switch it knows no table and every read takes the Python path
+        self._row_reader = _reads.RowReader({} if PUREPYTHON else self._schemas, server)
         self._meta_lock = threading.Lock()
         locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
         self._txn = None  # the Transaction this client runs in (see _in_transaction)
@@ -140,9 +142,9 @@ class OTSClient:
         # it knows the data tables (an index table's writes are refused by
         # the Python path) and feeds the indexes of those that have some
         self._plain_schemas = {}
-        self._plain_writer = _writes.PlainWriter(self._plain_schemas, server, locks,
-                                               self._writer.gens, self._transactions,
-                                               self._indexer)
+        self._plain_writer = None if PUREPYTHON else _writes.PlainWriter(
+            self._plain_schemas, server, locks, self._writer.gens, self._transactions,
+            self._indexer)
         self._indexer.open()
         for name in self._schemas:
             self._refresh_plain(name)
@@ -639,17 +641,26 @@ class OTSClient:
         nested = engine.inner_hit_queries(search_query.query)
         by_score = any(type(s).__name__ == "ScoreSort"
                        for s in getattr(search_query.sort, "sorters", None) or ())
+        kind = return_type_name(getattr(columns_to_get, "return_type", None))
         agg_results, group_by_results = [], []
         if getattr(search_query, "aggs", None) or getattr(search_query, "group_bys", None):
             aggregator = Aggregator(engine, lambda keys: [
-                r for r in (self._search_row(name, schema, definition, k, columns_to_get)
+                r for r in (self._search_row(name, schema, definition, k, kind, columns_to_get)
                             for k in keys) if r is not None], search_query.sort)
             agg_results, group_by_results = aggregator.run(
                 engine.scope(search_query.query, min(ttls) if ttls else -1),
                 search_query.aggs, search_query.group_bys)
+        total = total if search_query.get_total_count else -1
+        if kind in (None, "NONE") and not nested and not highlight:
+            # keys only (the common page): the rows straight from the keys
+            names, decode = schema.names, _rowcodec.decode_pk
+            rows = [(list(zip(names, decode(k, len(names))[0])), []) for k, _, _ in hits]
+            scores = [h[1] for h in hits] if by_score else [math.nan] * len(rows)
+            return SearchResponse(rows, agg_results, group_by_results, token or b"", True,
+                                  total, scores=scores)
         rows, search_hits = [], []
         for row_key, score, doc in hits:
-            row = self._search_row(name, schema, definition, row_key, columns_to_get)
+            row = self._search_row(name, schema, definition, row_key, kind, columns_to_get)
             if row is None:
                 continue                 # deleted since the index saw it
             rows.append(row)
@@ -660,7 +671,7 @@ class OTSClient:
             search_hits.append(SearchHit(row, score, engine.highlight(
                 search_query.query, doc, highlight, html) if highlight else None, inner))
         return SearchResponse(rows, agg_results, group_by_results, token or b"", True,
-                              total if search_query.get_total_count else -1, search_hits)
+                              total, search_hits)
 
     def compute_splits(self, table_name, index_name):
         """A parallel scan's session: ComputeSplitsResponse-shaped
@@ -689,7 +700,8 @@ class OTSClient:
             raise service_error("scan_parallel_id", max=m, id=p)
         schema = self._schemas[name]
         keys = engine.scan(scan_query.query, p, m, after, limit)
-        rows = [r for r in (self._search_row(name, schema, definition, k, columns_to_get)
+        kind = return_type_name(getattr(columns_to_get, "return_type", None))
+        rows = [r for r in (self._search_row(name, schema, definition, k, kind, columns_to_get)
                             for k in keys) if r is not None]
         token = self._scans.token(session_id, keys[-1]) if keys else b""
         return ParallelScanResponse(rows, token)
@@ -716,10 +728,11 @@ class OTSClient:
             return objects if isinstance(objects, list) else []
         return objects_of
 
-    def _search_row(self, name, schema, definition, row_key, columns_to_get):
-        kind = return_type_name(getattr(columns_to_get, "return_type", None))
-        pk = [(n, v) for n, v in zip(schema.names, pkcodec.decode_pk(
-            row_key, len(schema.names))[0])]
+    def _search_row(self, name, schema, definition, row_key, kind, columns_to_get):
+        """A search's row of ``row_key`` with the columns ``kind`` (the
+        return type's name) and ``columns_to_get`` ask (None: the row is
+        gone since the index saw it)."""
+        pk = list(zip(schema.names, _rowcodec.decode_pk(row_key, len(schema.names))[0]))
         if kind in (None, "NONE"):
             return (pk, [])
         names = None
@@ -825,7 +838,7 @@ class OTSClient:
         if not entries:
             return read_cu(0), None, b""
         # Read CU: the primary key and the attribute cells returned.
-        if whole_read(schema, names, rng, column_filter, window):
+        if not PUREPYTHON and whole_read(schema, names, rng, column_filter, window):
             # The row read whole: merged and decoded in C, no assembly.
             cell_list, size = _rowcodec.row_cells(len(row_key), entries,
                                               min(max_version, schema.max_versions))
@@ -896,7 +909,8 @@ class OTSClient:
                            now) is not None
 
         page = _reads.RangePage(len(schema.names), schema.names,
-                               whole_read(schema, names, rng, column_filter, window),
+                               not PUREPYTHON and whole_read(schema, names, rng,
+                                                             column_filter, window),
                                min(max_version or 1, schema.max_versions), max_rows,
                                RANGE_BYTES, slow, live)
         rows, next_values, read_bytes = page.run(entries)
@@ -1118,7 +1132,7 @@ class OTSClient:
         the transaction's writes, writes are buffered in it)."""
         view = copy.copy(self)
         view._server, view._owns_server, view._txn = txn, False, txn
-        view._row_reader = _reads.RowReader(self._schemas, txn)
+        view._row_reader = _reads.RowReader({} if PUREPYTHON else self._schemas, txn)
         view._writer = self._writer.on(txn)
         view._plain_writer = None        # writes go into the transaction, by the Python path
         return view

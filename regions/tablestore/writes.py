@@ -27,6 +27,8 @@ into the transaction's view instead of the server.
 """
 import logging
 
+from regions import PUREPYTHON
+
 from . import _rowcodec, _writes, cells, pkcodec
 from .capacity import failed_condition_cu, write_cu
 from .conditions import check_condition, evaluate
@@ -77,9 +79,9 @@ def prepare(name, schema, kind, row, condition, return_type, return_column_names
         check_condition(condition.column_condition)
     p = Prepared()
     p.table, p.kind, p.condition, p.return_type = name, kind, condition, return_type
-    if kind == BatchWriteRowType.PUT or (
+    if not PUREPYTHON and (kind == BatchWriteRowType.PUT or (
             kind == BatchWriteRowType.UPDATE
-            and condition.row_existence_expectation != RowExistenceExpectation.EXPECT_NOT_EXIST):
+            and condition.row_existence_expectation != RowExistenceExpectation.EXPECT_NOT_EXIST)):
         # A plain row (the common case) checked, encoded and sized in one C
         # call; anything else, and every error, by the checks below.
         plain = (_writes.plain_put if kind == BatchWriteRowType.PUT else _writes.plain_update)(
