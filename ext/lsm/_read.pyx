@@ -80,6 +80,18 @@ cdef struct FileC:
     void* reader                # its PointReader (a strong reference), or NULL
 
 
+cdef struct Probe:
+    # One key of a multi_get's walk of a ReadView (PointPath._many_from_version).
+    const unsigned char* uk     # the user key (its bytes object's)
+    Py_ssize_t un
+    const unsigned char* lk     # the lookup key: user key + the read's tag
+    Py_ssize_t lkn
+    Py_ssize_t stage, at        # ReadView.probe's
+    const unsigned char* vp     # the value found (r == 1)
+    Py_ssize_t vn
+    int r                       # ReadView.probe's answer
+
+
 cdef class ReadView:
     """One version's files as C arrays, each with its point reader once
     opened: what ``PointPath.get`` walks without the GIL (module doc).
@@ -264,6 +276,132 @@ cdef class PointPath:
                 continue
             return None if r is None or r is DELETED else r
         raise CorruptionError(f"table files keep vanishing under a read of {key!r}")
+
+    def multi_get(self, keys, snapshot=None):
+        """``[get(k, snapshot) for k in keys]``, every key read at one
+        sequence (the latest, or the snapshot's), with the GIL released once
+        for the tables' searches of the whole batch (``DB.multi_get``)."""
+        return self._multi_get(keys, snapshot)
+
+    cdef list _multi_get(self, object keys, object snapshot):
+        cdef object db = self._db
+        cdef DBState s = self._s
+        cdef list ks = list(keys)   # held here: the caller's list may change while the GIL is out
+        cdef Py_ssize_t n = len(ks), i, m = 0
+        cdef list out = [None] * n
+        cdef uint64_t seq
+        cdef dict mem, imm
+        cdef Version mv
+        cdef Py_ssize_t* todo = NULL
+        cdef CurrentVersion cur
+        cdef object v
+        cdef int attempt
+        for k in ks:
+            if type(k) is not bytes or PyBytes_GET_SIZE(k) == 0:
+                check_key(k, db.options.max_key_bytes)
+        if s.closed:
+            db._check_open()
+        seq = s.last_seq if snapshot is None else db._snapshot_seq(snapshot)
+        # After seq: every entry at or below it is in these memtables by now.
+        mem, imm = s.mem_versions, s.imm_versions
+        todo = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
+        if todo == NULL:
+            raise MemoryError()
+        try:
+            for i in range(n):
+                mv = get_version(mem, <bytes>ks[i], seq)
+                if mv is None and imm is not None:
+                    mv = get_version(imm, <bytes>ks[i], seq)
+                if mv is None:
+                    todo[m] = i
+                    m += 1
+                elif mv.kind == KIND_VALUE:
+                    out[i] = mv.value
+            if m == 0:
+                return out
+            cur = self._cur
+            if cur is None:
+                cur = self._cur = <CurrentVersion?>db.versions.cell
+            for attempt in range(3):
+                v = cur.version
+                try:
+                    self._many_from_version(v, cur.view, ks, todo, m, seq, out)
+                except FileMissingError:
+                    # As in _get: the data is in the new version.
+                    if v is cur.version:
+                        raise
+                    continue
+                return out
+        finally:
+            free(todo)
+        raise CorruptionError(f"table files keep vanishing under a multi_get of {n} keys")
+
+    cdef int _many_from_version(self, object v, object view, list ks, const Py_ssize_t* todo,
+                                Py_ssize_t m, uint64_t seq, list out) except -1:
+        """``out[todo[j]]`` = the value of ``ks[todo[j]]`` in version ``v``'s
+        tables (None for none or a tombstone), j < m: every key's walk of
+        the ReadView (``ReadView.probe``) in one section without the GIL,
+        then the values' bytes made with it; a key whose walk needs the
+        GIL goes on with it (``_from_view``, from the next stage)."""
+        cdef ReadView rv
+        cdef Probe* ps = NULL
+        cdef unsigned char* buf = NULL
+        cdef Py_ssize_t j, total = 0, pos = 0, hits = 0
+        cdef int epoch
+        cdef bytes k
+        cdef object r
+        if self._max_open <= 0:
+            for j in range(m):
+                r = self._from_version(v, view, <bytes>ks[todo[j]], seq)
+                out[todo[j]] = None if r is None or r is DELETED else r
+            return 0
+        rv = <ReadView>view
+        if rv is None:
+            rv = self._view(self._cur, v)
+        for j in range(m):
+            total += PyBytes_GET_SIZE(<bytes>ks[todo[j]]) + 8
+        ps = <Probe*>malloc(m * sizeof(Probe))
+        buf = <unsigned char*>malloc(total)
+        try:
+            if ps == NULL or buf == NULL:
+                raise MemoryError()
+            for j in range(m):
+                k = <bytes>ks[todo[j]]
+                ps[j].uk = <const unsigned char*>PyBytes_AS_STRING(k)
+                ps[j].un = PyBytes_GET_SIZE(k)
+                ps[j].lk = buf + pos
+                ps[j].lkn = ps[j].un + 8
+                memcpy(buf + pos, ps[j].uk, ps[j].un)
+                encode_fixed64(buf + pos + ps[j].un, pack_tag(seq, KIND_VALUE))
+                pos += ps[j].lkn
+                ps[j].stage = 0
+                ps[j].at = -1
+            epoch = read_enter()
+            with nogil:
+                for j in range(m):
+                    ps[j].r = rv.probe(&ps[j].stage, ps[j].uk, ps[j].un, ps[j].lk, ps[j].lkn,
+                                       &ps[j].at, &ps[j].vp, &ps[j].vn, &hits)
+            try:
+                for j in range(m):
+                    if ps[j].r == 1:
+                        out[todo[j]] = PyBytes_FromStringAndSize(<const char*>ps[j].vp, ps[j].vn)
+                    else:
+                        out[todo[j]] = None
+            finally:
+                read_exit(epoch)
+            if hits and self._cache is not None:
+                self._cache.hits += hits
+            for j in range(m):
+                if ps[j].r == -1:
+                    r = self._reader_at(rv, ps[j].at).lookup(ps[j].uk, ps[j].un, ps[j].lk, ps[j].lkn)
+                    if r is None:
+                        r = self._from_view(rv, ps[j].uk, ps[j].un, ps[j].lk, ps[j].lkn,
+                                            ps[j].stage + 1)
+                    out[todo[j]] = None if r is None or r is DELETED else r
+        finally:
+            free(ps)
+            free(buf)
+        return 0
 
     def scan_chunk(self, start=None, end=None, limit=1000, bint reverse=False, snapshot=None):
         """The first ``limit`` ``(key, value)`` of ``[start, end)`` (the last
@@ -525,10 +663,11 @@ cdef class PointPath:
         return None
 
     cdef object _from_view(self, ReadView rv, const unsigned char* uk, Py_ssize_t un,
-                           const unsigned char* lk, Py_ssize_t lkn):
+                           const unsigned char* lk, Py_ssize_t lkn, Py_ssize_t stage=0):
         """``_from_version`` through the version's ReadView: the tables'
-        searches without the GIL, a table that needs it read with it."""
-        cdef Py_ssize_t stage = 0, at = -1, hits
+        searches without the GIL, a table that needs it read with it; from
+        ``stage`` on (``ReadView.probe``)."""
+        cdef Py_ssize_t at = -1, hits
         cdef const unsigned char* vp = NULL
         cdef Py_ssize_t vn = 0
         cdef int r, epoch
