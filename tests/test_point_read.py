@@ -171,15 +171,18 @@ def test_raw_blocks_of_a_mapped_table_are_searched_in_place_without_the_cache(db
         assert dict(db.scan()) == model
 
 
+@pytest.mark.parametrize("api", ["get", "multi_get"])
 @pytest.mark.parametrize("compressed", [True, False], ids=["cached", "mapped"])
-def test_point_reads_stay_exact_while_blocks_are_evicted_and_tables_compacted(dbpath, compressed):
+def test_point_reads_stay_exact_while_blocks_are_evicted_and_tables_compacted(dbpath, compressed, api):
     """Readers search blocks without the GIL while other threads evict them
     (a block cache of a few blocks), replace readers' slots, and compact the
     tables away (closing them: their mappings go).  Every value read is its
     key's (a block or mapping freed under a search would give garbage or
     crash), and once the threads stop no search is registered and the kept
     blocks and mappings are gone.  Compressed blocks are read through the
-    cache's slots; raw ones in place from the tables' mappings."""
+    cache's slots; raw ones in place from the tables' mappings.  Read with
+    get, and with multi_get (a batch of 20 keys searched in one section
+    without the GIL)."""
     opts = tiny_options(max_open_files=5000, block_cache_bytes=2048, background=True,
                         l0_slowdown_trigger=8, l0_stop_trigger=16,
                         compression=compressed, compression_min_level=0)
@@ -204,10 +207,11 @@ def test_point_reads_stay_exact_while_blocks_are_evicted_and_tables_compacted(db
         n = 0
         try:
             while not done.is_set() or n < 2000:
-                k = rnd.choice(keys)
-                v = db.get(k)
-                assert v is not None and v.startswith(k + b"="), (k, v)
-                n += 1
+                batch = [rnd.choice(keys)] if api == "get" else rnd.sample(keys, 20)
+                got = [db.get(batch[0])] if api == "get" else db.multi_get(batch)
+                for k, v in zip(batch, got):
+                    assert v is not None and v.startswith(k + b"="), (k, v)
+                n += len(batch)
         except Exception as e:   # pragma: no cover
             errors.append(e)
 
