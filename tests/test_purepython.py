@@ -25,7 +25,7 @@ with lsm.DB.open(None) as db:
     assert "put" not in vars(db)           # DB.put, not the C write path bound over it
 with OTSClient(None) as client:
     client.create_table(TableMeta("t", [("k", "INTEGER")]), TableOptions())
-    assert client._plain_writer is None
+    assert client._writer.c_path is None                       # writes.py's fork
     client.put_row("t", Row([("k", 1)], [("a", 1)]))
     assert client._row_reader.get("t", [("k", 1)]) is None      # the C reader declines
     assert client.get_row("t", [("k", 1)])[1].attribute_columns[0][:2] == ("a", 1)

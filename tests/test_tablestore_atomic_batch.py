@@ -135,11 +135,11 @@ def test_a_repeated_row_ends_as_the_same_batch_without_is_atomic_leaves_it(clien
 
 
 def test_an_atomic_batch_never_takes_the_c_path(client, monkeypatch):
-    assert client._plain_writer is not None
+    assert client._writer.c_path is not None
 
     def refuse(*args):
         raise AssertionError("the C path took an atomic batch")
-    monkeypatch.setattr(client, "_plain_writer", type("W", (), {"batch": staticmethod(refuse)})())
+    monkeypatch.setattr(client._writer, "c_path", type("W", (), {"batch": staticmethod(refuse)})())
     assert atomic(client, {T: [put(7, "a", 1), put(7, "b", 2)]})[T] == [(True, None, None)] * 2
 
 

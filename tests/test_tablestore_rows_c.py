@@ -563,7 +563,7 @@ def test_read_results_are_untracked_and_still_freed():
        st.sampled_from(["none", "ignore", "rt_none"]))
 def test_plain_writer_stores_what_the_python_path_stores(puts, how):
     """The same puts through put_row (the C path where plain) and through the
-    Python path (prepare + RowWriter.run) leave the same rows and answer the
+    Python path (RowWriter.prepare_row + run_prepared) leave the same rows and answer the
     same capacity units."""
     from regions.tablestore import (OTSClient, Row, TableMeta, Condition, ReturnType,
                                     RowExistenceExpectation, INF_MIN, INF_MAX)
@@ -575,7 +575,7 @@ def test_plain_writer_stores_what_the_python_path_stores(puts, how):
         for k, s, columns in puts:
             row = Row([("k", k), ("s", s)], columns)
             try:
-                expect = slow._run(slow._prepare("t", "put", row, condition, rt))
+                expect = slow._writer.run_prepared(slow._writer.prepare_row("put", "t", row, condition, rt))
             except Exception as e:
                 with pytest.raises(type(e)):
                     fast.put_row("t", row, condition, rt)
@@ -595,7 +595,7 @@ def test_plain_writer_leaves_every_put_that_is_not_plain_to_the_python_path():
     with OTSClient(":memory:") as client:
         client.create_table(TableMeta("t", [("k", "INTEGER")]))
         client.put_row("t", Row([("k", 0)], [("a", 1)]))      # makes "a" a known name
-        writer = client._plain_writer
+        writer = client._writer.c_path
         row = Row([("k", 1)], [("a", 1)])
         assert writer.put("t", row, None, None) is not None
         for args in [
@@ -625,7 +625,7 @@ def test_plain_writer_leaves_every_put_that_is_not_plain_to_the_python_path():
         assert client.get_row("t", [("k", 5)])[1] is None          # not committed yet
         client.commit_transaction(txn)
         assert client.get_row("t", [("k", 5)])[1].attribute_columns[0][:2] == ("a", 3)
-    assert client._plain_writer is None                           # closed: the Python path
+    assert client._writer.c_path is None                           # closed: the Python path
 
 
 @settings(max_examples=100, deadline=None)
@@ -653,7 +653,7 @@ def test_plain_writer_updates_store_what_the_python_path_stores(ops):
         for kind, k, columns in ops:
             cols = list(columns.items())
             row = Row([("k", k)], cols if kind == "put" else {"put": cols})
-            expect = slow._run(slow._prepare("t", kind, row, ignore, None))
+            expect = slow._writer.run_prepared(slow._writer.prepare_row(kind, "t", row, ignore, None))
             got = (fast.put_row if kind == "put" else fast.update_row)("t", row, ignore)
             assert got == expect
         for k in range(5):
@@ -684,7 +684,7 @@ def test_plain_writer_batches_store_what_the_python_path_stores(rows, locked):
     partition held by a transaction refuses its rows alone in both."""
     from regions.tablestore import OTSClient, Row, TableMeta, INF_MIN, INF_MAX
     with OTSClient(":memory:") as fast, OTSClient(":memory:") as slow:
-        slow._plain_writer = None
+        slow._writer.stop_c_path()
         for c in (fast, slow):
             c.create_table(TableMeta("t", [("k", "INTEGER")]))
             c.put_row("t", Row([("k", 0)], [("a", 1), ("b", 1), ("col_1", 1), ("x" * 40, 1)]))
@@ -716,7 +716,7 @@ def test_plain_writer_batch_leaves_what_is_not_plain_and_reports_a_failed_write(
     with OTSClient(":memory:") as client:
         client.create_table(TableMeta("t", [("k", "INTEGER")]))
         client.put_row("t", Row([("k", 0)], [("a", 1)]))
-        writer = client._plain_writer
+        writer = client._writer.c_path
         plain = _batch_of([([("k", 1)], [("a", 1)]), ([("k", 2)], [("a", 2)])])
         assert writer.batch(plain.items, 4 << 20) is not None
         repeated = _batch_of([([("k", 1)], [("a", 1)]), ([("k", 1)], [("a", 2)])])

@@ -157,7 +157,7 @@ def test_enable_and_disable_through_update_table(client):
         client.describe_stream(first)
     assert e.value.code == "OTSObjectNotExist"
     put(client, "unrecorded", v=3)                     # the table writes on, in C again
-    assert "t" in client._plain_schemas
+    assert "t" in client._writer._c_schemas
     client.update_table("t", stream_spec=StreamSpecification(True, 1))
     assert stream_id(client) != first
 

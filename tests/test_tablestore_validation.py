@@ -303,7 +303,7 @@ def test_a_fault_in_one_row_of_a_batch_is_that_rows_error(env, monkeypatch):
     monkeypatch.setattr(e.core._writer, "_row_ops", faulty)
     # the fault is in the Python writer: plain puts would take the C path
     # (_writes.PlainWriter, whose failed write is tested in test_tablestore_rows_c)
-    monkeypatch.setattr(e.core, "_plain_writer", None)
+    monkeypatch.setattr(e.core._writer, "c_path", None)
     logging.getLogger("regions.tablestore").disabled = True
     try:
         results = batch(e, *[L.PutRowItem(L.Row(pk(i), [("a", i)]), None) for i in range(3)])

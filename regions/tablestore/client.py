@@ -6,15 +6,13 @@ request is validated whole (validate.py) before anything is written; errors
 are the SDK's OTSClientError or the service's OTSServiceError (errors.py).
 This module is the API's surface: tables (their stored schema: schema.py),
 reads (reads.py, and the C twins in _reads), and the dispatch of writes to the
-write path (writes.py: prepare, then run under the row lock).  BatchWriteRow
-prepares every row first (an OTSClientError or a whole-request error refuses
-the request before any row is written; a row's service error becomes that
-row's result), then writes each table's rows together (writes.RowWriter
-.run_batch: one region write per region): every row gets its own result, and
-no exception leaves a batch half-applied and unreported.  An atomic
-BatchWriteRow (``is_atomic``, ours on the embedded client: metadata.py) writes
-each table's rows, one partition key value, all or nothing
-(writes.check_atomic, RowWriter.run_atomic), never by the C path.
+write path (writes.RowWriter: its C path, else prepare, then run under the
+row lock).  BatchWriteRow is checked whole here, then written by
+writes.RowWriter.write_batch: every row gets its own result, and no exception
+leaves a batch half-applied and unreported.  An atomic BatchWriteRow
+(``is_atomic``, ours on the embedded client: metadata.py) writes each table's
+rows, one partition key value, all or nothing (writes.check_atomic,
+RowWriter.run_atomic), never by the C path.
 
 Thread-safety: one client may be used by many threads.  Writes hold their
 row's striped lock (writes.RowWriter); a row's entries always live in one
@@ -36,11 +34,11 @@ from regions import PUREPYTHON
 from regions._meter import metered
 from regions.metrics import ApiMetrics
 
-from . import _reads, _rowcodec, _writes, cells, pkcodec
+from . import _reads, _rowcodec, cells, pkcodec
 from .capacity import read_cu
 from .columns import read_window
 from .conditions import check_node_count
-from .errors import (BATCH_WIDE, OTSClientError, OTSServiceError, not_a_string, service_error,
+from .errors import (OTSClientError, OTSServiceError, not_a_string, service_error,
                      storage_error)
 from .indexes import MAX_INDEXES, Indexer, check_index_meta, check_index_shape
 from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowRequest,
@@ -60,12 +58,12 @@ from .searchagg import Aggregator
 from .streams import (DEFAULT_RECORD_LIMIT, MAX_RECORD_LIMIT, STREAM_SPEC, Stream,
                       StreamDetails, check_stream_spec, decode_iterator, stream_spec_record)
 from .transactions import TIMEOUT_S, TransactionManager, partition_of
-from .validate import (BATCH_GET_ROWS, BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, INT64_MAX,
+from .validate import (BATCH_GET_ROWS, BATCH_WRITE_ROWS, INT64_MAX,
                        INT64_MIN, MAX_SPLIT_POINT_BYTES, MAX_TABLES,
                        MAX_DEFINED_COLUMNS, RANGE_BYTES, RANGE_ROWS, check_batch_rows,
                        check_defined_columns, check_pk, check_read_params, check_reserved_cu,
                        check_name, check_table_meta, check_table_options, decode_name)
-from .writes import LOCK_STRIPES, RowWriter, check_atomic, check_repeated, prepare
+from .writes import LOCK_STRIPES, RowWriter
 
 __all__ = ["OTSClient"]
 
@@ -128,7 +126,7 @@ class OTSClient:
             server, locks, options.pop("transaction_timeout", TIMEOUT_S))
         # auto-increment values: microsecond-like, as the service's
         self._writer = RowWriter(server, locks, cells.Generations(), cells.Generations(1000),
-                                 self._transactions)
+                                 self._transactions, self._schemas, self._writable)
         for name in server.list_tables():
             attrs = server.table_attributes(name) or {}
             if ATTRIBUTE in attrs:
@@ -138,13 +136,7 @@ class OTSClient:
         self._indexer = Indexer(server, locks, self._writer.gens, self._schemas, self._configure)
         self._scans = ScanSessions()     # parallel scans' sessions (search.py)
         self._writer.indexer = self._transactions.indexer = self._indexer
-        # put_row of a plain row in one C call (its twin: prepare + RowWriter.run);
-        # it knows the data tables (an index table's writes are refused by
-        # the Python path) and feeds the indexes of those that have some
-        self._plain_schemas = {}
-        self._plain_writer = None if PUREPYTHON else _writes.PlainWriter(
-            self._plain_schemas, server, locks, self._writer.gens, self._transactions,
-            self._indexer)
+        self._writer.start_c_path()
         self._indexer.open()
         for name in self._schemas:
             self._refresh_plain(name)
@@ -194,7 +186,7 @@ class OTSClient:
             self._server.close()
         self._server = None
         self._row_reader = _reads.RowReader({}, None)   # every read takes the Python path
-        self._plain_writer = None                       # and every write
+        self._writer.stop_c_path()                      # and every write
 
     def __enter__(self):
         return self
@@ -216,14 +208,12 @@ class OTSClient:
             prefix_extractor=_rowcodec.ROW_KEY_PREFIX)
 
     def _refresh_plain(self, name):
-        """Whether the C writer may write table ``name`` (see __init__)."""
+        """Whether the C path of writes may write table ``name``
+        (writes.RowWriter.allow_c_path): a data table without a stream."""
         schema = self._schemas.get(name)
-        if schema is None or name in self._indexer.index_of or self._indexer.stream(name):
-            # (a table with a stream: its records need the entries written,
-            # which the Python path hands the feed)
-            self._plain_schemas.pop(name, None)
-        else:
-            self._plain_schemas[name] = schema
+        plain = schema is not None and name not in self._indexer.index_of \
+            and not self._indexer.stream(name)
+        self._writer.allow_c_path(name, schema if plain else None)
 
     def _schema(self, table_name):
         if not isinstance(table_name, (str, bytes)):
@@ -632,7 +622,8 @@ class OTSClient:
         collapse = getattr(getattr(search_query, "collapse", None), "field_name", None)
         hits, total, token = engine.search(search_query.query, search_query.sort, offset, limit,
                                            search_query.next_token or None,
-                                           min(ttls) if ttls else -1, collapse)
+                                           min(ttls) if ttls else -1, collapse,
+                                           bool(search_query.get_total_count))
         if definition.nested and search_query.sort is None:
             token = None       # an index with NESTED fields has no index sort: no paging token
         highlight = getattr(getattr(search_query, "highlight", None), "highlight_parameters",
@@ -1002,24 +993,14 @@ class OTSClient:
     def put_row(self, table_name, row, condition=None, return_type=None, transaction_id=None,
                 return_column_names=None):
         self._indexer.admit(table_name)     # a table whose global indexes lag waits
-        if transaction_id is None and return_column_names is None \
-                and self._plain_writer is not None:
-            got = self._plain_writer.put(table_name, row, condition, return_type)
-            if got is not None:
-                return got
-        return self._run(self._prepare(table_name, BatchWriteRowType.PUT, row, condition,
-                                       return_type, return_column_names), transaction_id)
+        return self._write(BatchWriteRowType.PUT, table_name, row, condition, return_type,
+                           transaction_id, return_column_names)
 
     def update_row(self, table_name, row, condition, return_type=None, transaction_id=None,
                    return_column_names=None):
         self._indexer.admit(table_name)
-        if transaction_id is None and return_column_names is None \
-                and self._plain_writer is not None:
-            got = self._plain_writer.update(table_name, row, condition, return_type)
-            if got is not None:
-                return got
-        return self._run(self._prepare(table_name, BatchWriteRowType.UPDATE, row, condition,
-                                       return_type, return_column_names), transaction_id)
+        return self._write(BatchWriteRowType.UPDATE, table_name, row, condition, return_type,
+                           transaction_id, return_column_names)
 
     def delete_row(self, table_name, row=None, condition=None, return_type=None,
                    transaction_id=None, return_column_names=None, **kwargs):
@@ -1029,25 +1010,27 @@ class OTSClient:
             primary_key = row
         if isinstance(primary_key, Row):
             primary_key = primary_key.primary_key
-        return self._run(self._prepare(table_name, BatchWriteRowType.DELETE, Row(primary_key),
-                                       condition, return_type, return_column_names),
-                         transaction_id)
+        return self._write(BatchWriteRowType.DELETE, table_name, Row(primary_key), condition,
+                           return_type, transaction_id, return_column_names)
 
-    def _prepare(self, table_name, kind, row, condition, return_type, return_column_names=None):
+    def _write(self, kind, table_name, row, condition, return_type, transaction_id,
+               return_column_names):
+        """One row's write (writes.RowWriter), in its transaction if one is
+        named (the row checked first, then the transaction)."""
+        if transaction_id is None:
+            return self._writer.write_row(kind, table_name, row, condition, return_type,
+                                          return_column_names)
+        p = self._writer.prepare_row(kind, table_name, row, condition, return_type,
+                                     return_column_names)
+        with self._transactions.use(transaction_id) as txn:
+            return txn.client._writer.run_prepared(p)
+
+    def _writable(self, table_name):
+        """(name, schema) of a table a write names: ``_schema``, not an index's."""
         name, schema = self._schema(table_name)
         if name in self._indexer.index_of:
             raise service_error("index_write", table=name)
-        return prepare(name, schema, kind, row, condition, return_type, return_column_names)
-
-    def _run(self, p, transaction_id=None):
-        """Run prepared write ``p`` (writes.py), in its transaction if one is named."""
-        if transaction_id is not None:
-            with self._transactions.use(transaction_id) as txn:
-                return txn.client._run(p)
-        schema = self._schemas.get(p.table)
-        if schema is None:
-            raise service_error("table_not_exist")
-        return self._writer.run(p, schema)
+        return name, schema
 
     def batch_write_row(self, request):
         if not isinstance(request, BatchWriteRowRequest):
@@ -1066,36 +1049,8 @@ class OTSClient:
         check_batch_rows(total, BATCH_WRITE_ROWS)
         for table_name in request.items:
             self._indexer.admit(table_name)
-        atomic = bool(getattr(request, "is_atomic", False))   # ours (metadata.py); the SDK's has none
-        if self._plain_writer is not None and not atomic:
-            # plain unconditional puts in one C call (its twin: the loops below)
-            response = self._plain_writer.batch(request.items, BATCH_WRITE_BYTES)
-            if response is not None:
-                return BatchWriteRowResponse.of_puts(response)
-        prepared = {}
-        size = 0
-        for table_name, item in request.items.items():
-            plans = []
-            for row_item in item.row_items:
-                try:
-                    p = self._prepare(table_name, row_item.type, row_item.row, row_item.condition,
-                                      row_item.return_type,
-                                      getattr(row_item, "return_column_names", None))
-                    size += p.pk_bytes + p.attr_bytes
-                    plans.append(p)
-                except OTSServiceError as exc:
-                    if getattr(exc, "key", None) in BATCH_WIDE:
-                        raise
-                    plans.append(exc)
-            plans = check_repeated(plans)
-            prepared[table_name] = check_atomic(plans) if atomic else plans
-        if size > BATCH_WRITE_BYTES:
-            raise service_error("batch_write_size", limit=BATCH_WRITE_BYTES, size=size)
-        response = {}
-        for table_name, plans in prepared.items():
-            run = self._writer.run_atomic if atomic else self._writer.run_batch
-            response[table_name] = run(plans, self._schemas.get(table_name))
-        return BatchWriteRowResponse(request, response)
+        # is_atomic: ours (metadata.py); the SDK's has none
+        return self._writer.write_batch(request, bool(getattr(request, "is_atomic", False)))
 
     # -- local transactions (state in transactions.py) ------------------------
     def start_local_transaction(self, table_name, key):
@@ -1133,8 +1088,7 @@ class OTSClient:
         view = copy.copy(self)
         view._server, view._owns_server, view._txn = txn, False, txn
         view._row_reader = _reads.RowReader({} if PUREPYTHON else self._schemas, txn)
-        view._writer = self._writer.on(txn)
-        view._plain_writer = None        # writes go into the transaction, by the Python path
+        view._writer = self._writer.on(txn)      # writes go into the transaction
         return view
 
 

@@ -20,6 +20,16 @@ sizes.  ``RowWriter.run_batch`` is the BatchWriteRow form: the rows of one
 table written together (one region write per region), each with its own
 result item whatever goes wrong.
 
+The C path: ``RowWriter.write_row`` and ``write_batch`` are the client's
+entries, and the one place where a write takes the C path or this one.  A
+plain row written unconditionally (the common PutRow, an UpdateRow that only
+puts, a BatchWriteRow of such puts) is checked, encoded and written in one
+call of ``_writes.PlainWriter`` (ext/regions/tablestore/_writes.pyx), which
+declines anything else before doing anything; then the steps above run.  The
+C path is this module's twin (tests/test_tablestore_rows_c.py holds them to
+the same stored bytes and answers); ``LSM_REGIONS_PUREPYTHON=1``
+(lsm/purepython.py) turns it off.
+
 Thread-safety: a ``RowWriter`` is shared by the client's threads; writes to a
 row hold that row's stripe of ``locks``, so conditional writes and INCREMENT
 are atomic per row.  A local transaction's writer (``RowWriter.on``) writes
@@ -32,12 +42,12 @@ from regions import PUREPYTHON
 from . import _rowcodec, _writes, cells, pkcodec
 from .capacity import failed_condition_cu, write_cu
 from .conditions import check_condition, evaluate
-from .errors import OTSClientError, OTSServiceError, service_error
-from .metadata import (PK_AUTO_INCR, BatchWriteRowResponseItem, BatchWriteRowType, Condition,
-                       ReturnType, Row, RowExistenceExpectation)
+from .errors import BATCH_WIDE, OTSClientError, OTSServiceError, service_error
+from .metadata import (PK_AUTO_INCR, BatchWriteRowResponse, BatchWriteRowResponseItem,
+                       BatchWriteRowType, Condition, ReturnType, Row, RowExistenceExpectation)
 from .reads import row_entries, visible
-from .validate import (INT64_MAX, INT64_MIN, check_pk, check_put_columns, check_return_columns,
-                       check_row_size, check_update_columns)
+from .validate import (BATCH_WRITE_BYTES, INT64_MAX, INT64_MIN, check_pk, check_put_columns,
+                       check_return_columns, check_row_size, check_update_columns)
 
 __all__ = ["Prepared", "prepare", "check_repeated", "check_atomic", "RowWriter", "LOCK_STRIPES"]
 
@@ -187,25 +197,124 @@ def failed_item(kind, table, exc) -> BatchWriteRowResponseItem:
 
 
 class RowWriter:
-    """Runs prepared writes against ``server`` (a RegionServer, or a local
+    """Runs row writes against ``server`` (a RegionServer, or a local
     transaction's view) under the striped row ``locks``.
 
     ``gens`` numbers the entries written (cells.Generations), ``auto`` the
     auto-increment values; ``transactions`` (transactions.TransactionManager)
     checks every write outside a transaction against the partitions that
     transactions hold; ``txn`` is the transaction this writer writes in.
+    ``schemas`` is the client's dict (name -> Schema), read at each write;
+    ``resolve(table_name)`` -> (name, schema) is the client's check of a
+    table a request names (it raises the service's error for one that is
+    missing or not writable).
     """
 
-    def __init__(self, server, locks, gens, auto, transactions, txn=None):
+    def __init__(self, server, locks, gens, auto, transactions, schemas, resolve, txn=None):
         self.server, self.locks, self.gens, self.auto = server, locks, gens, auto
         self.transactions, self.txn = transactions, txn
+        self.schemas, self.resolve = schemas, resolve
         # indexes.Indexer: a write to a table with indexes feeds them (set by
         # the client; None in a transaction, whose commit feeds them)
         self.indexer = None
+        self.c_path = None          # _writes.PlainWriter once start_c_path ran
+        self._c_schemas = {}        # the tables the C path may write (allow_c_path)
 
     def on(self, txn) -> "RowWriter":
-        """This writer writing into local transaction ``txn`` (its view is the server)."""
-        return RowWriter(txn, self.locks, self.gens, self.auto, self.transactions, txn)
+        """This writer writing into local transaction ``txn`` (its view is the
+        server), by this module's path only (a transaction buffers its writes)."""
+        return RowWriter(txn, self.locks, self.gens, self.auto, self.transactions, self.schemas,
+                         self.resolve, txn)
+
+    # -- the entries: the C path, else prepare and run --------------------------
+    def start_c_path(self):
+        """Write plain rows in one C call (``_writes.PlainWriter``), feeding
+        ``indexer`` as ``run`` does; never under LSM_REGIONS_PUREPYTHON nor in
+        a transaction.  Called once ``indexer`` is set."""
+        if not PUREPYTHON and self.txn is None:
+            self.c_path = _writes.PlainWriter(self._c_schemas, self.server, self.locks,
+                                              self.gens, self.transactions, self.indexer)
+
+    def stop_c_path(self):
+        """From now on every write takes this module's path (the client closed)."""
+        self.c_path = None
+
+    def allow_c_path(self, name, schema):
+        """Whether the C path may write table ``name``: ``schema``, or None when
+        it may not (an index table, whose writes are refused by ``resolve``; a
+        table with a stream, whose records need the entries ``run`` hands the
+        feed)."""
+        if schema is None:
+            self._c_schemas.pop(name, None)
+        else:
+            self._c_schemas[name] = schema
+
+    def write_row(self, kind, table_name, row, condition, return_type,
+                  return_column_names=None):
+        """A PutRow, UpdateRow or DeleteRow of one row outside a transaction:
+        (consumed CU, return_row or None).  The C path when it takes the row,
+        else ``prepare_row`` and ``run_prepared``."""
+        if self.c_path is not None and return_column_names is None:
+            if kind == BatchWriteRowType.PUT:
+                got = self.c_path.put(table_name, row, condition, return_type)
+            elif kind == BatchWriteRowType.UPDATE:
+                got = self.c_path.update(table_name, row, condition, return_type)
+            else:
+                got = None
+            if got is not None:
+                return got
+        return self.run_prepared(self.prepare_row(kind, table_name, row, condition, return_type,
+                                                  return_column_names))
+
+    def prepare_row(self, kind, table_name, row, condition, return_type,
+                    return_column_names=None) -> Prepared:
+        """``prepare`` of a row of the table a request names (``resolve``)."""
+        name, schema = self.resolve(table_name)
+        return prepare(name, schema, kind, row, condition, return_type, return_column_names)
+
+    def run_prepared(self, p: Prepared):
+        """``run`` with the table's current schema (table_not_exist if it was
+        deleted since ``p`` was prepared)."""
+        schema = self.schemas.get(p.table)
+        if schema is None:
+            raise service_error("table_not_exist")
+        return self.run(p, schema)
+
+    def write_batch(self, request, atomic=False) -> BatchWriteRowResponse:
+        """A BatchWriteRow's rows (the request checked by the caller: rows in
+        every table, within BATCH_WRITE_ROWS).  Plain unconditional puts, all
+        of them, take the C path in one call; otherwise every row is prepared
+        first (a whole-request error raises before any row is written, a
+        row's service error becomes its result), then each table's rows run
+        together (``run_batch``; ``atomic``: ``check_atomic``, ``run_atomic``)."""
+        if self.c_path is not None and not atomic:
+            response = self.c_path.batch(request.items, BATCH_WRITE_BYTES)
+            if response is not None:
+                return BatchWriteRowResponse.of_puts(response)
+        prepared = {}
+        size = 0
+        for table_name, item in request.items.items():
+            plans = []
+            for row_item in item.row_items:
+                try:
+                    p = self.prepare_row(row_item.type, table_name, row_item.row,
+                                         row_item.condition, row_item.return_type,
+                                         getattr(row_item, "return_column_names", None))
+                    size += p.pk_bytes + p.attr_bytes
+                    plans.append(p)
+                except OTSServiceError as exc:
+                    if getattr(exc, "key", None) in BATCH_WIDE:
+                        raise
+                    plans.append(exc)
+            plans = check_repeated(plans)
+            prepared[table_name] = check_atomic(plans) if atomic else plans
+        if size > BATCH_WRITE_BYTES:
+            raise service_error("batch_write_size", limit=BATCH_WRITE_BYTES, size=size)
+        response = {}
+        for table_name, plans in prepared.items():
+            run = self.run_atomic if atomic else self.run_batch
+            response[table_name] = run(plans, self.schemas.get(table_name))
+        return BatchWriteRowResponse(request, response)
 
     def _assign_auto(self, p, schema):
         """Give an auto-increment row its key values (once, before its lock)."""
