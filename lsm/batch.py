@@ -13,6 +13,7 @@ per field, which is what Python does fastest.
 import struct
 
 from ._record import WriteBatch  # in C (ext/lsm/_record.pyx): the write path reads it
+from .arguments import check_bound, check_key, check_value  # noqa: F401 -- re-exported
 from .dbformat import KIND_DELETE, KIND_VALUE
 from .errors import CorruptionError
 
@@ -21,30 +22,6 @@ __all__ = ["WriteBatch", "encode_record", "decode_record", "replay", "check_key"
 _HEADER = struct.Struct("<QI")
 _LEN = struct.Struct("<I")
 _KIND_LEN = struct.Struct("<BI")
-
-
-def check_key(key, limit: int, name: str = "key") -> None:
-    if type(key) is not bytes:
-        if isinstance(key, (bytearray, memoryview)):
-            raise TypeError(f"{name} must be bytes, got {type(key).__name__} (convert with bytes())")
-        raise TypeError(f"{name} must be bytes, got {type(key).__name__}")
-    if not key:
-        raise ValueError(f"{name} must not be empty")
-    if len(key) > limit:
-        raise ValueError(f"{name} is {len(key)} bytes, over the limit of {limit} (Options.max_key_bytes)")
-
-
-def check_value(value, limit: int) -> None:
-    if type(value) is not bytes:
-        raise TypeError(f"value must be bytes, got {type(value).__name__}")
-    if len(value) > limit:
-        raise ValueError(f"value is {len(value)} bytes, over the limit of {limit} (Options.max_value_bytes)")
-
-
-def check_bound(name: str, bound) -> None:
-    """A range bound (start/end, lo/hi) must be bytes or None (None = open)."""
-    if bound is not None and type(bound) is not bytes:
-        raise TypeError(f"{name} must be bytes or None, got {type(bound).__name__}")
 
 
 def encode_record(seq: int, ops) -> bytes:
@@ -61,7 +38,8 @@ def encode_record(seq: int, ops) -> bytes:
 
 
 def encode_single(seq: int, kind: int, key: bytes, value: bytes) -> bytes:
-    """``encode_record(seq, [(kind, key, value)])``, on the hot path of put/delete."""
+    """``encode_record(seq, [(kind, key, value)])``: the reference the C writer's
+    record of one put or delete (ext/lsm/_record.pyx) is tested against."""
     if kind == KIND_VALUE:
         return b"".join((_HEADER.pack(seq, 1), _KIND_LEN.pack(kind, len(key)), key, _LEN.pack(len(value)), value))
     return b"".join((_HEADER.pack(seq, 1), _KIND_LEN.pack(kind, len(key)), key))

@@ -5,9 +5,11 @@ are the exception: they raise the built-in ``TypeError`` / ``ValueError``
 naming the argument, before anything is changed.
 """
 
+import errno
 import os
 
-__all__ = ["LSMError", "CorruptionError", "StorageError", "ClosedError", "ReadOnlyError"]
+__all__ = ["LSMError", "CorruptionError", "StorageError", "FileMissingError", "ClosedError",
+           "ReadOnlyError", "storage_error"]
 
 
 class LSMError(Exception):
@@ -28,6 +30,23 @@ class StorageError(LSMError, OSError):
     resumes (lsm/health.py) or is reopened: the state of the failed record
     on disk is unknown.
     """
+
+
+class FileMissingError(StorageError, FileNotFoundError):
+    """The file or directory does not exist (ENOENT)."""
+
+
+def storage_error(exc: OSError, what: str, path: str, path2: str = None) -> StorageError:
+    """Map an ``OSError`` to the engine's ``StorageError``: the one place for it
+    (the file systems of lsm/fs.py and lsm/memfs.py, and the C append file,
+    ext/lsm/_fileio.pyx, raise what it makes).
+
+    Keeps ``errno``; the message names the operation and the path(s).
+    """
+    cls = FileMissingError if exc.errno == errno.ENOENT else StorageError
+    err = cls(exc.errno, f"{what} failed: {exc.strerror or exc}", path, None, path2)
+    err.__cause__ = exc
+    return err
 
 
 class ClosedError(LSMError):

@@ -8,7 +8,7 @@ memory behind the same interface (``DB.open(None)``).  Cython code opens,
 reads and renames nothing: the OS file system's append file is the one file
 in C (``lsm._fileio.OSAppendFile``, ext/lsm/_fileio.pyx: append, sync and
 close of a descriptor this module opened, its errors mapped by
-``storage_error`` here).  Every other byte the extensions see was read or
+``lsm.errors.storage_error``, as this module's are).  Every other byte the extensions see was read or
 will be written here.
 
 Contracts
@@ -53,7 +53,7 @@ import shutil
 from contextlib import suppress
 
 from ._fileio import OSAppendFile
-from .errors import ClosedError, CorruptionError, StorageError
+from .errors import ClosedError, CorruptionError, FileMissingError, StorageError, storage_error
 
 __all__ = [
     "FileSystem", "OSFileSystem", "AppendFile", "ReadFile", "FileLock",
@@ -62,21 +62,6 @@ __all__ = [
 
 #: Suffix of the temporary file ``write_atomic`` renames into place.
 TEMP_SUFFIX = ".tmp"
-
-
-class FileMissingError(StorageError, FileNotFoundError):
-    """The file or directory does not exist (ENOENT)."""
-
-
-def storage_error(exc: OSError, what: str, path: str, path2: str = None) -> StorageError:
-    """Map an ``OSError`` to the engine's ``StorageError``: the one place for it.
-
-    Keeps ``errno``; the message names the operation and the path(s).
-    """
-    cls = FileMissingError if exc.errno == errno.ENOENT else StorageError
-    err = cls(exc.errno, f"{what} failed: {exc.strerror or exc}", path, None, path2)
-    err.__cause__ = exc
-    return err
 
 
 def lock_held_error(path: str) -> StorageError:

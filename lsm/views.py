@@ -16,7 +16,7 @@ manifest fields are in docs/formats/manifest.md.
 """
 import os
 
-from .batch import check_bound
+from .arguments import check_bound
 from .dbformat import parse_internal_key
 from .fs import OSFileSystem
 from ._table import BoundedIter

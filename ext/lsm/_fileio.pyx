@@ -50,7 +50,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport free, malloc
 
-from lsm.errors import ClosedError
+from os import strerror
+
+from lsm.errors import ClosedError, storage_error
 
 cdef extern from "errno.h":
     int errno
@@ -88,10 +90,8 @@ cdef long long _PAGE = sysconf(_SC_PAGESIZE)
 
 
 cdef _os_error(int err, str what, path):
-    """The ``StorageError`` of a failed OS call (lsm.fs.storage_error)."""
-    import os
-    from lsm.fs import storage_error
-    return storage_error(OSError(err, os.strerror(err)), what, path)
+    """The ``StorageError`` of a failed OS call (lsm.errors.storage_error)."""
+    return storage_error(OSError(err, strerror(err)), what, path)
 
 
 cdef class OSAppendFile:

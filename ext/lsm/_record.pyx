@@ -33,6 +33,7 @@ from lsm._coding cimport encode_fixed32 as _put32, encode_fixed64 as _put64, mas
 from lsm._fileio cimport OSAppendFile
 from lsm._keys cimport KIND_DELETE, KIND_VALUE
 
+from lsm.arguments import check_key, check_value
 from lsm.errors import ClosedError, ReadOnlyError
 
 cdef extern from "crc32_fold.h":
@@ -167,7 +168,6 @@ def ops_bytes(list ops not None):
     """The key and value bytes of ``ops``, ``(kind, key, value)`` tuples that
     ``WriteBatch.of_ops`` takes, checked as ``put`` and ``delete`` check
     theirs: raises TypeError or ValueError naming the first bad one."""
-    from lsm.batch import check_key, check_value
     cdef Py_ssize_t total = 0, i
     cdef object op, kind, key, value
     for i in range(len(ops)):
@@ -210,7 +210,6 @@ cdef class WriteBatch:
 
     def put(self, key, value):
         if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0 or type(value) is not bytes:
-            from lsm.batch import check_key, check_value
             check_key(key, 1 << 62)
             check_value(value, 1 << 62)
         self._ops.append((KIND_VALUE, key, value))
@@ -234,7 +233,6 @@ cdef class WriteBatch:
 
     def delete(self, key):
         if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0:
-            from lsm.batch import check_key
             check_key(key, 1 << 62)
         self._ops.append((KIND_DELETE, key, b""))
         self._bytes += PyBytes_GET_SIZE(key)

@@ -35,7 +35,7 @@ from lsm._memtable cimport MemTable, add_entries, add_entry
 from lsm._record cimport LogWriter, WriteBatch
 from lsm._state cimport CurrentVersion, DBState
 
-from lsm.batch import check_key, check_value
+from lsm.arguments import check_key, check_value
 
 
 cdef object write_put(object path, object key, object value, object sync):
