@@ -7,7 +7,8 @@ ValueError in both.
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from regions.tablestore import INF_MAX, INF_MIN, _reads, _rowcodec, _writes, cells, pkcodec, reads
+from regions.tablestore import (INF_MAX, INF_MIN, _reads, _rowcodec, _writes, cells, pkcodec, reads,
+                                writes)
 from regions.tablestore.capacity import cells_size, pk_size
 from regions.tablestore.errors import OTSServiceError
 from regions.tablestore.schema import Schema
@@ -743,9 +744,9 @@ def test_plain_writer_batch_leaves_what_is_not_plain_and_reports_a_failed_write(
             raise e
     from regions.tablestore.schema import Schema
     schema = Schema(["k"], ["INTEGER"], None, -1, 1, 86400, None, [])
-    txns = type("NoTxn", (), {"_locked": {}})()
+    txns = type("NoTxn", (), {"held": {}})()
     w = _writes.PlainWriter({"t": schema}, Failing(), [threading.Lock()], cells_mod.Generations(),
-                          txns)
+                            txns, None, writes.failed_item)
     got = w.batch(_batch_of([([("k", 1)], [("a", 1)]), ([("k", 2)], [("a", 2)])]).items, 4 << 20)
     first, second = got["t"]
     assert (first.index, second.index) == (0, 1)

@@ -175,7 +175,9 @@ class TransactionManager:
         self._row_locks = row_locks
         self._mutex = threading.Lock()
         self._by_id = {}
-        self._locked = {}                # (table, partition) -> Transaction
+        # (table, partition) -> Transaction; empty: no write outside a
+        # transaction needs check_write (the C writer reads it to skip the call)
+        self.held = {}
         self.indexer = None              # indexes.Indexer: a commit feeds the table's indexes
 
     # -- lifecycle ------------------------------------------------------------
@@ -190,7 +192,7 @@ class TransactionManager:
                     raise service_error("row_operation_conflict")
                 txn = Transaction(self, uuid.uuid4().hex.upper(), table, partition)
                 self._by_id[txn.id] = txn
-                self._locked[(table, partition)] = txn
+                self.held[(table, partition)] = txn
                 return txn
         finally:
             for lock in self._row_locks:
@@ -261,7 +263,7 @@ class TransactionManager:
         transaction's table and partition, and fit the data limit.
         """
         if txn is None:
-            if self._locked:
+            if self.held:
                 with self._mutex:
                     if self._holder(table, partition_of(row_key)) is not None:
                         raise service_error("row_operation_conflict")
@@ -273,7 +275,7 @@ class TransactionManager:
 
     # -- internals (callers hold self._mutex) ---------------------------------
     def _holder(self, table, partition):
-        txn = self._locked.get((table, partition))
+        txn = self.held.get((table, partition))
         if txn is not None and self._expired(txn):
             self._release(txn)
             return None
@@ -285,8 +287,8 @@ class TransactionManager:
     def _release(self, txn):
         txn.state = _DONE
         self._by_id.pop(txn.id, None)
-        if self._locked.get((txn.table, txn.partition)) is txn:
-            del self._locked[(txn.table, txn.partition)]
+        if self.held.get((txn.table, txn.partition)) is txn:
+            del self.held[(txn.table, txn.partition)]
 
     def _finish(self, txn):
         with self._mutex:

@@ -40,6 +40,7 @@ import logging
 from regions import PUREPYTHON
 
 from . import _rowcodec, _writes, cells, pkcodec
+from ._writes import stripe
 from .capacity import failed_condition_cu, write_cu
 from .conditions import check_condition, evaluate
 from .errors import BATCH_WIDE, OTSClientError, OTSServiceError, service_error
@@ -233,7 +234,8 @@ class RowWriter:
         a transaction.  Called once ``indexer`` is set."""
         if not PUREPYTHON and self.txn is None:
             self.c_path = _writes.PlainWriter(self._c_schemas, self.server, self.locks,
-                                              self.gens, self.transactions, self.indexer)
+                                              self.gens, self.transactions, self.indexer,
+                                              failed_item)
 
     def stop_c_path(self):
         """From now on every write takes this module's path (the client closed)."""
@@ -364,7 +366,7 @@ class RowWriter:
     def run(self, p: Prepared, schema):
         """Execute ``p`` under its row lock: (consumed CU, return_row or None)."""
         self._assign_auto(p, schema)
-        with self.locks[hash(p.row_key) % len(self.locks)]:
+        with self.locks[stripe(p.row_key, len(self.locks))]:
             ops = self._row_ops(p, schema, cells.now_ms())
             feed = (self.indexer.before_write(p.table, [p.row_key], [ops])
                     if self.indexer is not None else None)
@@ -486,7 +488,7 @@ class RowWriter:
         unless ``atomic``) as one batch; ``atomic``: a row that fails fails
         them all, before anything is written (run_atomic)."""
         n = len(self.locks)
-        locks = [self.locks[s] for s in sorted({hash(plans[i].row_key) % n for i in group})]
+        locks = [self.locks[s] for s in sorted({stripe(plans[i].row_key, n) for i in group})]
         for lock in locks:
             lock.acquire()
         try:

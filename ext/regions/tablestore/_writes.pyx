@@ -3,10 +3,13 @@
 
     plain_put, plain_update     writes.prepare of a plain PutRow / UpdateRow (its Python checks)
     PlainWriter                 RowWriter.run / run_batch of plain rows written unconditionally
+    stripe                      the row lock a row key takes (RowWriter's too)
 
-Tests run each against its Python twin on the same random inputs
-(tests/test_tablestore_rows_c.py); keys, heads and deltas are encoded by
-_rowcodec.
+writes.RowWriter owns the PlainWriter and is the one place a write takes
+this path or its own.  Tests run each against its Python twin on the same
+random inputs (tests/test_tablestore_rows_c.py); keys, heads and deltas are
+encoded by _rowcodec.  Nothing here imports writes.py: what it needs of it
+(``failed_item``) is handed in at construction.
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8String
@@ -169,22 +172,25 @@ cdef class PlainWriter:
     table in its ``tables`` has secondary indexes, and its writes are framed
     by ``indexer.before_write`` (the feed entry, before the base write) and
     ``indexer.after_write`` (its local indexes), under the row locks, as
-    ``RowWriter`` frames them.
+    ``RowWriter`` frames them.  ``failed_item(kind, table, exc)``
+    (writes.failed_item) makes a batch's result item of a row that failed.
     """
     cdef dict _schemas
-    cdef object _server, _gens, _transactions, _indexer
+    cdef object _server, _gens, _transactions, _indexer, _failed_item
     cdef list _locks
-    cdef dict _indexed
+    cdef dict _indexed, _held
 
     def __init__(self, dict schemas not None, server, list locks not None, gens, transactions,
-                 indexer=None):
+                 indexer, failed_item not None):
         self._schemas = schemas
         self._server = server
         self._locks = locks
         self._gens = gens
         self._transactions = transactions
+        self._held = transactions.held
         self._indexer = indexer
         self._indexed = indexer.tables if indexer is not None else {}
+        self._failed_item = failed_item
 
     def put(self, table_name, row, condition, return_type):
         """``put_row``'s answer, or None (see the class doc)."""
@@ -261,7 +267,7 @@ cdef class PlainWriter:
         for table_name, rows in plans:
             n = len(rows)
             results = [None] * n
-            stripes = sorted({_stripe(<bytes>(<tuple>r)[0], nlocks) for r in rows})
+            stripes = sorted({stripe(<bytes>(<tuple>r)[0], nlocks) for r in rows})
             locks = [self._locks[i] for i in stripes]
             for lock in locks:
                 lock.acquire()
@@ -282,12 +288,11 @@ cdef class PlainWriter:
         now = _now_ms()
         for i in range(len(rows)):
             r = <tuple>rows[i]
-            if self._transactions._locked:
-                try:
-                    self._transactions.check_write(table_name, r[0], None, r[2])
-                except Exception as exc:
-                    results[i] = _failed_item(_PUT, table_name, exc, i)
-                    continue
+            try:
+                self._check_write(table_name, r[0], r[2])
+            except Exception as exc:
+                results[i] = self._failed(table_name, exc, i)
+                continue
             ops.append((KIND_VALUE, <bytes>r[0] + _HEAD, put_head(self._gens.next(), r[1], now)))
             written.append(i)
         if not written:
@@ -311,7 +316,7 @@ cdef class PlainWriter:
             if applied is None or <bytes>r[0] + _HEAD in applied:
                 results[i] = _ok_item(r[2], i)
             else:
-                results[i] = _failed_item(_PUT, table_name, failure, i)
+                results[i] = self._failed(table_name, failure, i)
         return 0
 
     cdef object _write(self, table_name, row, condition, return_type, bint update):
@@ -336,9 +341,8 @@ cdef class PlainWriter:
             return None
         row_key = <bytes>got[1]
         size = <Py_ssize_t>got[3] + <Py_ssize_t>got[4]
-        with self._locks[_stripe(row_key, len(self._locks))]:
-            if self._transactions._locked:
-                self._transactions.check_write(table_name, row_key, None, size)
+        with self._locks[stripe(row_key, len(self._locks))]:
+            self._check_write(table_name, row_key, size)
             feed = None
             if table_name in self._indexed:
                 feed = self._indexer.before_write(table_name, [row_key])
@@ -357,13 +361,34 @@ cdef class PlainWriter:
                 self._server.write(table_name, _WriteBatch.of_ops(ops))
             if feed is not None:
                 self._indexer.after_write(table_name, [row_key], feed)
-        return _make_cu(0, max(1, (size + _UNIT - 1) // _UNIT)), None
+        return _write_cu(size), None
+
+    cdef inline int _check_write(self, table_name, bytes row_key, Py_ssize_t size) except -1:
+        """``transactions.check_write`` of a write outside a transaction, skipped
+        while no partition is held (the check would find nothing)."""
+        if self._held:
+            self._transactions.check_write(table_name, row_key, None, size)
+        return 0
+
+    cdef object _failed(self, table_name, exc, Py_ssize_t index):
+        """``failed_item`` of a put of a batch, its ``index`` in its table's
+        rows set (``BatchWriteRowResponse`` sets it)."""
+        item = self._failed_item(_PUT, table_name, exc)
+        item.index = index
+        return item
 
 
-cdef inline Py_ssize_t _stripe(bytes row_key, Py_ssize_t n) except -1:
-    """``hash(row_key) % n`` as Python computes it (C's % keeps the hash's sign)."""
+cpdef Py_ssize_t stripe(bytes row_key, Py_ssize_t n) except -1:
+    """The stripe of ``n`` row locks that ``row_key``'s writes hold: ``hash(row_key) % n``
+    as Python computes it (C's % keeps the hash's sign).  writes.RowWriter takes it too."""
     cdef Py_ssize_t s = hash(row_key) % n
     return s + n if s < 0 else s
+
+
+cdef inline object _write_cu(Py_ssize_t size):
+    """The CU of a row of ``size`` bytes written unconditionally: capacity.write_cu's
+    rule, ceil(size / 4K) and at least 1 (tests hold the answers to the Python path's)."""
+    return _make_cu(0, max(1, (size + _UNIT - 1) // _UNIT))
 
 
 cdef inline bint _unconditional(condition, return_type) except -1:
@@ -375,15 +400,6 @@ cdef inline bint _unconditional(condition, return_type) except -1:
                                  and condition.row_existence_expectation == _IGNORE)
 
 
-cdef object _failed_item(kind, table, exc, Py_ssize_t index):
-    """writes.failed_item (imported here: writes imports this module), its
-    ``index`` in its table's rows set (``BatchWriteRowResponse`` sets it)."""
-    from regions.tablestore.writes import failed_item
-    item = failed_item(kind, table, exc)
-    item.index = index
-    return item
-
-
 cdef object _ok_item(Py_ssize_t size, Py_ssize_t index):
     """``BatchWriteRowResponseItem(True, None, None, CU, None)``, its attributes
     set in the order its ``__init__`` sets them, then its ``index`` in its
@@ -393,7 +409,7 @@ cdef object _ok_item(Py_ssize_t size, Py_ssize_t index):
     item.is_ok = True
     item.error_code = None
     item.error_message = None
-    item.consumed = _make_cu(0, max(1, (size + _UNIT - 1) // _UNIT))
+    item.consumed = _write_cu(size)
     item.row = _make_row(None, None)
     item.index = index
     return item
