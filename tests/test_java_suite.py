@@ -4,6 +4,7 @@ git source missing blobs, the protobuf regeneration's inputs, the package
 renames, the tests it picks, the config it writes, and how it reads its
 JUnit runner's events (a Python script stands in for the JVM).  The result
 against the real SDK is recorded in docs/otsserver.md."""
+import json
 import os
 import subprocess
 import sys
@@ -251,15 +252,63 @@ def test_the_flatbuffers_standin_throws_everywhere(tmp_path):
                               if "static UnsupportedOperationException" not in ln)
 
 
-def test_the_config_names_the_fresh_server(tmp_path):
-    path = java_suite.write_config(str(tmp_path), "http://127.0.0.1:4321")
-    assert path == str(tmp_path / "src/test/resources/conf.properties")
-    lines = open(path).read().splitlines()
+def test_the_configs_name_the_fresh_server(tmp_path):
+    """conf.properties (ServiceSettings), the Timestream tests' JSON relative
+    to the working directory and the Timeline tests' under user.home."""
+    paths = java_suite.write_config(str(tmp_path), "http://127.0.0.1:4321")
+    assert paths == [str(tmp_path / rel) for rel in (
+        "src/test/resources/conf.properties", "src/test/resources/test_conf.json",
+        "home/timelineConf.json", "home/tablestoreConf.json")]
+    lines = open(paths[0]).read().splitlines()
     assert lines[0].startswith("# Written by regions' java_suite")
     assert dict(ln.split("=", 1) for ln in lines[1:]) == {
         "ots.endpoint": "http://127.0.0.1:4321", "ots.accesskeyid": vendor_suite.KEY_ID,
         "ots.accesskeysecret": vendor_suite.SECRET, "ots.instancename": vendor_suite.INSTANCE,
         "ots.instancenameinternal": vendor_suite.INSTANCE}
+    keys = {"endpoint": "http://127.0.0.1:4321", "accessId": vendor_suite.KEY_ID,
+            "accessKey": vendor_suite.SECRET}
+    assert json.load(open(paths[1])) == dict(keys, instance=vendor_suite.INSTANCE)
+    for path in paths[2:]:
+        assert json.load(open(path)) == dict(keys, instanceName=vendor_suite.INSTANCE)
+    assert java_suite.java_command([], "e", None, ["C"], paths[2].rsplit("/", 1)[0])[3] == (
+        "-Duser.home=" + str(tmp_path / "home"))
+
+
+SYNC_SOURCES = {
+    f"{PKG}/timestream/functiontest/Helper.java":
+        "class Helper { static void waitSync() { Thread.sleep(TimeUnit.SECONDS.toMillis(80)); } }",
+    f"{PKG}/timeline/common/ServiceWrapper.java":
+        "class ServiceWrapper { static void sleepForSyncData() { Thread.sleep(25000); } }",
+    f"{PKG}/timestream/functiontest/TimestreamMetaFunctiontest.java":
+        "class T { void a() { Helper.waitSync(); } void b() { Helper.waitSync(); // wait 80s\n} }",
+}
+
+
+def test_the_cloud_sync_sleeps_become_waits_for_the_server_s_indexes(tmp_path):
+    for rel, text in SYNC_SOURCES.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert java_suite.replace_sync_waits(str(tmp_path)) == list(SYNC_SOURCES)
+    read = {rel: (tmp_path / rel).read_text() for rel in SYNC_SOURCES}
+    await_ = "regions.javasuite.SearchSync.await("
+    assert read[f"{PKG}/timestream/functiontest/Helper.java"].count(
+        await_ + "TimeUnit.SECONDS.toMillis(80));") == 1
+    assert await_ + "25000);" in read[f"{PKG}/timeline/common/ServiceWrapper.java"]
+    kept = read[f"{PKG}/timestream/functiontest/TimestreamMetaFunctiontest.java"]
+    assert kept.count("Helper.waitSync();") == 1 and "Thread.sleep(TimeUnit.SECONDS" in kept
+    helper = (tmp_path / "regions/javasuite/SearchSync.java").read_text()
+    assert "package regions.javasuite;" in helper and "SyncPhase.INCR" in helper
+    assert 'new FileInputStream("src/test/resources/conf.properties")' in helper
+    assert "Math.min(maxMillis, 50L)" in helper
+
+
+def test_a_sync_sleep_not_found_once_stops_the_build(tmp_path):
+    rel = f"{PKG}/timeline/common/ServiceWrapper.java"
+    (tmp_path / rel).parent.mkdir(parents=True)
+    (tmp_path / rel).write_text("Thread.sleep(25000); Thread.sleep(25000);")
+    with pytest.raises(RuntimeError, match="found 2 times, not once"):
+        java_suite.replace_sync_waits(str(tmp_path))
+    assert java_suite.replace_sync_waits(str(tmp_path / "none")) == []   # no such library
 
 
 # -- which tests run -------------------------------------------------------------
@@ -313,11 +362,22 @@ def test_selection_runs_the_served_api_and_lists_the_rest_with_reasons(sdk):
     (f"{PKG}/functiontest/GlobalTableTest.java", "global tables are not served"),
     (f"{PKG}/functiontest/TestComputeSplitsBySize.java",
      "ComputeSplitsBySize and ComputeSplitPointsBySize are not served"),
+    (f"{PKG}/timeline/functionTest/TestTimeline.java", None),
+    (f"{PKG}/timestream/functiontest/TimestreamMetaFunctiontest.java", None),
     ("examples/SearchIndexSerializationSample.java",
      "samples, not tests (the SDK's pom leaves them out too)"),
 ])
 def test_the_scope_of_the_sdk_s_test_classes(path, why):
     assert java_suite.out_of_scope(path) == why
+
+
+@pytest.mark.parametrize("line", [
+    'Conf conf = Conf.newInstance(System.getProperty("user.home") + "/timelineConf.json");',
+    'conf = Conf.newInstance("src/test/resources/test_conf.json");',
+    "wrapper = ServiceWrapper.newInstance();",
+    "OTSHelper.deleteAllTable(ServiceSettings.load());"])
+def test_what_says_a_class_talks_to_the_server(line):
+    assert java_suite.SERVER_MARKS.search(line)
 
 
 # -- the runner's events ---------------------------------------------------------
@@ -421,7 +481,8 @@ def test_a_class_runs_in_its_own_jvm_against_its_own_server(mode, expected, runs
     script.write_text(FAKE_JVM)
     calls = []
 
-    def command(classpath, events, pattern, classes):
+    def command(classpath, events, pattern, classes, home):
+        assert home == str(workdir / "home")
         calls.append(pattern)
         return [sys.executable, str(script), events, pattern, *classes]
     monkeypatch.setattr(java_suite, "java_command", command)

@@ -11,7 +11,7 @@ temporary directory and built with Debian's JDK (``javac``), Debian's jars
 Maven Central, no network.  A missing Debian package stops the run with the
 one ``apt-get install`` line that brings it, or ``--install`` runs that line.
 
-Three adjustments, all in the copy, none to a test's assertions:
+Four adjustments, all in the copy, none to a test's assertions:
 
 - **protobuf**: the SDK's generated protobuf classes target protobuf-java
   4.28 under a shaded package (``com.aliyun.ots.thirdparty.com.google.protobuf``,
@@ -28,23 +28,37 @@ Three adjustments, all in the copy, none to a test's assertions:
   compile-only stand-in of ours (``FLATBUFFERS_STANDIN``) is compiled with
   the SDK; every method of it throws.
 
+- **sync waits** (``SYNC_WAITS``): the Timeline and Timestream tests sleep
+  25 s and 80 s for the cloud to index what they wrote (``ServiceWrapper.
+  sleepForSyncData``, ``Helper.waitSync``).  Those two sleeps, and only
+  they, wait instead until every search index on the server is in sync as
+  of the call (``SYNC_JAVA``: DescribeSearchIndex's phase INCR and
+  ``current_sync_timestamp``, as the vendor suite's shortened sleeps), never
+  longer than the sleep they replace; the one call whose test needs the
+  80 s to pass keeps the sleep.
+
 The tests read their endpoint, instance and keys from
 ``src/test/resources/conf.properties`` relative to the working directory
-(the SDK's ``common/ServiceSettings``): each test class runs in its own JVM,
-in a directory of its own whose ``conf.properties`` names its own fresh
-server (``config_text``), since the vendor's tests delete every table of the
-instance before they start.  ``--jobs`` classes run at once.
+(the SDK's ``common/ServiceSettings``); the Timestream tests from
+``src/test/resources/test_conf.json``, the Timeline tests from
+``~/timelineConf.json`` or ``~/tablestoreConf.json`` (``user.home`` is set
+under the class's directory).
+Each test class runs in its own JVM, in a directory of its own whose
+configs name its own fresh server (``CONFIGS``), since the vendor's tests
+delete every table of the instance before they start.  ``--jobs`` classes
+run at once.
 
 What runs: every test class under ``src/test/java`` with a ``@Test`` method,
 less ``OUT_OF_SCOPE`` (search, timeseries, SQL, tunnel, global tables, bulk
-import/export, split computations, the Timeline and Timestream libraries,
-the Spark connector, samples: each with its reason, listed as excluded),
+import/export, split computations, the Spark connector, samples: each with
+its reason, listed as excluded),
 and less the methods of ``METHOD_OUT_OF_SCOPE`` (the writer tests that use
 BulkImport, which is not served; one of them hangs in the SDK's own mock).
 The classes that talk to the server are the served API's (tables, rows,
 batches, ranges, filters, conditions, auto-increment, atomic increment,
 local transactions, atomic batches, secondary indexes, streams in
-``APITest``, the async client, ``TableStoreWriter`` and ``TableStoreReader``);
+``APITest``, the async client, ``TableStoreWriter`` and ``TableStoreReader``,
+and the Timeline and Timestream libraries on tables and search indexes);
 the others are the SDK's unit tests of the same code (listed apart).  Our
 JUnit 4 runner (``RUNNER_JAVA``) writes one line per event; each test is
 listed as PASS, FAIL (with its first line) or SKIP, and the exit status is 0
@@ -56,6 +70,7 @@ the result is recorded in docs/otsserver.md.
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import re
 import shutil
@@ -72,6 +87,8 @@ MODULE = "tablestore"
 MAIN, TEST = "src/main/java", "src/test/java"
 RESOURCES = "src/main/resources"
 CONFIG = "src/test/resources/conf.properties"
+#: The SDK's package, as a directory.
+PKG_DIR = "com/alicloud/openservices/tablestore"
 JAVA_DIR = "/usr/share/java"
 
 #: Tools: command -> the Debian package that brings it.
@@ -115,10 +132,6 @@ OUT_OF_SCOPE = (
      "timeseries tables are not served"),
     (r"/model/sql/", "SQL is not served"),
     (r"/tunnel/", "the tunnel service is not served"),
-    # run with search indexes served (2026-11-26): 25 of 102 pass, most classes'
-    # setups fail before their first test (docs/otsserver.md, "Java SDK")
-    (r"/timeline/", "the Timeline library's class setups fail against this server (to do)"),
-    (r"/timestream/", "the Timestream library's class setups fail against this server (to do)"),
     (r"/ecosystem/", "the Spark connector's splits need ComputeSplits and search indexes "
                      "(not served); some name a cloud endpoint"),
     (r"GlobalTable", "global tables are not served"),
@@ -131,8 +144,11 @@ METHOD_OUT_OF_SCOPE = (
     (r"BulkImport|BULK_IMPORT|bulkImport",
      "BulkImport is not served (the writer's BULK_IMPORT mode, bulkImport calls)"),
 )
-#: What in a test class's source says it talks to a server (the tests' config).
-SERVER_MARKS = re.compile(r"\bServiceSettings\b|\bUtils\.getOTSInstance\b|\bgetOTSInstance\(")
+#: What in a test class's source says it talks to a server (the tests'
+#: configs: ServiceSettings; the Timeline and Timestream tests' Conf, and
+#: Timeline's ServiceWrapper, which reads it).
+SERVER_MARKS = re.compile(r"\bServiceSettings\b|\bUtils\.getOTSInstance\b|\bgetOTSInstance\("
+                          r"|\bConf\.newInstance\(|\bServiceWrapper\.newInstance\(")
 
 #: Ours: the flatbuffers classes the SDK's generated timeseries and SQL code
 #: names; compiles, every method throws (timeseries and SQL are out of scope).
@@ -439,12 +455,152 @@ def config_text(endpoint: str) -> str:
             + "".join("%s=%s\n" % kv for kv in values))
 
 
-def write_config(workdir: str, endpoint: str) -> str:
-    path = os.path.join(workdir, CONFIG)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(config_text(endpoint))
-    return path
+def _json_config(instance_key: str):
+    """A Gson config the Timeline or Timestream tests read (their ``Conf``
+    classes: the same fields but the instance's name)."""
+    def text(endpoint: str) -> str:
+        return json.dumps({"endpoint": endpoint, "accessId": vendor_suite.KEY_ID,
+                           "accessKey": vendor_suite.SECRET,
+                           instance_key: vendor_suite.INSTANCE}, indent=1) + "\n"
+    return text
+
+
+#: The directory set as the JVM's ``user.home``, under a class's directory.
+HOME = "home"
+#: The configs written in each class's directory: path -> text(endpoint).
+CONFIGS = {
+    CONFIG: config_text,
+    # timestream/bench/Conf, read relative to the working directory
+    "src/test/resources/test_conf.json": _json_config("instance"),
+    # timeline/common/Conf, read from System.getProperty("user.home")
+    HOME + "/timelineConf.json": _json_config("instanceName"),
+    HOME + "/tablestoreConf.json": _json_config("instanceName"),  # (TestSearchQueue's name)
+}
+
+
+def write_config(workdir: str, endpoint: str) -> list:
+    """Write ``CONFIGS`` for ``endpoint`` under ``workdir``; their paths."""
+    paths = []
+    for rel, text in CONFIGS.items():
+        paths.append(os.path.join(workdir, rel))
+        os.makedirs(os.path.dirname(paths[-1]), exist_ok=True)
+        with open(paths[-1], "w", encoding="utf-8") as f:
+            f.write(text(endpoint))
+    return paths
+
+
+# -- the sync waits ----------------------------------------------------------
+
+#: Ours, in the copy's tests: waits until every search index on the server
+#: is in sync as of the call (DescribeSearchIndex: phase INCR and
+#: ``current_sync_timestamp``, nanoseconds, at or after the call), at most
+#: the given time, then sleeps at most the vendor suite's ``SLEEP_CAP``.
+#: (ListSearchIndex is asked table by table: the Java SDK cannot send one
+#: without a table.)
+SYNC_CLASS = "regions.javasuite.SearchSync"
+SYNC_JAVA = '''\
+package regions.javasuite;
+
+import com.alicloud.openservices.tablestore.SyncClient;
+import com.alicloud.openservices.tablestore.TableStoreException;
+import com.alicloud.openservices.tablestore.model.search.*;
+import java.io.FileInputStream;
+import java.util.Properties;
+
+/** Written by regions' java_suite: a cloud sync sleep made a wait for this
+ * server's search indexes, never longer than the sleep it replaces. */
+public class SearchSync {
+    public static void await(long maxMillis) throws InterruptedException {
+        long since = System.currentTimeMillis() * 1000000L;
+        long deadline = System.nanoTime() + maxMillis * 1000000L;
+        Properties p = new Properties();
+        try (FileInputStream in = new FileInputStream("@CONFIG@")) {
+            p.load(in);
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException("regions java_suite: no @CONFIG@", e);
+        }
+        SyncClient client = new SyncClient(p.getProperty("ots.endpoint"),
+            p.getProperty("ots.accesskeyid"), p.getProperty("ots.accesskeysecret"),
+            p.getProperty("ots.instancename"));
+        try {
+            while (!inSync(client, since) && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+        } finally {
+            client.shutdown();
+        }
+        Thread.sleep(Math.min(maxMillis, @CAP_MS@L));
+    }
+
+    static boolean inSync(SyncClient client, long since) {
+        try {
+            for (String table : client.listTable().getTableNames()) {
+                ListSearchIndexRequest list = new ListSearchIndexRequest();
+                list.setTableName(table);
+                for (SearchIndexInfo info : client.listSearchIndex(list).getIndexInfos()) {
+                    DescribeSearchIndexRequest d = new DescribeSearchIndexRequest();
+                    d.setTableName(info.getTableName());
+                    d.setIndexName(info.getIndexName());
+                    SyncStat stat;
+                    try {
+                        stat = client.describeSearchIndex(d).getSyncStat();
+                    } catch (TableStoreException e) {
+                        continue;       // dropped meanwhile
+                    }
+                    if (stat == null || stat.getSyncPhase() != SyncStat.SyncPhase.INCR
+                            || stat.getCurrentSyncTimestamp() == null
+                            || stat.getCurrentSyncTimestamp() < since) {
+                        return false;
+                    }
+                }
+            }
+            return true;
+        } catch (TableStoreException e) {
+            return false;       // a table dropped while listed: look again
+        }
+    }
+}
+'''.replace("@CONFIG@", CONFIG).replace("@CAP_MS@", str(int(vendor_suite.SLEEP_CAP * 1000)))
+
+#: The cloud sync sleeps made waits: (file under src/test/java, the sleep,
+#: the wait).  Each must be found exactly once, or the build stops.
+SYNC_WAITS = (
+    (f"{PKG_DIR}/timestream/functiontest/Helper.java",
+     "Thread.sleep(TimeUnit.SECONDS.toMillis(80));",
+     f"{SYNC_CLASS}.await(TimeUnit.SECONDS.toMillis(80));"),
+    (f"{PKG_DIR}/timeline/common/ServiceWrapper.java",
+     "Thread.sleep(25000);", f"{SYNC_CLASS}.await(25000);"),
+    # the one call that needs the 80 s to pass (testUpdateTimeFilter's "latest
+    # 10 s" must leave out a row written 80 s before): it keeps the sleep
+    (f"{PKG_DIR}/timestream/functiontest/TimestreamMetaFunctiontest.java",
+     "Helper.waitSync(); // wait 80s",
+     "Thread.sleep(TimeUnit.SECONDS.toMillis(80)); // wait 80s (kept by regions' java_suite)"),
+)
+
+
+def replace_sync_waits(test_dir: str) -> list:
+    """Make ``SYNC_WAITS`` in the copy's tests and write ``SYNC_JAVA`` beside
+    them; the files changed.  A file absent is skipped (a source without
+    those libraries); a sleep not found exactly once stops the build."""
+    changed = []
+    for rel, sleep, wait in SYNC_WAITS:
+        path = os.path.join(test_dir, rel)
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        if text.count(sleep) != 1:
+            raise RuntimeError("%s: %r found %d times, not once (the SDK changed: see "
+                               "SYNC_WAITS)" % (rel, sleep, text.count(sleep)))
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text.replace(sleep, wait))
+        changed.append(rel)
+    if changed:
+        path = os.path.join(test_dir, *SYNC_CLASS.split(".")) + ".java"
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(SYNC_JAVA)
+    return changed
 
 
 # -- which tests -------------------------------------------------------------
@@ -593,8 +749,9 @@ JVM_OPENS = ("--add-opens", "java.base/java.lang=ALL-UNNAMED",
              "--add-opens", "java.base/java.util=ALL-UNNAMED")
 
 
-def java_command(classpath: list, events: str, pattern: str | None, classes: list) -> list:
-    return ["java", "-Xmx1g", "-Dfile.encoding=UTF-8", *JVM_OPENS,
+def java_command(classpath: list, events: str, pattern: str | None, classes: list,
+                 home: str) -> list:
+    return ["java", "-Xmx1g", "-Dfile.encoding=UTF-8", "-Duser.home=" + home, *JVM_OPENS,
             "-cp", os.pathsep.join(classpath), RUNNER_CLASS, events, pattern or "", *classes]
 
 
@@ -618,7 +775,8 @@ def run_class(root: str, cls: dict, classpath: list, server_args, timeout: float
                 # exact names: a method whose name extends another's is not picked with it
                 chosen = "^(%s)$" % "|".join(map(re.escape, todo))
                 try:
-                    code = subprocess.run(java_command(classpath, events, chosen, [cls["name"]]),
+                    code = subprocess.run(java_command(classpath, events, chosen, [cls["name"]],
+                                                       os.path.join(workdir, HOME)),
                                           cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
                                           timeout=timeout).returncode
                 except subprocess.TimeoutExpired:
@@ -685,6 +843,7 @@ def build(root: str, args) -> dict:
     generated = os.path.join(root, "generated")
     protos = generate_protos(main_dir, generated)
     renamed = rename_packages(main_dir, test_dir)
+    waits = replace_sync_waits(test_dir)
     standin_dir = os.path.join(root, "standin")
     standins = write_standins(standin_dir)
     classes = {k: os.path.join(root, "classes", k) for k in ("main", "test", "runner")}
@@ -704,7 +863,7 @@ def build(root: str, args) -> dict:
         f.write(RUNNER_JAVA)
     compile_sources([runner], classes["runner"], cp, what="the test runner")
     return {"absent": absent, "deleted": deleted, "protos": protos, "renamed": renamed,
-            "chosen": chosen, "classpath": [classes["runner"], classes["test"], *cp]}
+            "waits": waits, "chosen": chosen, "classpath": [classes["runner"], classes["test"], *cp]}
 
 
 def _run(root: str, args) -> int:
@@ -719,6 +878,8 @@ def _run(root: str, args) -> int:
     print("  protobuf classes regenerated from %d .proto files (%d shipped ones deleted); "
           "shaded package names renamed in %d files"
           % (len(built["protos"]), len(built["deleted"]), built["renamed"]))
+    for path in built["waits"]:
+        print("  a cloud sync sleep made a wait for the server's search indexes: " + path)
     results = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(run_class, root, cls, built["classpath"], args.server_arg,
