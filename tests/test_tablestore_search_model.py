@@ -7,8 +7,9 @@ import time
 
 import pytest
 from tablestore.metadata import (BoolQuery, ColumnReturnType, ColumnsToGet, ExistsQuery,
-                                 FieldSchema, FieldType, MatchQuery, RangeQuery, SearchIndexMeta,
-                                 SearchQuery, TermQuery, TermsQuery)
+                                 FieldSchema, FieldSort, FieldType, MatchQuery, PrimaryKeySort,
+                                 RangeQuery, ScoreSort, SearchIndexMeta, SearchQuery, Sort,
+                                 SortOrder, TermQuery, TermsQuery)
 
 from regions.tablestore import (CapacityUnit, Condition, OTSClient, ReservedThroughput, Row,
                                 TableMeta, TableOptions)
@@ -92,6 +93,63 @@ def test_random_writes_and_queries_agree_with_a_scan(seed):
                     expected = sorted(k for k, c in table.items() if predicate(c))
                     assert got == expected, (seed, step, query)
                     assert resp.total_count == len(expected)
+                    # a page of it in a random order (n has many ties and
+                    # missing values: ties go by key, the rows without n last)
+                    sort, order = random_sort(rng, query, table, expected)
+                    offset = rng.randrange(len(expected) + 1)
+                    limit = rng.randrange(1, 12)
+                    resp = client.search("t", "idx", SearchQuery(
+                        query, sort=sort, offset=offset, limit=limit),
+                        ColumnsToGet(return_type=ColumnReturnType.NONE))
+                    got = [r[0][0][1] for r in resp.rows]
+                    assert got == order[offset:offset + limit], (seed, step, query, sort, offset)
+    finally:
+        client.close()
+
+
+def random_sort(rng, query, table, keys):
+    """(a random Sort, ``keys`` in its order): by n (ties by key, the rows
+    without n last in either order), by key either way, or by score for a
+    TermQuery on a keyword (every score equal: by key)."""
+    desc = rng.random() < 0.5
+    order = SortOrder.DESC if desc else SortOrder.ASC
+    kind = rng.randrange(3)
+    if kind == 0:
+        def n_order(k):
+            n = table[k].get("n")
+            return (n is None, 0 if n is None else (-n if desc else n), k)
+        return Sort([FieldSort("n", order)]), sorted(keys, key=n_order)
+    if kind == 1 or type(query).__name__ != "TermQuery":
+        return Sort([PrimaryKeySort(order)]), sorted(keys, reverse=desc)
+    return Sort([ScoreSort()]), sorted(keys)
+
+
+def test_pages_by_key_when_keys_share_their_first_bytes():
+    """Row keys alike in their first 8 bytes (the index's top-k key): every
+    page of every order by key is a slice of the table's order."""
+    client = OTSClient(None)
+    try:
+        client.create_table(TableMeta("s", [("k", "STRING"), ("j", "INTEGER")]), TableOptions(),
+                            ReservedThroughput(CapacityUnit(0, 0)))
+        client.create_search_index("s", "idx", SearchIndexMeta([
+            FieldSchema("n", FieldType.LONG)]))
+        keys = [(p + str(i), j) for p in ("prefix-alike-", "prefix-alik", "zz")
+                for i in range(7) for j in (2, -1)]
+        for n, (k, j) in enumerate(keys):
+            client.put_row("s", Row([("k", k), ("j", j)], [("n", n % 3)]), IGNORE)
+        assert client.wait_for_search_index("s", "idx")
+        for desc in (False, True):
+            expected = sorted(keys, reverse=desc)
+            for offset in range(len(keys)):
+                for limit in (1, 3, 5):
+                    resp = client.search("s", "idx", SearchQuery(
+                        TermQuery("n", 1) if limit == 5 else RangeQuery("n", 0, 9),
+                        sort=Sort([PrimaryKeySort(SortOrder.DESC if desc else SortOrder.ASC)]),
+                        offset=offset, limit=limit),
+                        ColumnsToGet(return_type=ColumnReturnType.NONE))
+                    got = [(r[0][0][1], r[0][1][1]) for r in resp.rows]
+                    want = [k for k in expected if limit != 5 or keys.index(k) % 3 == 1]
+                    assert got == want[offset:offset + limit], (desc, offset, limit)
     finally:
         client.close()
 

@@ -24,7 +24,7 @@ import sys
 import threading
 
 import regions
-from regions.tablestore import OTSClient
+from regions.tablestore import OTSClient, indexes
 from regions.tablestore.search import Engine
 
 from . import searchcheck, workload
@@ -67,6 +67,9 @@ def child(argv=None) -> None:
         (argv or sys.argv[1:])[:11]
     nth, bulk = int(nth), int(bulk)
     log = workload.AckFile(log_path)
+    # a search back-fill commits by time; here at every cursor, so that a
+    # back-fill of a few hundred rows reaches the steps between commits
+    indexes._SEARCH_COMMIT_SECONDS = 0.0
     options = workload.server_options()
     if action == "split":   # only the split this child makes: the kill point is its
         options = options.copy(split_policy=regions.DisabledSplitPolicy())

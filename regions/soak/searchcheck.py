@@ -156,8 +156,8 @@ class SearchCheck:
         seen = set()
         result = searcher.search(engine._tv.Query.all_query(), limit=max(1, searcher.num_docs))
         for _, address in result.hits:
-            doc = searcher.doc(address).to_dict()
-            key = tuple(pkcodec.decode_pk(bytes.fromhex(doc["_pk"][0]), 2)[0])
+            doc = engine.stored(searcher, address)
+            key = tuple(pkcodec.decode_pk(doc.row_key, 2)[0])
             self.stats["search_documents"] += 1
             if key in seen:
                 self._problem(summary, "wrong", f"{when}: row {key}: two documents")
@@ -172,8 +172,7 @@ class SearchCheck:
             for f in definition.fields:
                 want = _field_values(f, row[f.name]) if f.name in row else []
                 if f.type == "TEXT" and not f.highlight:     # indexed, not stored
-                    row_key = bytes.fromhex(doc["_pk"][0])
-                    if not engine.holds_text(row_key, f, want[0] if want else None):
+                    if not engine.holds_text(doc.row_key, f, want[0] if want else None):
                         self._problem(summary, "wrong", f"{when}: row {key}: field {f.name} "
                                                         f"does not hold the row's {want}")
                     continue
@@ -272,4 +271,4 @@ def _key(row):
 
 
 def _shown(doc):
-    return {k: v for k, v in doc.items() if k != "_pk"}
+    return doc.fields()

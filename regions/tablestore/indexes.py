@@ -89,6 +89,11 @@ _ENTRY_TIME = struct.Struct("<q")
 _STREAM_MARK = b"\x01"      # after the row key: the entry carries a stream's part
 _FEED_BATCH = 256            # feed entries the maintainer applies per pass
 _CURSOR_EVERY = 1000         # back-filled rows between two saved cursors
+# a search index's back-fill commits (and saves its cursor) at most this
+# often: each commit is a segment of the engine, and a search visits every
+# segment (a load in 1,000-row commits left 6 segments of 20,000 rows, and a
+# sorted search took 2.4x the time it takes on one)
+_SEARCH_COMMIT_SECONDS = 2.0
 # Feed entries a table's global indexes may lag behind before its writers
 # wait for the maintainer (admit): the lag stays bounded at any write rate.
 MAX_BACKLOG = 1000
@@ -422,7 +427,7 @@ class Indexer:
             definition = self.search_defs[(base, name)]
             engine = self.tables[base].searches[name]
             cursor = bytes.fromhex(definition.cursor) if definition.cursor else None
-            done, last = 0, None
+            done, last, committed = 0, None, time.monotonic()
             for key, _ in self.server.scan(base, cursor):
                 if self._closed or (base, name) not in self.search_defs:
                     return
@@ -432,8 +437,10 @@ class Indexer:
                 last = row_key
                 self.reconcile(base, row_key, [], [engine])
                 done += 1
-                if done % _CURSOR_EVERY == 0:
+                if done % _CURSOR_EVERY == 0 \
+                        and time.monotonic() - committed >= _SEARCH_COMMIT_SECONDS:
                     engine.commit()
+                    committed = time.monotonic()
                     definition.cursor = row_key.hex()
                     self.save_search(definition)
             engine.commit()

@@ -59,10 +59,10 @@ MAX_LIMIT = 100
 MAX_INDEX_ONLY_LIMIT = 1000        # when every column returned comes from the index
 MAX_OFFSET_LIMIT = 100_000         # offset + limit (paging past it: next_token)
 MAX_TOP_K = 1000                   # KnnVectorQuery's top_k
-LAYOUT = 3          # the engine's schema (2: GEO_POINT text fast; 3: _pko, TEXT not stored)
+LAYOUT = 4          # the engine's schema (2: GEO_POINT text fast; 3: _pko, TEXT not stored;
+#                    4: one stored field, _doc, for the key and the values)
 LAYOUT_FILE = "LAYOUT"             # in the engine's directory
 _KEYWORDS_MAX = 200_000            # distinct values a keyword range reads from the column
-_COMMIT_EVERY = 1000               # back-filled rows between two commits and saved cursors
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
 
 # FieldType numbers (search.proto, the SDK's FieldType enum) -> our names
@@ -271,29 +271,31 @@ class Engine:
         self.definition, self.pk_names = definition, list(pk_names)
         self._tv = tv
         sb = tv.SchemaBuilder()
-        sb.add_text_field("_pk", stored=True, tokenizer_name="raw")
+        # stored: _doc alone (the row key and the values, _Stored) and VECTORs:
+        # a stored document is read whole, each of its fields a cost
+        sb.add_text_field("_pk", stored=False, tokenizer_name="raw")
+        sb.add_bytes_field("_doc", stored=True)
         sb.add_text_field("_has", tokenizer_name="raw")
-        sb.add_integer_field("_ts", stored=True, indexed=True, fast=True)   # newest cell (ms)
+        sb.add_integer_field("_ts", indexed=True, fast=True)   # newest cell (ms)
         sb.add_unsigned_field("_pko", indexed=True, fast=True)   # the row key's order (_order_of)
         self._names = {}                 # index field name -> tantivy field name
         for i, f in enumerate(definition.fields):
             tname = self._names[f.name] = "f%d" % i
             if f.type in ("LONG", "DATE"):
-                sb.add_integer_field(tname, stored=True, indexed=True, fast=True)
+                sb.add_integer_field(tname, indexed=True, fast=True)
             elif f.type == "DOUBLE":
-                sb.add_float_field(tname, stored=True, indexed=True, fast=True)
+                sb.add_float_field(tname, indexed=True, fast=True)
             elif f.type == "BOOLEAN":
-                sb.add_boolean_field(tname, stored=True, indexed=True, fast=True)
+                sb.add_boolean_field(tname, indexed=True, fast=True)
             elif f.type == "KEYWORD":
-                sb.add_text_field(tname, stored=True, tokenizer_name="raw", fast=True)
+                sb.add_text_field(tname, tokenizer_name="raw", fast=True)
             elif f.type == "TEXT":           # tokens are ours (_tokens), joined by spaces
                 sb.add_text_field(tname, stored=False, tokenizer_name="whitespace")
-                if f.highlight:              # the text as written, stored for highlighting
-                    sb.add_text_field(tname + "_raw", stored=True, tokenizer_name="raw")
+                # highlighting: the text as written, kept in _doc as tname_raw
             elif f.type == "GEO_POINT":          # fast: count and distinct_count
-                sb.add_text_field(tname, stored=True, tokenizer_name="raw", fast=True)
-                sb.add_float_field(tname + "_lat", stored=True, indexed=True, fast=True)
-                sb.add_float_field(tname + "_lon", stored=True, indexed=True, fast=True)
+                sb.add_text_field(tname, tokenizer_name="raw", fast=True)
+                sb.add_float_field(tname + "_lat", indexed=True, fast=True)
+                sb.add_float_field(tname + "_lon", indexed=True, fast=True)
             elif f.type == "VECTOR":
                 sb.add_bytes_field(tname, stored=True)
             # NESTED: its sub-fields hold its objects' values (flattened)
@@ -304,7 +306,11 @@ class Engine:
             self.index = self._open(path)
         else:
             self.index = tv.Index(self.schema)
-        self._writer = self.index.writer(heap_size=15_000_000, num_threads=1)
+        # the writer's memory budget: a budget reached is a segment written,
+        # and a search visits every segment (15 MB left a 20,000-row
+        # back-fill in 7 segments, a sorted search then 2.4x slower than on
+        # one); the memory is taken as documents arrive, freed at each commit
+        self._writer = self.index.writer(heap_size=64_000_000, num_threads=1)
         self._lock = threading.Lock()
         self._pending = 0
         self.index.reload()
@@ -347,7 +353,9 @@ class Engine:
         doc = self._tv.Document()
         doc.add_text("_pk", row_key.hex())
         doc.add_unsigned("_pko", _order_of(row_key))
-        doc.add_integer("_ts", max((v[0][0] for v in live.values() if v), default=0))
+        newest = max((v[0][0] for v in live.values() if v), default=0)
+        doc.add_integer("_ts", newest)
+        stored = {"_ts": [newest]}       # the values _doc keeps: tantivy field -> values
         objects = {}                     # NESTED field -> its objects
         for f in self.definition.fields:
             if f.parent is not None:
@@ -378,7 +386,8 @@ class Engine:
             doc.add_text("_has", f.name)
             tname = self._names[f.name]
             for v in values:
-                _add(doc, f, tname, v)
+                _add(doc, f, tname, v, stored)
+        doc.add_bytes("_doc", _Stored.pack(row_key, stored))
         with self._lock:
             self._writer.delete_documents("_pk", row_key.hex())
             self._writer.add_document(doc)
@@ -410,8 +419,8 @@ class Engine:
         result = searcher.search(self._tv.Query.all_query(), limit=max(1, searcher.num_docs))
         np = _numpy()
         for _, address in result.hits:
-            doc = searcher.doc(address).to_dict()
-            row_key = bytes.fromhex(doc["_pk"][0])
+            doc = _Stored(searcher.doc(address))
+            row_key = doc.row_key
             for name, store in self._vectors.items():
                 raw = doc.get(self._names[name])
                 if raw:
@@ -449,12 +458,13 @@ class Engine:
 
     # -- reading ------------------------------------------------------------------
     def search(self, query, sort=None, offset=0, limit=DEFAULT_LIMIT, token=None, ttl=-1,
-               collapse=None):
+               collapse=None, count=True):
         """(row keys with scores [(row_key, score)], total count, next token) of
         ``query`` sorted by ``sort`` (the SDK's Sort or None: by primary key),
         ``offset``/``limit`` or ``token``; rows whose newest cell is older than
         ``ttl`` seconds (the index's or the table's TTL) are not there;
-        ``collapse``: a field, the first row of each of its values only."""
+        ``collapse``: a field, the first row of each of its values only;
+        ``count`` False: the total is not counted where that costs (None)."""
         searcher = self.index.searcher()
         tq, vector = self._query(query)
         start = offset if token is None else _decode_token(token)
@@ -469,9 +479,9 @@ class Engine:
             return [], searcher.search(tq, limit=1, count=True).count, None
         top = None
         if vector is None and collapse is None and type(query).__name__ != "FunctionScoreQuery":
-            top = self._top(searcher, tq, sort, start + limit)
+            top = self._top(searcher, tq, sort, start + limit, start, count)
         if top is not None:
-            hits, total = top
+            page, total, more = top
         else:
             hits = self._hits(searcher, tq, query)
             if vector is not None:
@@ -489,11 +499,12 @@ class Engine:
                     kept.append(h)
                 hits = kept
             total = len(hits)
-        page = hits[start:start + limit]
+            page = hits[start:start + limit]
+            more = start + limit < total
         next_token = None
-        if start + limit < total or (vector is not None and raised and len(page) == limit):
+        if more or (vector is not None and raised and len(page) == limit):
             next_token = _encode_token(start + limit)
-        return [(row_key, score, doc) for row_key, score, doc in page], total, next_token
+        return page, total, next_token
 
     def scope(self, query, ttl=-1):
         """The tantivy query of the rows ``query`` matches (a KNN resolved to
@@ -511,13 +522,14 @@ class Engine:
         self._order(hits, sort)
         return [h[0] for h in hits[:limit]]
 
-    def _top(self, searcher, tq, sort, need):
-        """(the first ``need`` hits of ``tq`` in the order of ``sort``, the
-        number of hits), reading only those documents: tantivy's top-k by
-        ``_pko`` (the row key's first bytes after its tag: rows sharing them
-        are all read and ordered by their whole key) or by score (unless the
-        k-th score ties with the next); None when the order needs every
-        document (a field sort, a distance, several sorters, a tie)."""
+    def _top(self, searcher, tq, sort, need, skip=0, count=True):
+        """(hits ``skip`` to ``need`` of ``tq`` in the order of ``sort``, the
+        number of hits (None unless ``count``), whether more hits follow), reading only those documents (and the rows tied
+        with them): tantivy's top-k by ``_pko`` (the row key's first bytes
+        after its tag: rows sharing them are ordered by their whole key), by
+        a single-valued numeric field's column, or by score; None when the
+        order needs every document (a distance, several sorters, an
+        ascending score)."""
         sorters = list(getattr(sort, "sorters", None) or ()) or self.definition.sort().sorters
         if len(sorters) != 1:
             return None
@@ -525,89 +537,122 @@ class Engine:
         kind = type(s).__name__
         desc = int(getattr(s, "sort_order", 0) or 0) == 1
         if kind in ("PrimaryKeySort", "DocSort"):
-            res = searcher.search(tq, limit=need + 1, count=True, order_by_field="_pko",
+            res = searcher.search(tq, limit=need + 1, count=count, order_by_field="_pko",
                                   order=tv.Order.Desc if desc else tv.Order.Asc)
-            if need == 0:
-                return [], res.count
-            hits = self._loaded(searcher, res.hits[:need])
-            if len(res.hits) > need and res.hits[need][0] == res.hits[need - 1][0]:
-                # the rows sharing the last one's _pko may come first
-                edge = _order_of(hits[-1][0])
-                ties = searcher.search(tv.Query.boolean_query([
-                    (tv.Occur.Must, tq),
-                    (tv.Occur.Must, tv.Query.range_query(self.schema, "_pko", tv.FieldType.Unsigned,
-                                                         edge, edge))]),
-                    limit=max(1, searcher.num_docs), count=False)
-                seen = {h[0] for h in hits}
-                hits += [h for h in self._loaded(searcher, ties.hits) if h[0] not in seen]
-            hits.sort(key=lambda h: h[0], reverse=desc)
-            return hits[:need], res.count
+            ties = lambda value: self._tied(searcher, tq, "_pko", tv.FieldType.Unsigned,
+                                            _pko_of(value, desc))
+            return (self._window(searcher, res.hits, need, skip, ties, desc), res.count,
+                    len(res.hits) > need)
         if kind == "FieldSort":
-            return self._top_by_field(searcher, tq, s, desc, need)
+            return self._top_by_field(searcher, tq, s, desc, need, skip, count)
         if kind == "ScoreSort" and (getattr(s, "sort_order", None) is None or desc):
             fetch = need + 1
             while True:      # a tie at the k-th score: every row with that score is read
-                res = searcher.search(tq, limit=fetch, count=True)
+                res = searcher.search(tq, limit=fetch, count=count)
                 found = res.hits
                 if len(found) < fetch:                      # every hit
                     break
                 if not need or found[-1][0] < found[need - 1][0]:
-                    found = [h for h in found if need and h[0] >= found[need - 1][0]]
                     break
                 fetch *= 4
-            hits = self._loaded(searcher, found)
-            hits.sort(key=lambda h: h[0])
-            hits.sort(key=lambda h: h[1], reverse=True)
-            return hits[:need], res.count
+            return (self._window(searcher, found, need, skip, None, False), res.count,
+                    len(found) > need)
         return None
 
-    def _top_by_field(self, searcher, tq, s, desc, need):
+    def _top_by_field(self, searcher, tq, s, desc, need, skip, count):
         """``_top`` for a FieldSort on a single-valued LONG, DOUBLE or DATE
-        field: tantivy's top k by the field's fast column (which puts the rows
-        without a value last in either order), the rows sharing the k-th
-        value all read (ties go by primary key); the rows without the field,
-        when the page reaches them, by key."""
+        field: tantivy's top k by the field's fast column, which puts the
+        rows without a value last in either order (its value 0 there: a
+        page that reaches a 0 reads its documents to tell a missing value
+        from the extreme one); ties go by primary key; the rows without the
+        field, when the page reaches them, by key."""
         f = self.definition.field(s.field_name)
         if f.type not in ("LONG", "DOUBLE", "DATE") or f.is_array or f.parent is not None \
                 or getattr(s, "nested_filter", None) is not None:
             return None
         tv, tname = self._tv, self._names[f.name]
-        res = searcher.search(tq, limit=need + 1, count=True, order_by_field=tname,
+        res = searcher.search(tq, limit=need + 1, count=count, order_by_field=tname,
                               order=tv.Order.Desc if desc else tv.Order.Asc)
-        if need == 0:
-            return [], res.count
-        found = self._loaded(searcher, res.hits)
+        found = res.hits
+        more = len(found) > need
+        if not found or found[min(need, len(found)) - 1][0] != 0:
+            ftype = tv.FieldType.Float if f.type == "DOUBLE" else tv.FieldType.Integer
+
+            def ties(value):
+                hit = _Stored(searcher.doc(found[need - 1][1])).get(tname)[0]
+                return self._tied(searcher, tq, tname, ftype, hit)
+            return self._window(searcher, found, need, skip, ties, False), res.count, more
+        # the page reaches the rows without the field (or the extreme value)
+        found = self._loaded(searcher, found)
         hits = [h for h in found if h[2].get(tname) is not None]
-        if len(hits) == len(found) == need + 1:
-            if res.hits[need][0] == res.hits[need - 1][0]:
-                # the rows sharing the k-th value may come first: read them all
-                edge = hits[need - 1][2][tname][0]
-                ftype = tv.FieldType.Float if f.type == "DOUBLE" else tv.FieldType.Integer
-                ties = searcher.search(tv.Query.boolean_query([
-                    (tv.Occur.Must, tq),
-                    (tv.Occur.Must, tv.Query.range_query(self.schema, tname, ftype, edge,
-                                                         edge))]),
-                    limit=max(1, searcher.num_docs), count=False)
-                seen = {h[0] for h in hits}
-                hits += [h for h in self._loaded(searcher, ties.hits) if h[0] not in seen]
+        if len(hits) == len(found) == need + 1 and found[need][1] == found[need - 1][1]:
+            # the extreme value itself, tied at the k-th: its rows may come first
+            ftype = tv.FieldType.Float if f.type == "DOUBLE" else tv.FieldType.Integer
+            seen = {h[0] for h in hits}
+            hits += [h for h in self._loaded(searcher, self._tied(
+                searcher, tq, tname, ftype, hits[need - 1][2][tname][0])) if h[0] not in seen]
         hits.sort(key=lambda h: h[0])
         hits.sort(key=lambda h: h[2][tname][0], reverse=desc)
-        hits = hits[:need]
         if len(hits) < need and len(found) > len(hits):     # then the rows without it
             missing = self._top(searcher, tv.Query.boolean_query([
                 (tv.Occur.Must, tq),
                 (tv.Occur.MustNot, tv.Query.term_query(self.schema, "_has", f.name))]),
                 _BY_KEY, need - len(hits))
             hits += missing[0]
-        return hits, res.count
+            more = missing[2]
+        return hits[skip:need], res.count, more
+
+    def _tied(self, searcher, tq, tname, ftype, value):
+        """tantivy's hits of ``tq`` whose ``tname`` is ``value``."""
+        tv = self._tv
+        return searcher.search(tv.Query.boolean_query([
+            (tv.Occur.Must, tq),
+            (tv.Occur.Must, tv.Query.range_query(self.schema, tname, ftype, value, value))]),
+            limit=max(1, searcher.num_docs), count=False).hits
+
+    def _window(self, searcher, found, need, skip, ties, key_desc):
+        """Hits ``skip`` to ``need`` as (row key, score, document) of
+        ``found``, tantivy's (value, address) hits in its order (at most
+        ``need + 1`` of them, or every one at least as good as the
+        ``need``-th), rows of equal value ordered by row key (descending:
+        ``key_desc``).  Only the documents of the page and of the runs of
+        equal values that cross its edges are read; ``ties(value)`` gives
+        every hit of the ``need``-th value when ``found`` stops inside its
+        run."""
+        end = min(need, len(found))
+        if skip >= end:
+            return []
+        lo, hi = skip, end
+        while lo and found[lo - 1][0] == found[skip][0]:
+            lo -= 1
+        edge = found[end - 1][0]
+        while hi < len(found) and found[hi][0] == edge:
+            hi += 1
+        window = self._loaded(searcher, found[lo:hi])
+        if hi > end and hi == len(found) and ties is not None:
+            seen = {h[0] for h in window}
+            window += [(k, edge, d) for k, _, d in self._loaded(searcher, ties(edge))
+                       if k not in seen]
+        values = [h[1] for h in window]
+        if len(set(values)) < len(values):          # ties: by row key
+            window.sort(key=_row_key_of, reverse=key_desc)
+            window.sort(key=_value_of, reverse=True)
+        return window[skip - lo:end - lo]
+
+    @staticmethod
+    def stored(searcher, address):
+        """The stored document at ``address``: its ``row_key``, ``get(field)``
+        and ``fields()`` by tantivy field name (checkers)."""
+        return _Stored(searcher.doc(address))
 
     @staticmethod
     def _loaded(searcher, found):
         """[(row key, score, stored document)] of tantivy's (score, address) hits."""
         out = []
+        doc_at = searcher.doc
         for score, address in found:
-            doc = _Stored(searcher.doc(address))
-            out.append((bytes.fromhex(doc["_pk"][0]), score, doc))
+            doc = _Stored(doc_at(address))
+            out.append((doc.row_key, score, doc))
         return out
 
     def _live(self, tq, ttl):
@@ -631,7 +676,7 @@ class Engine:
             doc = _Stored(searcher.doc(address))
             if factor is not None:        # the query's score times the field's value
                 score = score * float((doc.get(factor) or [0])[0])
-            hits.append((bytes.fromhex(doc["_pk"][0]), score, doc))
+            hits.append((doc.row_key, score, doc))
         return hits
 
     def _order(self, hits, sort):
@@ -744,7 +789,7 @@ class Engine:
         result = searcher.search(tq, limit=max(1, searcher.num_docs), count=False)
         keys = []
         for _, address in result.hits:
-            row_key = bytes.fromhex(searcher.doc(address).get_first("_pk"))
+            row_key = _Stored(searcher.doc(address)).row_key
             if after is not None and row_key <= after:
                 continue
             if max_parallel > 1 and zlib.crc32(row_key) % max_parallel != parallel_id:
@@ -925,10 +970,10 @@ class Engine:
         searcher = self.index.searcher()
         keys = []
         for _, address in searcher.search(ranges, limit=max(1, searcher.num_docs)).hits:
-            doc = searcher.doc(address).to_dict()
+            doc = _Stored(searcher.doc(address))
             if any(inside(a, b) for a, b in zip(doc.get(tname + "_lat", ()),
                                                 doc.get(tname + "_lon", ()))):
-                keys.append(doc["_pk"][0])
+                keys.append(doc.row_key.hex())
         if not keys:
             return _nothing(tv)
         return tv.Query.term_set_query(self.schema, "_pk", keys)
@@ -969,7 +1014,7 @@ class Engine:
         if terms.get("sum_other_doc_count"):        # too many: every document's values
             result = searcher.search(tv.Query.all_query(), limit=max(1, searcher.num_docs))
             distinct = {v for _, address in result.hits
-                        for v in searcher.doc(address).to_dict().get(tname, ())}
+                        for v in _Stored(searcher.doc(address)).get(tname, ())}
         else:
             distinct = [b["key"] for b in terms["buckets"]]
         values = set()
@@ -995,7 +1040,7 @@ class Engine:
             candidates = None
         else:
             searcher = self.index.searcher()
-            candidates = {bytes.fromhex(searcher.doc(a).get_first("_pk"))
+            candidates = {_Stored(searcher.doc(a)).row_key
                           for _, a in searcher.search(tq, limit=max(1, searcher.num_docs)).hits}
         found = [(k, s) for k, s in self._vectors[field.name].search(vec, top_k, candidates)
                  if min_score is None or s >= min_score]
@@ -1299,7 +1344,9 @@ def _typed(f, value):
     return v
 
 
-def _add(doc, f, tname, v):
+def _add(doc, f, tname, v, stored):
+    """Index value ``v`` of field ``f`` (tantivy field ``tname``) in ``doc``,
+    and keep what a search reads back in ``stored`` (_Stored)."""
     t = f.type
     if t in ("LONG", "DATE"):
         doc.add_integer(tname, v)
@@ -1312,14 +1359,20 @@ def _add(doc, f, tname, v):
     elif t == "TEXT":
         doc.add_text(tname, _analyze_text(f, v))
         if f.highlight:
-            doc.add_text(tname + "_raw", v)           # the text as written (highlighting)
+            stored.setdefault(tname + "_raw", []).append(v)   # as written (highlighting)
+        return
     elif t == "GEO_POINT":
         doc.add_text(tname, v[2])
         doc.add_float(tname + "_lat", v[0])
         doc.add_float(tname + "_lon", v[1])
+        for suffix, x in (("", v[2]), ("_lat", v[0]), ("_lon", v[1])):
+            stored.setdefault(tname + suffix, []).append(x)
+        return
     elif t == "VECTOR":
         import struct
-        doc.add_bytes(tname, struct.pack("<%df" % len(v), *v))
+        doc.add_bytes(tname, struct.pack("<%df" % len(v), *v))     # stored itself
+        return
+    stored.setdefault(tname, []).append(v)
 
 
 _SPACE = "\u2581"        # stands for a space inside a token (tantivy splits on spaces)
@@ -1566,7 +1619,7 @@ def _vector_scores(np, m, q, metric):
 
 
 def _encode_token(position):
-    return base64.urlsafe_b64encode(json.dumps({"offset": position}).encode())
+    return base64.urlsafe_b64encode(b'{"offset": %d}' % position)    # json.dumps' text
 
 
 def _decode_token(token):
@@ -1664,6 +1717,8 @@ class ParallelScanResponse(_Unpacked):
 
 # -- the SDK's response shapes ---------------------------------------------------------
 class SearchHit:
+    __slots__ = ("row", "score", "highlight_result", "search_inner_hits", "nested_doc_offset")
+
     def __init__(self, row, score, highlight_result=None, search_inner_hits=None,
                  nested_doc_offset=None):
         self.row, self.score = row, score
@@ -1674,17 +1729,30 @@ class SearchHit:
 class SearchResponse(_Unpacked):
     """As the SDK's: ``rows`` [(primary key, attribute columns)], ``next_token``,
     ``is_all_succeed``, ``total_count``, ``search_hits``, ``agg_results`` and
-    ``group_by_results`` (searchagg.py)."""
+    ``group_by_results`` (searchagg.py).  ``search_hits`` is either given
+    or made when first read from ``scores`` (a row's score each: hits with
+    no highlight and no inner hits)."""
 
     _V1 = ("rows", "next_token", "total_count", "is_all_succeed", "agg_results",
            "group_by_results", "search_hits")
 
     def __init__(self, rows, agg_results, group_by_results, next_token, is_all_succeed,
-                 total_count, search_hits):
+                 total_count, search_hits=None, scores=None):
         self.rows, self.agg_results, self.group_by_results = rows, agg_results, group_by_results
         self.next_token, self.is_all_succeed = next_token, is_all_succeed
-        self.total_count, self.search_hits = total_count, search_hits
+        self.total_count, self._search_hits, self._scores = total_count, search_hits, scores
         self.request_id = ""
+
+    @property
+    def search_hits(self):
+        if self._search_hits is None:
+            self._search_hits = [SearchHit(row, score)
+                                 for row, score in zip(self.rows, self._scores)]
+        return self._search_hits
+
+    @search_hits.setter
+    def search_hits(self, hits):
+        self._search_hits = hits
 
 
 
@@ -1781,19 +1849,38 @@ def remove_engine(server, definition):
 
 
 class _Stored:
-    """A stored document read field by field (tantivy's ``get_all``), not
-    converted whole: a search reads the key and what its sort names."""
+    """A stored document: its one stored field ``_doc`` holds the row key
+    (its length in 2 bytes, then the key) and the JSON of the values a
+    search reads back ({tantivy field: [values]}), decoded when first asked
+    (a page of rows reads the key only); VECTORs are stored fields of
+    their own."""
 
-    __slots__ = ("doc",)
+    __slots__ = ("doc", "row_key", "_blob", "_fields")
 
     def __init__(self, doc):
-        self.doc = doc
+        blob = doc.get_first("_doc")
+        end = 2 + (blob[0] << 8 | blob[1])
+        self.doc, self.row_key, self._blob, self._fields = doc, blob[2:end], blob, None
+
+    @staticmethod
+    def pack(row_key, values):
+        """The ``_doc`` of ``row_key`` with ``values``."""
+        return (len(row_key).to_bytes(2, "big") + row_key
+                + json.dumps(values, separators=(",", ":")).encode())
+
+    def fields(self):
+        """{tantivy field: [values]} (VECTORs not among them)."""
+        if self._fields is None:
+            self._fields = json.loads(self._blob[2 + len(self.row_key):])
+        return self._fields
 
     def get(self, name, default=None):
-        try:
-            values = self.doc.get_all(name)
-        except ValueError:
-            return default
+        values = self.fields().get(name)
+        if values is None:
+            try:
+                values = self.doc.get_all(name)      # a VECTOR
+            except ValueError:
+                return default
         return values if values else default
 
     def __getitem__(self, name):
@@ -1807,6 +1894,19 @@ def _as_column(value):
     """A nested object's value as its column would hold it (arrays and
     objects as JSON text)."""
     return json.dumps(value) if isinstance(value, (list, dict)) else value
+
+
+def _row_key_of(hit):
+    return hit[0]
+
+
+def _value_of(hit):
+    return hit[1]
+
+
+def _pko_of(value, desc):
+    """The ``_pko`` of tantivy's sort value of it (ascending: the complement)."""
+    return value if desc else ~value & 0xFFFF_FFFF_FFFF_FFFF
 
 
 def _order_of(row_key):
