@@ -484,3 +484,31 @@ def test_a_suffix_query_the_python_sdk_cannot_name_is_served(served):
         srv.service.search(spb.SearchRequest(table_name="t", index_name="idx", search_query=(
             search_query.SerializeToString() + bytes([0x22, len(bad)]) + bad)).SerializeToString())
     assert "Unknown query type: 99." in str(e.value)
+
+
+def _varint(n):
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+@pytest.mark.parametrize("track, total", [
+    (None, -1), (2 ** 31 - 1, N), (-1, -1), (0, -1), (5, 5)])
+def test_the_java_sdk_s_track_total_count_asks_for_the_total(served, track, total):
+    """The Java SDK asks for the total count with ``track_total_count``
+    (field 13, int32: Integer.MAX_VALUE for setGetTotalCount(true), -1 for
+    false), which the Python SDK's proto does not name: it is read from the
+    bytes, and a positive value counts up to it."""
+    srv, _ = served
+    data = spb.SearchQuery(limit=3, query=spb.Query(
+        type=spb.MATCH_ALL_QUERY, query=spb.MatchAllQuery().SerializeToString()),
+    ).SerializeToString()
+    if track is not None:
+        data += bytes([13 << 3]) + _varint(track)
+    resp = srv.service.search(spb.SearchRequest(
+        table_name="t", index_name="idx", search_query=data).SerializeToString())
+    assert resp.total_hits == total and len(resp.rows) == 3

@@ -326,14 +326,20 @@ QUERIES = {
 
 def _query_type(proto):
     """A Query's ``type``, also one the SDK's QueryType enum does not name
-    (proto2 keeps such a value among the unknown fields: read it from the
-    message's bytes, field 1, a varint); None when absent."""
+    (proto2 keeps such a value among the unknown fields); None when absent."""
     if proto.HasField("type"):
         return proto.type
+    return _unknown_varint(proto, 1)
+
+
+def _unknown_varint(proto, field):
+    """A varint ``field`` of ``proto`` read from the message's bytes: one the
+    Python SDK's proto does not name, or a value its enum lacks (proto2 keeps
+    both among the unknown fields); None when absent."""
     data, pos = proto.SerializeToString(), 0
     while pos < len(data):
         tag, pos = _read_varint(data, pos)
-        if tag == 0x08:
+        if tag == field << 3:
             return _read_varint(data, pos)[0]
         if tag & 7 == 0:
             pos = _read_varint(data, pos)[1]
@@ -560,13 +566,28 @@ def group_bys(proto, depth=0) -> list:
     return _typed(proto.group_bys, GROUP_BYS, spb.GroupByType, "group-by", depth)
 
 
+#: SearchQuery's ``track_total_count`` (int32, field 13): the Java SDK's way to
+#: ask for the total count (``setGetTotalCount(true)`` sends Integer.MAX_VALUE,
+#: false -1; the Python SDK's proto has only ``get_total_count``, field 8).
+TRACK_TOTAL_COUNT = 13
+
+
+def track_total_count(proto):
+    """SearchQuery's ``track_total_count`` (signed), None when absent."""
+    value = _unknown_varint(proto, TRACK_TOTAL_COUNT)
+    return None if value is None else value - (1 << 64) if value >= 1 << 63 else value
+
+
 def search_query(data: bytes) -> "sdk.SearchQuery":
-    """SearchRequest's serialized ``search_query`` -> the SDK's SearchQuery."""
+    """SearchRequest's serialized ``search_query`` -> the SDK's SearchQuery
+    (a positive ``track_total_count`` asks for the total count too, counted
+    up to it: kept as the query's ``track_total_count``)."""
     proto = _parse(spb.SearchQuery, data, "search_query")
-    return sdk.SearchQuery(
+    track = track_total_count(proto)
+    result = sdk.SearchQuery(
         query(proto.query) if proto.HasField("query") else None,
         sort=sort(proto.sort) if proto.HasField("sort") else None,
-        get_total_count=proto.get_total_count,
+        get_total_count=proto.get_total_count or (track is not None and track > 0),
         next_token=proto.token if proto.HasField("token") and proto.token else None,
         offset=_opt(proto, "offset"), limit=_opt(proto, "limit"),
         collapse_field=sdk.Collapse(proto.collapse.field_name)
@@ -574,6 +595,8 @@ def search_query(data: bytes) -> "sdk.SearchQuery":
         aggs=aggregations(proto.aggs) if proto.HasField("aggs") else None,
         group_bys=group_bys(proto.group_bys) if proto.HasField("group_bys") else None,
         highlight=highlight(proto.highlight) if proto.HasField("highlight") else None)
+    result.track_total_count = track if track is not None and track > 0 else None
+    return result
 
 
 def scan_query(data: bytes) -> "sdk.ScanQuery":
@@ -922,6 +945,9 @@ def fill_search_response(proto, result, search_query=None) -> None:
     for i in range(len(result.rows)):
         fill_hit(proto.search_hits.add(), hits[i] if i < len(hits) else None)
     proto.total_hits = -1 if result.total_count is None else int(result.total_count)
+    track = getattr(search_query, "track_total_count", None)
+    if track is not None and proto.total_hits > track:
+        proto.total_hits = track        # counted up to track_total_count
     proto.is_all_succeed = bool(result.is_all_succeed)
     if result.next_token:
         proto.next_token = _bytes(result.next_token)
