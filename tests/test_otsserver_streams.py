@@ -175,3 +175,28 @@ def test_bad_stream_requests_get_the_services_errors(service, api, req, code):
     with pytest.raises(WireError) as e:
         service.handle(api, req.SerializeToString())
     assert e.value.code == code
+
+
+@pytest.mark.parametrize("length, readable", [(238, True), (239, False), (255, False)])
+def test_the_stream_of_a_table_named_over_238_characters_is_not_read(service, length, readable):
+    """As the Java SDK's APITest.testStreamWithLongTableName saw the service
+    do: a table of any valid name gets a stream that is listed, described
+    and iterated, but GetStreamRecord refuses to read it when the name is
+    over 238 characters: OTSParameterInvalid "Invalid stream id..."."""
+    name = "a" * length
+    create(service, name)
+    stream_id = call(service, "ListStream", pb.ListStreamRequest(table_name=name)).streams[0]
+    desc = call(service, "DescribeStream", pb.DescribeStreamRequest(
+        stream_id=stream_id.stream_id))
+    it = call(service, "GetShardIterator", pb.GetShardIteratorRequest(
+        stream_id=desc.stream_id, shard_id=desc.shards[0].shard_id)).shard_iterator
+    call(service, "PutRow", pb.PutRowRequest(table_name=name, row=row("r", ("a", "x")),
+                                             condition=IGNORE))
+    req = pb.GetStreamRecordRequest(shard_iterator=it)
+    if readable:
+        assert len(call(service, "GetStreamRecord", req).stream_records) == 1
+        return
+    with pytest.raises(WireError) as e:
+        service.handle("GetStreamRecord", req.SerializeToString())
+    assert e.value.code == "OTSParameterInvalid" and str(e.value.message).startswith(
+        "Invalid stream id")

@@ -340,6 +340,9 @@ ERRORS = {
     "stream_shard_limit": _P + ("The shard limit must be greater than 0: {limit}.",),  # (ours)
     "stream_record_limit": _P + ("The limit must be greater than 0: {limit}.",),  # (ours)
     "stream_iterator_invalid": _P + ("Invalid shard iterator.",),  # (ours)
+    # (the Java SDK's APITest.testStreamWithLongTableName: the prefix, the code)
+    "stream_id_invalid": _P + ("Invalid stream id: the stream of a table whose name is longer "
+                               "than {limit} characters cannot be read.",),
     # (docs: the service's text; the status is ours, the docs show it only through Tunnel)
     "stream_trimmed": (400, "OTSTrimmedDataAccess",
                        "Requested stream data is already trimmed or does not exist."),

@@ -75,6 +75,12 @@ __all__ = ["StreamLog", "StreamSpecification", "StreamDetails", "Stream", "Strea
 
 log = logging.getLogger("regions.tablestore")
 
+#: The longest table name whose stream GetStreamRecord reads: the service
+#: enables, lists and describes the stream of any valid name, but refuses to
+#: read one over 238 characters ("Invalid stream id", the Java SDK's
+#: APITest.testStreamWithLongTableName; its stream ids are likely the name, '_'
+#: and 16 digits, at most 255 characters).
+READABLE_NAME_MAX = 238
 LOG_SUFFIX = ".stream"          # '.' is not in Tablestore names: no clash with a user table
 STREAM_ATTRIBUTE = "stream"     # the key of the stream's record in its log table's attributes
 # The key, in the *base* table's attributes, of the stream it should have
@@ -543,6 +549,8 @@ class StreamLog:
         on, below ``horizon`` + 1 (the seqs every writer is past).  The next
         iterator follows the last record read; with none read, it is the same
         iterator, or None once a closed shard is read to its end."""
+        if len(self.base) > READABLE_NAME_MAX:
+            raise service_error("stream_id_invalid", limit=READABLE_NAME_MAX)
         shard = self.shard(shard_id)
         if seq <= shard.trimmed:
             raise service_error("stream_trimmed")
