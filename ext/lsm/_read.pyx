@@ -664,9 +664,15 @@ cdef class PointPath:
 
     cdef object _from_view(self, ReadView rv, const unsigned char* uk, Py_ssize_t un,
                            const unsigned char* lk, Py_ssize_t lkn, Py_ssize_t stage=0):
-        """``_from_version`` through the version's ReadView: the tables'
-        searches without the GIL, a table that needs it read with it; from
-        ``stage`` on (``ReadView.probe``)."""
+        """``_from_version`` through the version's ReadView, from ``stage``
+        on (``ReadView.probe``): the tables' searches in C, a table that
+        needs more (``lookup_nogil``'s -1) read through ``lookup``.  The
+        walk holds the GIL: released for the microsecond of one get, it
+        costs more than it gives (a second reader thread sleeps and wakes on
+        the GIL's lock once a get, and a GIL-bound thread, such as a
+        compaction, keeps it for a switch interval once it has it:
+        docs/performance.md, issue 34).  ``multi_get`` releases it once
+        for a whole batch."""
         cdef Py_ssize_t at = -1, hits
         cdef const unsigned char* vp = NULL
         cdef Py_ssize_t vn = 0
@@ -677,8 +683,7 @@ cdef class PointPath:
         while True:
             hits = 0
             epoch = read_enter()
-            with nogil:
-                r = rv.probe(&stage, uk, un, lk, lkn, &at, &vp, &vn, &hits)
+            r = rv.probe(&stage, uk, un, lk, lkn, &at, &vp, &vn, &hits)
             try:
                 if r == 1:
                     got = PyBytes_FromStringAndSize(<const char*>vp, vn)

@@ -704,7 +704,9 @@ cdef class PointReader:
         buffer, a corrupt block): the caller then calls ``lookup``.  A
         value found in the mapping stays readable until ``read_exit``
         (``detach_source`` buries the mapping).  A block found in its slot adds one to ``*hits``
-        (the caller adds them to the cache's count with the GIL)."""
+        (the caller adds them to the cache's count with the GIL).  The
+        block's slot is tried before the mapping: a cached block's search
+        touches no page of the file."""
         cdef unsigned char kbuf[KBUF]
         cdef Py_ssize_t klen, voff, vlen, pos, ordinal = -1
         cdef uint64_t off, size
@@ -731,26 +733,22 @@ cdef class PointReader:
         pos = voff
         if get_block_handle(self._index.ptr, voff + vlen, &pos, &off, &size) != 0:
             return -1
+        if 0 <= ordinal < self._nslots:
+            o = self._slot_items[ordinal]
+            if o != <void*>_NONE and (<_Slot>o).offset == off:
+                b = (<_Slot>o).block
+                if b != NULL:
+                    (<_Slot>o).referenced = True
+                    hits[0] += 1
+                    r = (<Block>b).find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
+                    return _found(r, kbuf, klen, lk, lkn, (<Block>b).ptr + voff, vlen, vp, vn)
         m = self._map_c
         if m != NULL:
             d = map_block(m, off, size, ordinal, &limit, &nrest)
             if d != NULL:
                 r = block_find(d, limit, nrest, lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
                 return _found(r, kbuf, klen, lk, lkn, d + voff, vlen, vp, vn)
-        if ordinal < 0 or ordinal >= self._nslots:
-            return -1
-        o = self._slot_items[ordinal]
-        if o == <void*>_NONE:
-            return -1
-        if (<_Slot>o).offset != off:
-            return -1
-        b = (<_Slot>o).block
-        if b == NULL:
-            return -1
-        (<_Slot>o).referenced = True
-        hits[0] += 1
-        r = (<Block>b).find(lk, lkn, kbuf, KBUF, &klen, &voff, &vlen)
-        return _found(r, kbuf, klen, lk, lkn, (<Block>b).ptr + voff, vlen, vp, vn)
+        return -1
 
     cdef Block _block_at(self, Py_ssize_t voff, Py_ssize_t vlen, Py_ssize_t ordinal):
         """The data block of index entry number ``ordinal`` (-1: unknown),
