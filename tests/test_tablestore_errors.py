@@ -75,17 +75,25 @@ def cases():
          "Validate PK name fail. Input: PK2, Meta: PK1."),
         ("pk size", lambda c: c.get_row("t", [("PK1", 1)]), 400, "OTSInvalidPK",
          "Validate PK size fail. Input: 1, Meta: 2."),
+        # the Java SDK's DataOperationTest and ParameterLegalityTest: the service's texts
         ("pk type", lambda c: c.put_row("t", Row([("PK1", "1"), ("PK2", "a")], [("a", 1)])),
-         400, "OTSInvalidPK", "Primary key schema mismatch."),
+         400, "OTSInvalidPK", "Validate PK type fail. Input: VT_STRING, Meta: VT_INTEGER."),
+        ("pk type binary", lambda c: c.get_row("t", [("PK1", bytearray(b"1")), ("PK2", "a")]),
+         400, "OTSInvalidPK", "Validate PK type fail. Input: VT_BLOB, Meta: VT_INTEGER."),
         ("pk too long", lambda c: c.get_row("t", [("PK1", 1), ("PK2", long)]), *P,
          "The length of primary key column: 'PK2' exceeds the MaxLength:1024 with "
          "CurrentLength:1025."),
-        ("inf in row", lambda c: c.get_row("t", [("PK1", INF_MIN), ("PK2", "a")]), 400,
-         "OTSInvalidPK", "Primary key schema mismatch."),
+        ("inf in row", lambda c: c.get_row("t", [("PK1", INF_MIN), ("PK2", "a")]), *P,
+         "VT_INF_MIN is an invalid type for the primary key."),
+        ("inf max in row", lambda c: c.delete_row("t", Row([("PK1", 1), ("PK2", INF_MAX)]), None),
+         *P, "VT_INF_MAX is an invalid type for the primary key."),
         ("auto incr read", lambda c: c.get_row("t", [("PK1", PK_AUTO_INCR), ("PK2", "a")]),
          *P, "PKAutoIncr can't be used for read operations."),
         ("bad column", lambda c: c.put_row("t", Row(PK, [("a\tb", 1)])), *P,
          "Invalid column name: 'a\tb'."),
+        # the Java SDK's ParameterLegalityTest.testInvalidColumnName: '#' may not lead
+        ("column starting with #", lambda c: c.put_row("t", Row(PK, [("#abc", 1)])), *P,
+         "Invalid column name: '#abc'."),
         ("attr is pk", lambda c: c.put_row("t", Row(PK, [("PK1", 1)])), *P,
          "Duplicated attribute column name with primary key column: PK1."),
         ("nan", lambda c: c.put_row("t", Row(PK, [("a", math.nan)])), *P,
@@ -247,3 +255,12 @@ def test_a_value_too_long_fails_the_whole_batch():
                 "OTSParameterInvalid", "The length of attribute column: 'longattr' exceeds the "
                 "MaxLength:2097152 with CurrentLength:2097153.")
         assert c.get_row("t", [("k", 1)])[1] is None
+
+
+@pytest.mark.parametrize("name", ["\nabc", "abc\r", "\n", "a\rb", "a#b", "$", "公司"])
+def test_attribute_names_the_java_sdk_writes_are_valid(client, name):
+    """ParameterLegalityTest.testValidColumnName: '\n', '\r', punctuation
+    (a '#' not leading) and CJK in an attribute column's name."""
+    client.put_row("t", Row(PK, [(name, 5)]))
+    assert [(n, v) for n, v, _ in client.get_row("t", PK, [name])[1].attribute_columns] == [
+        (name, 5)]

@@ -134,6 +134,8 @@ ERRORS = {
     # primary keys
     "pk_name_mismatch": (400, "OTSInvalidPK", "Validate PK name fail. Input: {input}, Meta: {meta}."),
     "pk_size_mismatch": (400, "OTSInvalidPK", "Validate PK size fail. Input: {input}, Meta: {meta}."),
+    # (the Java SDK's DataOperationTest and ParameterLegalityTest: the service's text)
+    "pk_type_mismatch": (400, "OTSInvalidPK", "Validate PK type fail. Input: {input}, Meta: {meta}."),
     "pk_schema_mismatch": (400, "OTSInvalidPK", "Primary key schema mismatch."),
     "pk_too_long": _P + ("The length of primary key column: '{column}' exceeds the MaxLength:"
                          "{limit} with CurrentLength:{length}.",),   # (Java SDK tests)

@@ -63,16 +63,25 @@ _PK_TYPES = ("INTEGER", "STRING", "BINARY", "BOOLEAN")
 _DEFINED_TYPES = ("STRING", "INTEGER", "DOUBLE", "BOOLEAN", "BINARY")
 
 
+#: Control characters an attribute column name may hold: the Java SDK's
+#: ParameterLegalityTest.testValidColumnName writes names with '\n' and '\r'.
+_NAME_CONTROLS_OK = frozenset(b"\n\r")
+
+
 def _attribute_name_ok(name):
     """An attribute column name outside the documented rule that the service
     takes: the vendor's own get_row example (written against the service)
-    writes the column 'postal code'.  Any 1-255 bytes of UTF-8 without control
-    characters (0x00 and 0x01 separate a name in the row layout, cells.py)."""
+    writes the column 'postal code', the Java SDK's ParameterLegalityTest
+    names with punctuation, CJK, '\n' and '\r', and refuses those starting
+    with '#'.  Any 1-255 bytes of UTF-8 not starting with '#', without other
+    control characters (0x00 and 0x01 separate a name in the row layout,
+    cells.py)."""
     try:
         raw = name.encode("utf-8")
     except UnicodeEncodeError:
         return False
-    return 1 <= len(raw) <= 255 and not any(c < 0x20 or c == 0x7F for c in raw)
+    return (1 <= len(raw) <= 255 and raw[0] != 0x23
+            and not any((c < 0x20 or c == 0x7F) and c not in _NAME_CONTROLS_OK for c in raw))
 
 
 def decode_name(name, kind="column"):
@@ -256,6 +265,13 @@ def _check_utf8(name, value):
         raise service_error("not_utf8", column=name) from None
 
 
+#: A primary-key value's kind -> its PlainBuffer type as the service's
+#: messages name it ("Validate PK type fail. Input: VT_BLOB, Meta: VT_INTEGER.",
+#: "VT_INF_MIN is an invalid type for the primary key.": the Java SDK's tests).
+_VT = {"INTEGER": "VT_INTEGER", "STRING": "VT_STRING", "BINARY": "VT_BLOB",
+       "BOOLEAN": "VT_BOOLEAN", INF_MIN: "VT_INF_MIN", INF_MAX: "VT_INF_MAX"}
+
+
 def _pk_value_kind(value):
     """The wire type the SDK would send for a PK value (client-side type check)."""
     if value is INF_MIN or value is INF_MAX or value is PK_AUTO_INCR:
@@ -304,9 +320,9 @@ def check_pk(schema, primary_key, mode="row"):
                 raise service_error("pk_schema_mismatch")
         elif kind is INF_MIN or kind is INF_MAX:
             if mode != "bound":
-                raise service_error("pk_schema_mismatch")
+                raise service_error("invalid_pk_type", type=_VT[kind])
         elif kind != schema.types[i]:
-            raise service_error("pk_schema_mismatch")
+            raise service_error("pk_type_mismatch", input=_VT[kind], meta=_VT[schema.types[i]])
         elif kind != "INTEGER":
             if isinstance(value, bytes):
                 _check_utf8(name, value)
