@@ -19,7 +19,7 @@ MODEL_TESTS = ["tests/test_db_model.py", "tests/test_regions_model.py",
 
 _PROBE = """
 import lsm, regions
-from regions.tablestore import OTSClient, Row, TableMeta, TableOptions
+from regions.tablestore import OTSClient, Row, TableMeta, TableOptions, reads
 assert lsm.PUREPYTHON and regions.PUREPYTHON
 with lsm.DB.open(None) as db:
     assert "put" not in vars(db)           # DB.put, not the C write path bound over it
@@ -28,6 +28,7 @@ with OTSClient(None) as client:
     assert client._writer.c_path is None                       # writes.py's fork
     client.put_row("t", Row([("k", 1)], [("a", 1)]))
     assert client._row_reader.get("t", [("k", 1)]) is None      # the C reader declines
+    assert not reads.decode_in_c(client._schemas["t"], None, None, None)   # reads.py's fork
     assert client.get_row("t", [("k", 1)])[1].attribute_columns[0][:2] == ("a", 1)
 """
 

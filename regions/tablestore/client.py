@@ -30,7 +30,6 @@ import math
 import threading
 import time
 
-from regions import PUREPYTHON
 from regions._meter import metered
 from regions.metrics import ApiMetrics
 
@@ -46,7 +45,8 @@ from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowReq
                        DescribeTableResponse, Direction, PK_AUTO_INCR, ReservedThroughput,
                        ReservedThroughputDetails, Row, RowDataItem, TableMeta, TableOptions,
                        UpdateTableResponse, INF_MAX, INF_MIN, own_marker)
-from .reads import PK_PROJECTIONS, assemble, row_entries, visible, whole_read
+from .reads import (PK_PROJECTIONS, assemble, decode_in_c, read_row, row_entries, row_reader,
+                    visible, whole_read)
 from .schema import ATTRIBUTE, Schema, table_attributes
 from .search import (DEFAULT_LIMIT as DEFAULT_SEARCH_LIMIT, MAX_LIMIT as MAX_SEARCH_LIMIT,
                      MAX_INDEX_ONLY_LIMIT, MAX_OFFSET_LIMIT, MAX_SCAN_LIMIT,
@@ -116,9 +116,8 @@ class OTSClient:
                                                options.pop("server_options", None))
         self._server = server
         self._schemas = {}
-        # get_row of a whole row by a plain key, in one C call (its twin: _get);
-        # under the switch it knows no table and every read takes the Python path
-        self._row_reader = _reads.RowReader({} if PUREPYTHON else self._schemas, server)
+        # get_row of a whole row by a plain key, in one C call (its twin: _get)
+        self._row_reader = row_reader(self._schemas, server)
         self._meta_lock = threading.Lock()
         locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
         self._txn = None  # the Transaction this client runs in (see _in_transaction)
@@ -185,7 +184,7 @@ class OTSClient:
         if self._owns_server and self._server is not None:
             self._server.close()
         self._server = None
-        self._row_reader = _reads.RowReader({}, None)   # every read takes the Python path
+        self._row_reader = row_reader({}, None)         # every read takes the Python path
         self._writer.stop_c_path()                      # and every write
 
     def __enter__(self):
@@ -829,17 +828,8 @@ class OTSClient:
         if not entries:
             return read_cu(0), None, b""
         # Read CU: the primary key and the attribute cells returned.
-        if not PUREPYTHON and whole_read(schema, names, rng, column_filter, window):
-            # The row read whole: merged and decoded in C, no assembly.
-            cell_list, size = _rowcodec.row_cells(len(row_key), entries,
-                                              min(max_version, schema.max_versions))
-            if cell_list is None:
-                return read_cu(0), None, b""
-            consumed = read_cu(_rowcodec.pk_size(schema.names, values) + size)
-            return consumed, Row(list(zip(schema.names, values)), cell_list), b""
-        head, deltas = cells.split_entries(len(row_key), entries)
-        parts, size, _ = assemble(schema, values, len(row_key), head, deltas, cells.now_ms(), names,
-                                  max_version, rng, column_filter, self._pk_projection, window)
+        parts, size = read_row(schema, values, len(row_key), entries, names, max_version, rng,
+                               column_filter, self._pk_projection, window)
         if parts is None:
             return read_cu(0), None, b""
         consumed = read_cu(_rowcodec.pk_size(schema.names, values) + size)
@@ -900,8 +890,7 @@ class OTSClient:
                            now) is not None
 
         page = _reads.RangePage(len(schema.names), schema.names,
-                               not PUREPYTHON and whole_read(schema, names, rng,
-                                                             column_filter, window),
+                               decode_in_c(schema, names, rng, column_filter, window),
                                min(max_version or 1, schema.max_versions), max_rows,
                                RANGE_BYTES, slow, live)
         rows, next_values, read_bytes = page.run(entries)
@@ -1087,7 +1076,7 @@ class OTSClient:
         the transaction's writes, writes are buffered in it)."""
         view = copy.copy(self)
         view._server, view._owns_server, view._txn = txn, False, txn
-        view._row_reader = _reads.RowReader({} if PUREPYTHON else self._schemas, txn)
+        view._row_reader = row_reader(self._schemas, txn)
         view._writer = self._writer.on(txn)      # writes go into the transaction
         return view
 

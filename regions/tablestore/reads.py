@@ -12,19 +12,26 @@ order and attribute columns sorted by name, versions newest first, as
 (cells.row_exists): an existing row with no column read is returned with
 its primary key and no attribute column.
 
-The hot paths of reads that ``whole_read`` allows are in C
-(``regions.tablestore._reads``: a row that is one PutRow head, a row read
-whole, the GetRange page loop); their pure-Python references, which the
-tests run against them, are in tests/rows_reference.py.  Pure functions,
-thread-safe.
+The C path: a read that ``whole_read`` allows decodes its rows in C
+(``_rowcodec.row_cells``: a row that is one PutRow head as it lies, another
+merged), and GetRow and BatchGetRow of plain keys run whole in one C call
+(``_reads.RowReader``).  This module is the one place reads choose:
+``decode_in_c`` for a row's decode (GetRow's ``read_row``, the GetRange
+page's ``fast`` rows), ``row_reader`` for the C reader, which declines (None)
+every read it does not take; LSM_REGIONS_PUREPYTHON (lsm/purepython.py)
+sends them all to the functions here.  The C code's pure-Python references,
+which the tests run against it, are these functions and
+tests/rows_reference.py.  Pure functions, thread-safe.
 """
-from . import cells
+from regions import PUREPYTHON
+
+from . import _reads, _rowcodec, cells
 from .capacity import cells_size
 from .columns import column_window
 from .conditions import evaluate
 
 __all__ = ["row_entries", "visible", "select", "read_columns", "project", "assemble", "whole_read",
-           "PK_PROJECTIONS"]
+           "decode_in_c", "read_row", "row_reader", "PK_PROJECTIONS"]
 
 
 def row_entries(server, table, row_key):
@@ -146,3 +153,35 @@ def whole_read(schema, names, time_range, column_filter, window=None):
     is its cells (``head_cells``) and ``assemble`` is not needed."""
     return (names is None and column_filter is None and time_range is None
             and window is None and schema.ttl <= 0)
+
+
+def decode_in_c(schema, names, time_range, column_filter, window=None):
+    """Whether rows read with these arguments are decoded in C (``whole_read``),
+    or by ``assemble``: the one choice of the read path (False under
+    LSM_REGIONS_PUREPYTHON)."""
+    return not PUREPYTHON and whole_read(schema, names, time_range, column_filter, window)
+
+
+def read_row(schema, pk_values, row_key_len, entries, names, max_version, time_range,
+             column_filter, pk_projection="full", window=None, now_ms=None):
+    """(Row parts or None, bytes returned) of a row read as ``entries`` (GetRow's
+    decode): merged and decoded in C when ``decode_in_c``, else ``assemble``."""
+    if decode_in_c(schema, names, time_range, column_filter, window):
+        cell_list, size = _rowcodec.row_cells(row_key_len, entries,
+                                              min(max_version, schema.max_versions))
+        if cell_list is None:
+            return None, 0
+        return (list(zip(schema.names, pk_values)), cell_list), size
+    head, deltas = cells.split_entries(row_key_len, entries)
+    parts, size, _ = assemble(schema, pk_values, row_key_len, head, deltas,
+                              cells.now_ms() if now_ms is None else now_ms, names, max_version,
+                              time_range, column_filter, pk_projection, window)
+    return parts, size
+
+
+def row_reader(schemas, server):
+    """GetRow's and BatchGetRow's C path, ``_reads.RowReader``: a whole row of a
+    plain key of a table in ``schemas`` (the client's dict, read at each call)
+    in one call; every other read it declines (None), and so every read under
+    LSM_REGIONS_PUREPYTHON (it then knows no table)."""
+    return _reads.RowReader({} if PUREPYTHON else schemas, server)
