@@ -42,6 +42,19 @@ def expect(c, call, status, code, message):
 PK = [("PK1", 1), ("PK2", "a")]
 
 
+def _batch_get(table):
+    request = BatchGetRowRequest()
+    request.add(TableInBatchGetRowItem(table, [PK], max_version=1))
+    return request
+
+
+def _batch_put(table):
+    request = BatchWriteRowRequest()
+    request.add(TableInBatchWriteRowItem(table, [PutRowItem(Row(PK, [("a", 1)]),
+                                                            Condition("IGNORE"))]))
+    return request
+
+
 def cases():
     long = "x" * 1025
     meta = lambda schema, name="n": TableMeta(name, schema)  # noqa: E731
@@ -89,6 +102,15 @@ def cases():
          *P, "VT_INF_MAX is an invalid type for the primary key."),
         ("auto incr read", lambda c: c.get_row("t", [("PK1", PK_AUTO_INCR), ("PK2", "a")]),
          *P, "PKAutoIncr can't be used for read operations."),
+        # the Java SDK's ParameterLegalityTest: an invalid table name is refused as such
+        # by every API, before the table is looked up; a batch fails whole
+        ("invalid table describe", lambda c: c.describe_table("0"), *P,
+         "Invalid table name: '0'."),
+        ("invalid table get", lambda c: c.get_row("T#", PK), *P, "Invalid table name: 'T#'."),
+        ("invalid table batch get", lambda c: c.batch_get_row(_batch_get("3t")), *P,
+         "Invalid table name: '3t'."),
+        ("invalid table batch write", lambda c: c.batch_write_row(_batch_put("-")), *P,
+         "Invalid table name: '-'."),
         ("bad column", lambda c: c.put_row("t", Row(PK, [("a\tb", 1)])), *P,
          "Invalid column name: 'a\tb'."),
         # the Java SDK's ParameterLegalityTest.testInvalidColumnName: '#' may not lead

@@ -33,7 +33,7 @@ import time
 from regions._meter import metered
 from regions.metrics import ApiMetrics
 
-from . import _reads, _rowcodec, cells, pkcodec
+from . import _reads, _rowcodec, _searchpage, cells, pkcodec
 from .capacity import read_cu
 from .columns import read_window
 from .conditions import check_node_count
@@ -222,6 +222,7 @@ class OTSClient:
         if schema is None:
             if self._indexer.building(table_name):
                 raise service_error("index_building")
+            check_name(table_name, "table")     # an invalid name is refused as such
             raise service_error("table_not_exist")
         return table_name, schema
 
@@ -643,8 +644,7 @@ class OTSClient:
         total = total if search_query.get_total_count else -1
         if kind in (None, "NONE") and not nested and not highlight:
             # keys only (the common page): the rows straight from the keys
-            names, decode = schema.names, _rowcodec.decode_pk
-            rows = [(list(zip(names, decode(k, len(names))[0])), []) for k, _, _ in hits]
+            rows = _searchpage.key_rows(schema.names, hits)
             scores = [h[1] for h in hits] if by_score else [math.nan] * len(rows)
             return SearchResponse(rows, agg_results, group_by_results, token or b"", True,
                                   total, scores=scores)
@@ -934,8 +934,9 @@ class OTSClient:
         # A table entry with no keys is valid: it gets an empty result list.
         total = sum(len(item.primary_keys) for item in request.items.values())
         check_batch_rows(total, BATCH_GET_ROWS)
-        for item in request.items.values():
-            check_node_count(item.column_filter)  # fails the whole batch, as the service's
+        for table_name, item in request.items.items():
+            check_name(table_name, "table")       # these fail the whole batch, as the service's
+            check_node_count(item.column_filter)
         result = {}
         for table_name, item in request.items.items():
             items = result[table_name] = []
@@ -1032,6 +1033,7 @@ class OTSClient:
             raise service_error("batch_write_empty")
         total = 0
         for table_name, item in request.items.items():
+            check_name(table_name, "table")       # fails the whole batch, as the service's
             if not item.row_items:
                 raise service_error("batch_no_operation", table=table_name)
             total += len(item.row_items)
