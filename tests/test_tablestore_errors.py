@@ -42,16 +42,16 @@ def expect(c, call, status, code, message):
 PK = [("PK1", 1), ("PK2", "a")]
 
 
-def _batch_get(table):
+def _batch_get(table, keys=(PK,)):
     request = BatchGetRowRequest()
-    request.add(TableInBatchGetRowItem(table, [PK], max_version=1))
+    request.add(TableInBatchGetRowItem(table, list(keys), max_version=1))
     return request
 
 
-def _batch_put(table):
+def _batch_put(table, keys=(PK,)):
     request = BatchWriteRowRequest()
-    request.add(TableInBatchWriteRowItem(table, [PutRowItem(Row(PK, [("a", 1)]),
-                                                            Condition("IGNORE"))]))
+    request.add(TableInBatchWriteRowItem(table, [
+        PutRowItem(Row(key, [("a", 1)]), Condition("IGNORE")) for key in keys]))
     return request
 
 
@@ -94,6 +94,15 @@ def cases():
         ("pk type binary", lambda c: c.get_row("t", [("PK1", bytearray(b"1")), ("PK2", "a")]),
          400, "OTSInvalidPK", "Validate PK type fail. Input: VT_BLOB, Meta: VT_INTEGER."),
         ("pk too long", lambda c: c.get_row("t", [("PK1", 1), ("PK2", long)]), *P,
+         "The length of primary key column: 'PK2' exceeds the MaxLength:1024 with "
+         "CurrentLength:1025."),
+        # RestrictedItemTest (19, 21): a key too long fails a whole batch, read or write
+        ("pk too long in batch get", lambda c: c.batch_get_row(
+            _batch_get("t", [PK, [("PK1", 1), ("PK2", long)]])), *P,
+         "The length of primary key column: 'PK2' exceeds the MaxLength:1024 with "
+         "CurrentLength:1025."),
+        ("pk too long in batch write", lambda c: c.batch_write_row(
+            _batch_put("t", [PK, [("PK1", 1), ("PK2", long)]])), *P,
          "The length of primary key column: 'PK2' exceeds the MaxLength:1024 with "
          "CurrentLength:1025."),
         ("inf in row", lambda c: c.get_row("t", [("PK1", INF_MIN), ("PK2", "a")]), *P,

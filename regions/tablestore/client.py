@@ -37,7 +37,7 @@ from . import _reads, _rowcodec, _searchpage, cells, pkcodec
 from .capacity import read_cu
 from .columns import read_window
 from .conditions import check_node_count
-from .errors import (OTSClientError, OTSServiceError, not_a_string, service_error,
+from .errors import (BATCH_WIDE, OTSClientError, OTSServiceError, not_a_string, service_error,
                      storage_error)
 from .indexes import MAX_INDEXES, Indexer, check_index_meta, check_index_shape
 from .metadata import (BatchGetRowRequest, BatchGetRowResponse, BatchWriteRowRequest,
@@ -964,6 +964,8 @@ class OTSClient:
                     try:
                         values = check_pk(schema, pk)
                     except OTSServiceError as exc:
+                        if getattr(exc, "key", None) in BATCH_WIDE:
+                            raise
                         error = exc
                 if error is not None:
                     items.append(RowDataItem(False, error.code, error.message, table_name,
