@@ -43,6 +43,7 @@ import uuid
 import zlib
 
 from . import cells, pkcodec
+from ._searchpage import Stored, load as _load_page
 from .errors import OTSClientError, service_error
 
 __all__ = ["SearchIndexDef", "Engine", "SEARCH_INFIX", "SEARCH_ATTRIBUTE", "FIELD_TYPES",
@@ -271,7 +272,7 @@ class Engine:
         self.definition, self.pk_names = definition, list(pk_names)
         self._tv = tv
         sb = tv.SchemaBuilder()
-        # stored: _doc alone (the row key and the values, _Stored) and VECTORs:
+        # stored: _doc alone (the row key and the values: _searchpage) and VECTORs:
         # a stored document is read whole, each of its fields a cost
         sb.add_text_field("_pk", stored=False, tokenizer_name="raw")
         sb.add_bytes_field("_doc", stored=True)
@@ -387,7 +388,7 @@ class Engine:
             tname = self._names[f.name]
             for v in values:
                 _add(doc, f, tname, v, stored)
-        doc.add_bytes("_doc", _Stored.pack(row_key, stored))
+        doc.add_bytes("_doc", Stored.pack(row_key, stored))
         with self._lock:
             self._writer.delete_documents("_pk", row_key.hex())
             self._writer.add_document(doc)
@@ -419,7 +420,7 @@ class Engine:
         result = searcher.search(self._tv.Query.all_query(), limit=max(1, searcher.num_docs))
         np = _numpy()
         for _, address in result.hits:
-            doc = _Stored(searcher.doc(address))
+            doc = Stored(searcher.doc(address))
             row_key = doc.row_key
             for name, store in self._vectors.items():
                 raw = doc.get(self._names[name])
@@ -546,7 +547,10 @@ class Engine:
         if kind == "FieldSort":
             return self._top_by_field(searcher, tq, s, desc, need, skip, count)
         if kind == "ScoreSort" and (getattr(s, "sort_order", None) is None or desc):
-            fetch = need + 1
+            # scores tie often (BM25 of equal term frequencies and lengths), and
+            # a search again costs the query's whole evaluation: ask for more
+            # hits than the page at once (hits cost no document read)
+            fetch = max(need + 1, 64)
             while True:      # a tie at the k-th score: every row with that score is read
                 res = searcher.search(tq, limit=fetch, count=count)
                 found = res.hits
@@ -579,7 +583,7 @@ class Engine:
             ftype = tv.FieldType.Float if f.type == "DOUBLE" else tv.FieldType.Integer
 
             def ties(value):
-                hit = _Stored(searcher.doc(found[need - 1][1])).get(tname)[0]
+                hit = Stored(searcher.doc(found[need - 1][1])).get(tname)[0]
                 return self._tied(searcher, tq, tname, ftype, hit)
             return self._window(searcher, found, need, skip, ties, False), res.count, more
         # the page reaches the rows without the field (or the extreme value)
@@ -643,17 +647,12 @@ class Engine:
     def stored(searcher, address):
         """The stored document at ``address``: its ``row_key``, ``get(field)``
         and ``fields()`` by tantivy field name (checkers)."""
-        return _Stored(searcher.doc(address))
+        return Stored(searcher.doc(address))
 
     @staticmethod
     def _loaded(searcher, found):
         """[(row key, score, stored document)] of tantivy's (score, address) hits."""
-        out = []
-        doc_at = searcher.doc
-        for score, address in found:
-            doc = _Stored(doc_at(address))
-            out.append((doc.row_key, score, doc))
-        return out
+        return _load_page(searcher.doc, found)
 
     def _live(self, tq, ttl):
         if ttl is None or ttl <= 0:
@@ -673,7 +672,7 @@ class Engine:
                   if type(query).__name__ == "FunctionScoreQuery" else None)
         hits = []
         for score, address in result.hits:
-            doc = _Stored(searcher.doc(address))
+            doc = Stored(searcher.doc(address))
             if factor is not None:        # the query's score times the field's value
                 score = score * float((doc.get(factor) or [0])[0])
             hits.append((doc.row_key, score, doc))
@@ -789,7 +788,7 @@ class Engine:
         result = searcher.search(tq, limit=max(1, searcher.num_docs), count=False)
         keys = []
         for _, address in result.hits:
-            row_key = _Stored(searcher.doc(address)).row_key
+            row_key = Stored(searcher.doc(address)).row_key
             if after is not None and row_key <= after:
                 continue
             if max_parallel > 1 and zlib.crc32(row_key) % max_parallel != parallel_id:
@@ -970,7 +969,7 @@ class Engine:
         searcher = self.index.searcher()
         keys = []
         for _, address in searcher.search(ranges, limit=max(1, searcher.num_docs)).hits:
-            doc = _Stored(searcher.doc(address))
+            doc = Stored(searcher.doc(address))
             if any(inside(a, b) for a, b in zip(doc.get(tname + "_lat", ()),
                                                 doc.get(tname + "_lon", ()))):
                 keys.append(doc.row_key.hex())
@@ -1014,7 +1013,7 @@ class Engine:
         if terms.get("sum_other_doc_count"):        # too many: every document's values
             result = searcher.search(tv.Query.all_query(), limit=max(1, searcher.num_docs))
             distinct = {v for _, address in result.hits
-                        for v in _Stored(searcher.doc(address)).get(tname, ())}
+                        for v in Stored(searcher.doc(address)).get(tname, ())}
         else:
             distinct = [b["key"] for b in terms["buckets"]]
         values = set()
@@ -1040,7 +1039,7 @@ class Engine:
             candidates = None
         else:
             searcher = self.index.searcher()
-            candidates = {_Stored(searcher.doc(a)).row_key
+            candidates = {Stored(searcher.doc(a)).row_key
                           for _, a in searcher.search(tq, limit=max(1, searcher.num_docs)).hits}
         found = [(k, s) for k, s in self._vectors[field.name].search(vec, top_k, candidates)
                  if min_score is None or s >= min_score]
@@ -1346,7 +1345,7 @@ def _typed(f, value):
 
 def _add(doc, f, tname, v, stored):
     """Index value ``v`` of field ``f`` (tantivy field ``tname``) in ``doc``,
-    and keep what a search reads back in ``stored`` (_Stored)."""
+    and keep what a search reads back in ``stored`` (Stored)."""
     t = f.type
     if t in ("LONG", "DATE"):
         doc.add_integer(tname, v)
@@ -1846,48 +1845,6 @@ def remove_engine(server, definition):
     path = engine_path(server, definition)
     if path is not None and os.path.isdir(path):
         shutil.rmtree(path, ignore_errors=True)
-
-
-class _Stored:
-    """A stored document: its one stored field ``_doc`` holds the row key
-    (its length in 2 bytes, then the key) and the JSON of the values a
-    search reads back ({tantivy field: [values]}), decoded when first asked
-    (a page of rows reads the key only); VECTORs are stored fields of
-    their own."""
-
-    __slots__ = ("doc", "row_key", "_blob", "_fields")
-
-    def __init__(self, doc):
-        blob = doc.get_first("_doc")
-        end = 2 + (blob[0] << 8 | blob[1])
-        self.doc, self.row_key, self._blob, self._fields = doc, blob[2:end], blob, None
-
-    @staticmethod
-    def pack(row_key, values):
-        """The ``_doc`` of ``row_key`` with ``values``."""
-        return (len(row_key).to_bytes(2, "big") + row_key
-                + json.dumps(values, separators=(",", ":")).encode())
-
-    def fields(self):
-        """{tantivy field: [values]} (VECTORs not among them)."""
-        if self._fields is None:
-            self._fields = json.loads(self._blob[2 + len(self.row_key):])
-        return self._fields
-
-    def get(self, name, default=None):
-        values = self.fields().get(name)
-        if values is None:
-            try:
-                values = self.doc.get_all(name)      # a VECTOR
-            except ValueError:
-                return default
-        return values if values else default
-
-    def __getitem__(self, name):
-        values = self.get(name)
-        if values is None:
-            raise KeyError(name)
-        return values
 
 
 def _as_column(value):
