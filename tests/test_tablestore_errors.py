@@ -48,6 +48,12 @@ def _batch_get(table, keys=(PK,)):
     return request
 
 
+def _bget_columns(columns):
+    request = BatchGetRowRequest()
+    request.add(TableInBatchGetRowItem("t", [PK], columns, max_version=1))
+    return request
+
+
 def _batch_put(table, keys=(PK,)):
     request = BatchWriteRowRequest()
     request.add(TableInBatchWriteRowItem(table, [
@@ -178,7 +184,21 @@ def cases():
         # size per row: PK1 3+8, PK2 3+1, a 1+1500000 = 1500016 bytes; x3 = 4500048
         ("batch write 4MB", lambda c: c.batch_write_row(_bwrite(_puts(3, "x" * 1500000))), *P,
          "The total data size of BatchWriteRow request exceeds the limit, limit size: 4194304, "
-         "data size:4500048."),
+         "data size: 4500048."),
+        # RestrictedItemTest 41, 43: too many columns written or asked for fail a whole batch
+        ("batch write 1025 columns", lambda c: c.batch_write_row(_bwrite([PutRowItem(Row(
+            PK, [("c%d" % i, i) for i in range(1025)]), Condition("IGNORE"))])), *P,
+         "The number of attribute columns exceeds the limit, limit count: 1024, column count: "
+         "1025."),
+        ("batch get 1025 columns", lambda c: c.batch_get_row(_bget_columns(
+            ["c%d" % i for i in range(1025)])), *P,
+         "The number of columns from the request exceeds the limit, limit count: 1024, column "
+         "count: 1025."),
+        # RestrictedItemTest 46: a timestamp (ms) in [0, INT64_MAX/1000)
+        ("timestamp too big", lambda c: c.put_row("t", Row(PK, [("a", 1, (2 ** 63 - 1) // 1000)])),
+         *P, "Timestamp must be in range [0, INT64_MAX/1000)."),
+        ("timestamp negative", lambda c: c.update_row("t", Row(PK, {"put": [("a", 1, -1)]}), None),
+         *P, "Timestamp must be in range [0, INT64_MAX/1000)."),
         ("batch repeated expectation", lambda c: c.batch_write_row(_bwrite(
             _puts(1) + _puts(1, cond=Condition("EXPECT_EXIST")))), *P,
          "Repeated rows do not support row exist expectation check in BatchModify."),

@@ -952,6 +952,8 @@ class OTSClient:
                 table_error = None
                 whole = (max_version == 1 and whole_read(schema, names, rng, column_filter, window))
             except OTSServiceError as exc:
+                if getattr(exc, "key", None) in BATCH_WIDE:
+                    raise
                 table_error = exc
             plain = (self._row_reader.items(name, item.primary_keys, table_name)
                      if table_error is None and whole else None)

@@ -152,6 +152,8 @@ ERRORS = {
     "delete_one_needs_ts": _P + ("Timestamp must be given when type is DELETE_ONE_VERSION.",),
     "delete_all_no_ts": _P + ("Timestamp cannot be given when type is DELETE_ALL_VERSION.",),
     "invalid_timestamp": _P + ("Invalid timestamp. Cell:{column}.",),
+    # (the Java SDK's RestrictedItemTest, case 46: a cell's timestamp, ms)
+    "timestamp_range": _P + ("Timestamp must be in range [0, INT64_MAX/1000).",),
     "update_missing_cells": _P + ("Invalid update row request: missing cells in request.",),
     "write_columns_limit": _P + ("The number of attribute columns exceeds the limit, limit count: "
                                  "{limit}, column count: {count}.",),  # (SDK tests: .NET)
@@ -219,8 +221,10 @@ ERRORS = {
     "batch_write_empty": _P + ("No row is specified in BatchWriteRow.",),
     "batch_no_operation": _P + ("No operation is specified for table: '{table}'.",),  # (SDK tests)
     "batch_rows_limit": _P + ("Rows count exceeds the upper limit: {limit}.",),  # (Java SDK tests)
+    # (the Java SDK's RestrictedItemTest, case 48; the reference's page has no space after
+    # "data size:")
     "batch_write_size": _P + ("The total data size of BatchWriteRow request exceeds the limit, "
-                              "limit size: {limit}, data size:{size}.",),
+                              "limit size: {limit}, data size: {size}.",),
     "batch_repeated_expectation": _P + ("Repeated rows do not support row exist expectation "
                                         "check in BatchModify.",),
     "batch_repeated_condition": _P + ("Repeated rows do not support row condition check in "
@@ -414,8 +418,9 @@ def storage_error(exc):
 
 
 #: A row's errors that fail a whole BatchWriteRow or BatchGetRow (400), not
-#: only the row: the service checks a value's length before it looks at the
+#: only the row: the service checks lengths and counts before it looks at the
 #: rows one by one (the Java SDK's TableStoreWriter tests resend such a batch
-#: row by row; its RestrictedItemTest expects a key too long to fail both
-#: batches).
-BATCH_WIDE = frozenset({"attr_too_long", "pk_too_long"})
+#: row by row; its RestrictedItemTest expects a key too long, too many columns
+#: written or asked for, to fail the batch).
+BATCH_WIDE = frozenset({"attr_too_long", "pk_too_long", "write_columns_limit",
+                        "columns_to_get_limit"})

@@ -401,6 +401,8 @@ def _check_ts(schema, name, ts, now_ms):
     if not isinstance(ts, int) or isinstance(ts, bool):
         raise OTSClientError("expect int or long for the value, not %s" % ts.__class__.__name__)
     check_int64(ts)
+    if not 0 <= ts < INT64_MAX // 1000:
+        raise service_error("timestamp_range")
     low = now_ms - schema.deviation * 1000
     if schema.ttl > 0:
         low = max(low, now_ms - schema.ttl * 1000)
