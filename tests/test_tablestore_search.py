@@ -403,6 +403,9 @@ def test_the_index_sort_orders_by_default_and_describe_tells_what_was_asked(clie
     assert client.wait_for_search_index("t", "idx")
     assert ids(client, MatchAllQuery())[0] == [5, 4, 3, 2, 1, 0]      # the index's sort
     assert ids(client, TermQuery("l", "30"))[0] == [3]                  # a string on a LONG
+    assert ids(client, RangeQuery("l", None, 20.0, include_upper=True))[0] == [2, 1, 0]  # 2.0
+    with pytest.raises(OTSServiceError, match="does not fit field l of type LONG"):
+        ids(client, RangeQuery("l", None, 20.5))                        # not a whole number
     assert ids(client, MatchAllQuery(), Sort([FieldSort("l", SortOrder.ASC)]))[0] == \
         [0, 1, 2, 3, 4, 5]                                              # sortable without asking
     assert ids(client, MatchAllQuery(), Sort([GeoDistanceSort("g", ["30.0,120.031"])]))[0][:3] == \
