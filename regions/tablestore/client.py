@@ -626,9 +626,8 @@ class OTSClient:
                                            bool(search_query.get_total_count))
         if definition.nested and search_query.sort is None:
             token = None       # an index with NESTED fields has no index sort: no paging token
-        highlight = getattr(getattr(search_query, "highlight", None), "highlight_parameters",
-                            None)
-        html = html_encoder(getattr(search_query, "highlight", None))
+        highlighting = getattr(search_query, "highlight", None)
+        highlight = getattr(highlighting, "highlight_parameters", None)
         nested = engine.inner_hit_queries(search_query.query)
         by_score = any(type(s).__name__ == "ScoreSort"
                        for s in getattr(search_query.sort, "sorters", None) or ())
@@ -649,6 +648,7 @@ class OTSClient:
             return SearchResponse(rows, agg_results, group_by_results, token or b"", True,
                                   total, scores=scores)
         rows, search_hits = [], []
+        html = html_encoder(highlighting)
         for row_key, score, doc in hits:
             row = self._search_row(name, schema, definition, row_key, kind, columns_to_get)
             if row is None:
