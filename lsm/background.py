@@ -365,8 +365,6 @@ class BackgroundWork:
                 # (after a failed edit, CURRENT may name a manifest that is not
                 # ``manifest_number``: every one stays until an edit succeeds)
                 self.fs.remove_if_exists(os.path.join(self.path, name))
-            elif kind == "dbtmp":
-                self.fs.remove_if_exists(os.path.join(self.path, name))
 
 
     def _run_inline_work(self):

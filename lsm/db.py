@@ -228,7 +228,6 @@ class DB(BackgroundWork):
         self._bg_thread = None
         self._bg_busy = False
         self._auto_compactions = options.auto_compactions
-        self._manual = None                         # (lo, hi) of a pending compact_range
         self._closing = False
         self._snapshots = {}                        # seq -> count
         self._pointers = {}

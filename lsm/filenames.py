@@ -5,7 +5,6 @@
     MANIFEST-NNNNNN    log of version edits (lsm/version.py)
     NNNNNN.log         write-ahead log (lsm/wal.py framing, lsm/batch.py records)
     NNNNNN.sst         table (lsm/sstable.py)
-    NNNNNN.dbtmp       temporary file, removed at open
 """
 import os
 import re
@@ -15,7 +14,7 @@ __all__ = ["CURRENT", "LOCK", "log_name", "table_name", "manifest_name", "parse"
 CURRENT = "CURRENT"
 LOCK = "LOCK"
 
-_PATTERN = re.compile(r"^(?:(\d+)\.(log|sst|dbtmp)|MANIFEST-(\d+))$")
+_PATTERN = re.compile(r"^(?:(\d+)\.(log|sst)|MANIFEST-(\d+))$")
 
 
 def log_name(number: int) -> str:
@@ -31,7 +30,7 @@ def manifest_name(number: int) -> str:
 
 
 def parse(name: str):
-    """``(kind, number)`` for a store file name, kind in log/sst/dbtmp/manifest; None otherwise.
+    """``(kind, number)`` for a store file name, kind in log/sst/manifest; None otherwise.
 
     >>> parse("/db/000012.sst"), parse("MANIFEST-000003"), parse("CURRENT")
     (('sst', 12), ('manifest', 3), None)

@@ -123,9 +123,6 @@ class Region(Gate):
                                           f"splitting for more than {timeout} s")
 
     # -- reporting --------------------------------------------------------
-    def contains(self, key: bytes) -> bool:
-        return key >= self.start and (not self.end or key < self.end)
-
     def info(self, stats=None) -> RegionInfo:
         stats = stats or {}
         return RegionInfo(self.table, self.id, self.start, self.end,

@@ -18,7 +18,7 @@ Pure functions.
 from .cells import value_size
 from .metadata import CapacityUnit, RowExistenceExpectation
 
-__all__ = ["UNIT", "units", "pk_size", "cells_size", "write_cu", "read_cu", "FAILED_CONDITION"]
+__all__ = ["UNIT", "units", "pk_size", "cells_size", "write_cu", "read_cu"]
 
 UNIT = 4096
 
@@ -63,5 +63,3 @@ def failed_condition_cu(delete=False):
     """CU of a write whose condition failed: 1 write + 1 read; a DeleteRow's, 1 write."""
     return CapacityUnit(0 if delete else 1, 1)
 
-
-FAILED_CONDITION = failed_condition_cu

@@ -53,7 +53,7 @@ import math
 import struct
 import time
 
-__all__ = ["head_key", "delta_prefix", "encode_head", "read_order", "put_head",
+__all__ = ["head_key", "encode_head", "read_order", "put_head",
            "encode_deleted_head", "encode_put_delta",
            "encode_delete_one", "encode_delete_all", "delta_key", "decode_head", "decode_delta",
            "exists_key", "EXISTS_VALUE", "merge_row", "split_entries", "Generations",
@@ -82,10 +82,6 @@ _MASK = (1 << 64) - 1
 
 def head_key(row_key):
     return row_key + HEAD
-
-
-def delta_prefix(row_key):
-    return row_key + DELTA
 
 
 def row_end(row_key):
