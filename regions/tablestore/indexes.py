@@ -92,8 +92,9 @@ _CURSOR_EVERY = 1000         # back-filled rows between two saved cursors
 # a search index's back-fill commits (and saves its cursor) at most this
 # often: each commit is a segment of the engine, and a search visits every
 # segment (a load in 1,000-row commits left 6 segments of 20,000 rows, and a
-# sorted search took 2.4x the time it takes on one)
-_SEARCH_COMMIT_SECONDS = 2.0
+# sorted search took 2.4x the time it takes on one; every 2 s left 4 of
+# 100,000); a kill loses at most this much of a back-fill's work
+_SEARCH_COMMIT_SECONDS = 10.0
 # Feed entries a table's global indexes may lag behind before its writers
 # wait for the maintainer (admit): the lag stays bounded at any write rate.
 MAX_BACKLOG = 1000
