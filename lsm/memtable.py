@@ -1,15 +1,15 @@
 """The memtable: recent writes in memory, sorted, with every version.
 
-Layout: a ``dict`` from user key to its versions, plus a ``SortedList`` of
-the user keys for ordered reads.  How a key's versions are held (a bare
-tuple or a list) is known only to ext/lsm/_memtable.pyx (``add_entry``,
-``get_version``, ``MemTableIterator``); ``DB.get`` calls ``get_version``.
-A point read is one dict lookup (no O(log n) search, unlike a skiplist) and a
-write of an existing key is a list append.  A new key is appended to
+Layout: a ``dict`` from user key to its newest version, plus a
+``SortedList`` of the user keys for ordered reads.  How a key's versions are
+held (a chain of ``Version`` objects, newest first) is known only to
+ext/lsm/_memtable.pyx (``add_entry``, ``get_version``, ``MemTableIterator``);
+``DB.get`` calls ``get_version``.  A point read is one dict lookup (O(1), no
+O(log n) search, unlike a skiplist) and a write of an existing key replaces
+its dict value with a new head of its chain.  A new key is appended to
 ``pending`` and merged into the sorted list only when an iterator needs
 order: a write-heavy phase pays one sort of the new keys (at flush, or at the
-next scan) instead of a Python-level sorted insert per put, which costs
-3-9 us at memtable sizes.
+next scan) instead of a sorted insert per put.
 
 Thread-safety: one writer at a time (the DB's write lock), any number of
 readers.  A new key enters the dict before ``pending``, so whoever merges it

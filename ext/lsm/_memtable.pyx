@@ -7,11 +7,10 @@ from user key to its newest ``Version`` (``seq``, ``kind``, ``value``), each
 Version linking to the one before it (``prev``; None for the oldest).  A
 Version is not a GC object at all (``cython.no_gc``: it holds only bytes
 and an older Version, so it can be in no cycle): a write allocates nothing
-the cyclic GC counts or walks (as tuples, each write counted towards the
-next young collection, and those brought on the full ones: ~6% of a put),
-and the dict, holding only bytes and Versions, stays untracked, so full
-collections skip the memtable (with lists of versions it was tracked as
-soon as a key had two: a full collection over 100k keys then took ~18 ms).
+the cyclic GC counts or walks, and the dict, holding only bytes and
+Versions, stays untracked, so full collections skip the memtable whatever
+its size (what the GC cost before: docs/performance.md, 2026-11-25, "A
+memtable version is not a GC object").
 With a ``PrefixExtractor``, new keys are also filed in a C hash table by
 prefix (``_index_key``; ``visible_range`` reads a prefix of one key from
 it).  Only this module looks inside:
@@ -21,7 +20,7 @@ memtable's pending keys and charge (``MemTable.add`` and ``add_all`` are
 them, and so is the DB's write path, lsm/_record.pyx).
 
 Thread-safety: one writer (the DB's write lock) and any number of readers;
-replacing a dict value and appending to a list are atomic under the GIL.
+replacing a dict value and appending to the pending list are atomic under the GIL.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE

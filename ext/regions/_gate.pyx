@@ -23,7 +23,7 @@ from lsm._write import WritePath as _WritePath
 from lsm._write cimport write_put
 
 #: Scan batch sizes: a range is read in chunks of FIRST_CHUNK entries,
-#: doubling up to MAX_CHUNK (RegionServer._scan_forward).
+#: doubling up to MAX_CHUNK (RegionServer._chunks_forward).
 FIRST_CHUNK = 64
 MAX_CHUNK = 4096
 cdef Py_ssize_t _MAX_CHUNK = MAX_CHUNK

@@ -2,7 +2,7 @@
 # documented, and owned, in Python: regions/tablestore/pkcodec.py (row keys:
 # TAG_*) and regions/tablestore/cells.py (entries: ROW_*, KIND_*, D_*, T_*).
 # tests/test_tablestore_rows_c.py checks every value here against them
-# (through ``_rows.LAYOUT``).  Never renumbered.
+# (through ``_rowcodec.LAYOUT``).  Never renumbered.
 
 cdef enum:
     # pkcodec: the tag byte of each primary-key value
