@@ -131,6 +131,24 @@ def cases():
         # the Java SDK's ParameterLegalityTest.testInvalidColumnName: '#' may not lead
         ("column starting with #", lambda c: c.put_row("t", Row(PK, [("#abc", 1)])), *P,
          "Invalid column name: '#abc'."),
+        ("columns to get", lambda c: c.get_range("t", "FORWARD", PK, [("PK1", 9), ("PK2", "a")],
+                                                 ["#"]), *P, "Invalid column name: '#'."),
+        # RestrictedItemTest 12: a column's name is checked before the key against the
+        # schema, and an invalid one fails a whole batch
+        ("column name before the key", lambda c: c.update_row("t", Row([("pk", 1)], {
+            "put": [("a" * 256, 1)]}), None), *P, "Invalid column name: '%s'." % ("a" * 256)),
+        ("column to get before the key", lambda c: c.get_row("t", [("pk", 1)], ["a" * 256]),
+         *P, "Invalid column name: '%s'." % ("a" * 256)),
+        ("column name in a batch write", lambda c: c.batch_write_row(_bwrite([PutRowItem(Row(
+            [("pk", 1)], [("#a", 1)]), Condition("IGNORE"))])), *P, "Invalid column name: '#a'."),
+        ("column to get in a batch get", lambda c: c.batch_get_row(_bget_columns(["#"])), *P,
+         "Invalid column name: '#'."),
+        ("column of a filter", lambda c: c.get_row("t", PK, column_filter=SingleColumnCondition(
+            "#a", 1, ComparatorType.EQUAL)), *P, "Invalid column name: '#a'."),
+        # ParameterLegalityTest.testInvalidPrimaryKey: in a BatchGetRow, the whole batch
+        ("inf in a batch get", lambda c: c.batch_get_row(_batch_get("t", [
+            [("PK1", INF_MIN), ("PK2", "a")]])), *P,
+         "VT_INF_MIN is an invalid type for the primary key."),
         ("attr is pk", lambda c: c.put_row("t", Row(PK, [("PK1", 1)])), *P,
          "Duplicated attribute column name with primary key column: PK1."),
         ("nan", lambda c: c.put_row("t", Row(PK, [("a", math.nan)])), *P,

@@ -817,8 +817,9 @@ class OTSClient:
                                           max_version, time_range, start_column, end_column,
                                           token)
         name, schema = self._schema(table_name)
-        values = check_pk(schema, primary_key)
+        # the request's own checks before the key's against the schema (RestrictedItemTest 12)
         names, max_version, rng = check_read_params(columns_to_get, max_version, time_range)
+        values = check_pk(schema, primary_key)
         window, column_filter = read_window(start_column, end_column, token, column_filter, names)
         return self._get(name, schema, values, names, max_version, rng, column_filter, window)
 
@@ -849,9 +850,9 @@ class OTSClient:
             raise OTSClientError("direction should be one of [FORWARD, BACKWARD], not %s"
                                  % str(direction))
         name, schema = self._schema(table_name)
+        names, max_version, rng = check_read_params(columns_to_get, max_version, time_range)
         start = check_pk(schema, inclusive_start_primary_key, "bound")
         end = check_pk(schema, exclusive_end_primary_key, "bound")
-        names, max_version, rng = check_read_params(columns_to_get, max_version, time_range)
         window, column_filter = read_window(start_column, end_column, token, column_filter, names)
         if limit is not None:
             if not isinstance(limit, int) or isinstance(limit, bool):

@@ -46,7 +46,7 @@ import re
 from .errors import OTSClientError, not_a_string, service_error
 from .metadata import (CastType, ColumnCondition, ComparatorType, CompositeColumnCondition,
                        LogicalOperator, SingleColumnCondition, SingleColumnRegexCondition)
-from .validate import MAX_VALUE_BYTES, decode_name
+from .validate import MAX_VALUE_BYTES, check_name, decode_name
 
 __all__ = ["check_condition", "check_node_count", "evaluate", "MAX_FILTER_NODES",
            "MAX_REGEX_BYTES"]
@@ -147,6 +147,7 @@ def _check(cond):
     elif isinstance(cond, _SINGLE):
         if not isinstance(cond.column_name, (str, bytes)):
             raise not_a_string(cond.column_name)
+        check_name(cond.column_name, "attribute")   # (the Java SDK's ParameterLegalityTest)
         v = cond.column_value
         if not isinstance(v, (str, bytes, bytearray, int, float)):
             raise OTSClientError("Unsupported column type: " + str(type(v)))

@@ -562,10 +562,9 @@ def check_read_params(columns_to_get, max_version, time_range):
                                 count=len(columns_to_get))
         names = set()
         for n in columns_to_get:
-            n = decode_name(n)
-            if not isinstance(n, str):
-                raise not_a_string(n)
-            names.add(n)
+            # a name a write could not give is refused (the Java SDK's
+            # ParameterLegalityTest, RestrictedItemTest 12)
+            names.add(check_name(n, "attribute"))
     rng = None
     if time_range is not None:
         if isinstance(time_range, tuple):

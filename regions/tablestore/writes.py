@@ -104,14 +104,16 @@ def prepare(name, schema, kind, row, condition, return_type, return_column_names
                                                     p.cells)
             return p
     now = cells.now_ms()
+    # the columns before the key: the service checks a request's names and
+    # values before the key against the schema (the Java SDK's RestrictedItemTest 12)
     if kind == BatchWriteRowType.PUT:
-        values = check_pk(schema, row.primary_key, "put")
         p.cells = check_put_columns(schema, row.attribute_columns, now)
+        values = check_pk(schema, row.primary_key, "put")
     elif kind == BatchWriteRowType.UPDATE:
         # an UpdateRow may make a row with an auto-increment key, as a PutRow
         # (the Java SDK's IncrementRequest.testAutoPkWrite): the row is new
-        values = check_pk(schema, row.primary_key, "put")
         p.cells = check_update_columns(schema, row.attribute_columns, now)
+        values = check_pk(schema, row.primary_key, "put")
     else:
         values = check_pk(schema, row.primary_key)
         p.cells = []
