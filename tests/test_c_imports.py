@@ -1,20 +1,57 @@
-"""C never imports its caller: no Cython module in ext/ imports at function level.
+"""The C floor keeps the Python's plan: each package has one C face, and C never
+imports its caller.
 
-A function-level import is how a C module reached back into the Python module
-that imports it (lsm.fs from _fileio, lsm.batch from _record, writes.py from
-tablestore/_writes), a cycle the import graph does not show.  What C needs of a
-caller is handed in at construction, or lives in a lower module it imports at
-load time (lsm/errors.py's storage_error, lsm/arguments.py's checks)."""
+* A package cimports another only through that package's face, and only the
+  layer below it: regions through lsm/_api.pxd, regions.tablestore and
+  regions.otsserver through regions/_api.pxd (which passes on what they need
+  of lsm).  Within a package, modules cimport each other freely.
+* No Cython module in ext/ imports at function level.  That is how a C module
+  reached back into the Python module that imports it (lsm.fs from _fileio,
+  lsm.batch from _record, writes.py from tablestore/_writes), a cycle the
+  import graph does not show.  What C needs of a caller is handed in at
+  construction, or lives in a lower module it imports at load time
+  (lsm/errors.py's storage_error, lsm/arguments.py's checks)."""
 import pathlib
 import re
 
 EXT = pathlib.Path(__file__).resolve().parent.parent / "ext"
 _NESTED_IMPORT = re.compile(r"^\s+(from\s+[\w.]+\s+import\s+\w|import\s+[\w.]+\s*(as\s+\w+\s*)?$)")
+_CIMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+cimport\b|cimport\s+([\w.]+))")
+
+#: package -> the faces it may cimport from other packages.
+FACES = {"lsm": set(), "regions": {"lsm._api"},
+         "regions.tablestore": {"regions._api"}, "regions.otsserver": {"regions._api"}}
+#: Crossings issue 33 has not removed yet: (the module, what it cimports).
+LEFT = {("regions/tablestore/_writes.pyx", "lsm._keys"),         # KIND_VALUE, for WriteBatch.of_ops
+        ("regions/otsserver/_plainbuffer.pyx", "regions._buf")}
+
+
+def _sources():
+    return sorted(p for p in EXT.rglob("*") if p.suffix in (".pyx", ".pxd"))
+
+
+def test_a_package_cimports_another_only_through_its_face():
+    crossings = []
+    for path in _sources():
+        rel = path.relative_to(EXT)
+        package = ".".join(rel.parent.parts)
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            m = _CIMPORT.match(line)
+            if not m:
+                continue
+            module = m.group(1) or m.group(2)
+            if module.split(".")[0] not in ("lsm", "regions"):
+                continue                  # cpython, libc, cython
+            if module.rsplit(".", 1)[0] == package or module in FACES[package]:
+                continue
+            if (str(rel), module) not in LEFT:
+                crossings.append(f"{rel}:{n}: {line.strip()}")
+    assert not crossings, "\n".join(crossings)
 
 
 def test_no_cython_module_imports_inside_a_function():
     found = [f"{path.relative_to(EXT)}:{n}: {line.strip()}"
-             for path in sorted(EXT.rglob("*.pyx"))
+             for path in _sources() if path.suffix == ".pyx"
              for n, line in enumerate(path.read_text().splitlines(), 1)
              if _NESTED_IMPORT.match(line) and "cimport" not in line]
     assert not found, "\n".join(found)

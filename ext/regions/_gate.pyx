@@ -18,9 +18,8 @@ from cpython.object cimport PyObject
 
 from lsm import PUREPYTHON as _PUREPYTHON, WriteBatch as _WriteBatch
 from lsm._read import PointPath as _PointPath
-from lsm._read cimport point_get, point_scan_short
 from lsm._write import WritePath as _WritePath
-from lsm._write cimport write_put
+from lsm._api cimport point_get, point_scan_short, write_put
 
 #: Scan batch sizes: a range is read in chunks of FIRST_CHUNK entries,
 #: doubling up to MAX_CHUNK (RegionServer._chunks_forward).

@@ -10,7 +10,7 @@ Tests run each against its Python twin on the same random inputs
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_SIZE
-from regions._buf cimport Buf, buf_put_byte as _put_byte
+from regions._api cimport Buf, buf_put_byte as _put_byte
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp
 from regions.tablestore._layout cimport *

@@ -2,7 +2,7 @@
 # the row layout's codec (row keys, heads, deltas, a row's cells) and the
 # result objects built without their Python-level __init__.
 from libc.stdint cimport int64_t, uint64_t
-from regions._buf cimport Buf
+from regions._api cimport Buf
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)

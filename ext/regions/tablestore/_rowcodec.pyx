@@ -23,14 +23,14 @@ reads (_reads) and plain writes (_writes).  Pure functions, thread-safe.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_DecodeUTF8
-from regions._buf cimport (Buf, buf_put as _put, buf_put_be64 as _put_be64,
+from regions._api cimport (Buf, buf_put as _put, buf_put_be64 as _put_be64,
                             buf_put_byte as _put_byte, buf_put_le as _put_le,
                             buf_reserve as _reserve, buf_take as _take)
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memchr, memcmp, memcpy
 from regions.tablestore._layout cimport *
-from lsm._memtable cimport PrefixExtractor
+from regions._api cimport PrefixExtractor
 
 from operator import itemgetter
 

@@ -13,7 +13,7 @@ encoded by _rowcodec.  Nothing here imports writes.py: what it needs of it
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8String
-from regions._buf cimport Buf
+from regions._api cimport Buf
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free
 from regions.tablestore._rowcodec cimport (_delta_key, _make_cu, _make_row, _now_ms, _plain_key,

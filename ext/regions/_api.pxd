@@ -1,0 +1,11 @@
+# regions' C face: the one .pxd a higher package (regions.tablestore,
+# regions.otsserver) may cimport from regions; it never reaches into lsm,
+# whose face (lsm/_api.pxd) regions passes on what its callers need of it.
+#
+#   Buf, buf_reserve, buf_put, buf_put_byte,      the growable output buffer of the C
+#   buf_put_le, buf_put_be64, buf_take            encoders (regions/_buf.pxd owns it)
+#   PrefixExtractor, prefix_fn                    a prefix extractor made in C, which a
+#                                                 table's stores are configured with
+from regions._buf cimport (Buf, buf_put, buf_put_be64, buf_put_byte, buf_put_le, buf_reserve,
+                           buf_take)
+from lsm._api cimport PrefixExtractor, prefix_fn
