@@ -7,6 +7,8 @@ ValueError in both.
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from regions import PUREPYTHON
+
 from regions.tablestore import (INF_MAX, INF_MIN, _reads, _rowcodec, _writes, cells, pkcodec, reads,
                                 writes)
 from regions.tablestore.capacity import cells_size, pk_size
@@ -23,6 +25,12 @@ NAMES = st.text("abcXY_0", min_size=1, max_size=4).filter(lambda n: not n[0].isd
 VALUES = st.one_of(INT, st.floats(allow_nan=False), st.booleans(), st.text(max_size=12),
                    st.text(max_size=6).map(str.encode), st.binary(max_size=12).map(bytearray))
 TS = st.integers(min_value=0, max_value=(1 << 62))
+
+
+#: A test of the client's own C path (its reader, writer, page loop), which
+#: LSM_REGIONS_PUREPYTHON turns off; the twins' agreement is tested either way.
+client_c_path = pytest.mark.skipif(PUREPYTHON, reason="the client's C path is off "
+                                   "(LSM_REGIONS_PUREPYTHON)")
 
 
 def _pk_schema():
@@ -291,6 +299,7 @@ def _same(a, b):
         assert (a[1].primary_key, a[1].attribute_columns) == (b[1].primary_key, b[1].attribute_columns)
 
 
+@client_c_path
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["put", "update", "delete", "increment"]),
                           st.integers(0, 7), st.sampled_from(["a", "b", "c", "d"]),
@@ -340,6 +349,7 @@ def test_row_reader_is_the_python_get_on_rows_with_deltas_and_deletes(ops, max_v
         client.close()
 
 
+@client_c_path
 def test_row_reader_leaves_every_read_that_is_not_plain_to_the_python_path():
     from regions.tablestore import OTSClient, Row, TableMeta, TableOptions
     client = OTSClient(":memory:")
@@ -483,6 +493,7 @@ def test_an_update_expecting_no_row_is_refused_as_before_the_plain_path():
         assert client.get_row("t", [("k", 1)])[1] is None
 
 
+@client_c_path
 def test_a_range_page_pauses_the_gc_only_while_it_is_built():
     import gc
     from regions.tablestore import OTSClient, Row, TableMeta, INF_MIN, INF_MAX
@@ -508,6 +519,7 @@ def test_a_range_page_pauses_the_gc_only_while_it_is_built():
     assert gc.isenabled()
 
 
+@client_c_path
 def test_read_results_are_untracked_and_still_freed():
     """GetRow, BatchGetRow and BatchWriteRow results (items, rows, their lists,
     CUs) are not tracked by the cyclic GC, a batch read leaves the GC as it
@@ -589,6 +601,7 @@ def test_plain_writer_stores_what_the_python_path_stores(puts, how):
         assert strip(ranges[0][2]) == strip(ranges[1][2])
 
 
+@client_c_path
 def test_plain_writer_leaves_every_put_that_is_not_plain_to_the_python_path():
     from regions.tablestore import (OTSClient, Row, TableMeta, Condition, ReturnType,
                                     RowExistenceExpectation, SingleColumnCondition,
@@ -709,6 +722,7 @@ def test_plain_writer_batches_store_what_the_python_path_stores(rows, locked):
             [(r.primary_key, [x[:2] for x in r.attribute_columns]) for r in b]
 
 
+@client_c_path
 def test_plain_writer_batch_leaves_what_is_not_plain_and_reports_a_failed_write():
     import threading
     from regions.tablestore import (OTSClient, TableMeta, Condition, RowExistenceExpectation,
