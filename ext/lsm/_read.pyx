@@ -12,17 +12,19 @@ builds no Python object but the value found; only a table not yet open
 (the DB's ``_table``) or a block-cache miss (the table's ``_fill``) calls
 back into Python.
 
-The tables are searched without the GIL: the version's ``ReadView`` (its
-files as C arrays, with their readers once opened; built by the version's
-first read and kept while it is current, ``CurrentVersion.view``) is walked by ``ReadView.probe``
-with the GIL released once, each table through
-``PointReader.lookup_nogil``, registered with ``_blockcache.read_enter``
-so that no block it may reach is freed under it (lsm/_blockcache.pyx,
-"Reads without the GIL").  A table the walk cannot read without the GIL
-(not open in the view, its block not in the reader's slots, a long key) is
-read with it, and the walk goes on.  A version with more files than
-``max_open`` keeps no readers, so the open files stay bounded by the table
-cache: each of its tables is read with the GIL.
+The tables are searched in C: the version's ``ReadView`` (its files as C
+arrays, with their readers once opened; built by the version's first read
+and kept while it is current, ``CurrentVersion.view``) is walked by
+``ReadView.probe``, each table through ``PointReader.lookup_nogil``, which
+needs no GIL.  ``get`` walks it holding the GIL (``_from_view`` says
+why); ``multi_get(keys, snapshot=None)`` walks it for all its keys with the
+GIL released once, registered with ``_blockcache.read_enter`` so that no
+block it may reach is freed under it (lsm/_blockcache.pyx, "Reads without
+the GIL").  A table the walk cannot read that way (not open in the view,
+its block not in the reader's slots, a long key) is read through
+``PointReader.lookup``, and the walk goes on.  A version with more files
+than ``max_open`` keeps no readers, so the open files stay bounded by the
+table cache: each of its tables is read through the table cache.
 
 It reads the DB's state as ``DB.get`` did: the memtables, the last
 sequence and the closed flag from the DB's ``DBState`` (lsm/_state.pyx, C
