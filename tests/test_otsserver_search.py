@@ -512,3 +512,55 @@ def test_the_java_sdk_s_track_total_count_asks_for_the_total(served, track, tota
     resp = srv.service.search(spb.SearchRequest(
         table_name="t", index_name="idx", search_query=data).SerializeToString())
     assert resp.total_hits == total and len(resp.rows) == 3
+
+
+def _field(number, kind, value):
+    """One protobuf field, written by hand (independent of searchfunctions'
+    declarations): kind 0 varint, 1 double, 2 bytes, 5 float."""
+    import struct
+    tag = _varint(number << 3 | kind)
+    if kind == 0:
+        return tag + _varint(value)
+    if kind == 1:
+        return tag + struct.pack("<d", value)
+    if kind == 5:
+        return tag + struct.pack("<f", value)
+    return tag + _varint(len(value)) + value
+
+
+def test_a_functions_score_query_the_python_sdk_cannot_name_is_served(served):
+    """FUNCTIONS_SCORE_QUERY (18, the Java and Go SDKs'): its messages are not
+    in the Python SDK's search.proto; read from the bytes as the Go SDK's
+    search.proto lays them out, it scores as the embedded engine does."""
+    from regions.tablestore.searchscore import (DecayFunction, FieldValueFactorFunction,
+                                                FunctionsScoreQuery, ScoreFunction)
+    srv, _ = served
+    term = spb.TermQuery(field_name="tag", term=bytes((3,)) + (2).to_bytes(4, "little") + b"t1")
+    t1 = spb.Query(type=spb.TERM_QUERY, query=term.SerializeToString()).SerializeToString()
+    match_all = spb.Query(type=spb.MATCH_ALL_QUERY,
+                          query=spb.MatchAllQuery().SerializeToString()).SerializeToString()
+    fvf = _field(1, 2, b"n") + _field(2, 5, 0.5) + _field(3, 0, 6) + _field(4, 1, 1.0)  # LN1P
+    numeric = _field(1, 1, 10.0) + _field(2, 1, 8.0) + _field(3, 1, 2.0)    # origin, scale, offset
+    decay = (_field(1, 2, b"n") + _field(2, 0, 2) + _field(3, 0, 2) + _field(4, 2, numeric)
+             + _field(5, 1, 0.25) + _field(6, 0, 2))                         # EXP, NUMERIC, MIN
+    functions = (_field(2, 2, _field(1, 2, fvf) + _field(4, 5, 2.0))
+                 + _field(2, 2, _field(3, 2, decay) + _field(5, 2, t1)))     # filtered: tag t1
+    fsq = (_field(1, 2, match_all) + functions + _field(3, 0, 3)            # score_mode SUM
+           + _field(4, 0, 4) + _field(6, 5, 100.0))                         # combine SUM, cap
+    query = _field(1, 0, 18) + _field(2, 2, fsq)
+    data = spb.SearchQuery(limit=100).SerializeToString() + _field(4, 2, query)
+    resp = srv.service.search(spb.SearchRequest(
+        table_name="t", index_name="idx", search_query=data).SerializeToString())
+    got = [(h.score, r) for h, r in zip(resp.search_hits, resp.rows)]
+    assert len(got) == N and all(h.HasField("score") for h in resp.search_hits)
+    embedded = srv.service.client.search("t", "idx", ts.SearchQuery(FunctionsScoreQuery(
+        ts.MatchAllQuery(), [
+            ScoreFunction(field_value_factor=FieldValueFactorFunction("n", 0.5, "LN1P", 1.0),
+                          weight=2.0),
+            ScoreFunction(decay=DecayFunction("n", "EXP", "NUMERIC", 10.0, 8.0, 2.0, 0.25, "MIN"),
+                          filter=ts.TermQuery("tag", "t1"))],
+        score_mode="SUM", combine_mode="SUM", max_score=100.0), limit=100),
+        ts.ColumnsToGet(return_type=ts.ColumnReturnType.NONE))
+    want = [h.score for h in embedded.search_hits]
+    assert [s for s, _ in got] == pytest.approx(want, rel=1e-6)
+    assert want == sorted(want, reverse=True) and len(set(want)) > N // 2   # by score, spread

@@ -42,7 +42,7 @@ from tablestore import group_by as sgb
 from tablestore import metadata as sdk
 from tablestore.protobuf import search_pb2 as spb
 
-from regions.otsserver import errors
+from regions.otsserver import errors, searchfunctions
 from regions.otsserver.convert import CODEC
 from regions.otsserver.plainbuffer import PlainBufferError
 
@@ -290,7 +290,13 @@ class SuffixQuery(sdk.Query):
 
 
 SUFFIX_QUERY = 19
-_QUERY_NAMES = {SUFFIX_QUERY: "SUFFIX_QUERY"}
+_QUERY_NAMES = {SUFFIX_QUERY: "SUFFIX_QUERY",
+                searchfunctions.FUNCTIONS_SCORE_QUERY: "FUNCTIONS_SCORE_QUERY"}
+
+
+def _query_bytes(data, d):
+    """A query inside another held as bytes (searchfunctions' messages)."""
+    return query(_parse(spb.Query, data, "Query"), d + 1)
 
 #: QueryType -> (the message its bytes hold, its SDK object from (message, depth))
 QUERIES = {
@@ -310,6 +316,9 @@ QUERIES = {
     spb.CONST_SCORE_QUERY: (spb.ConstScoreQuery,
                             lambda p, d: ConstScoreQuery(_sub(p, "filter", d))),
     spb.FUNCTION_SCORE_QUERY: (spb.FunctionScoreQuery, _function_score),
+    searchfunctions.FUNCTIONS_SCORE_QUERY: (
+        searchfunctions.FunctionsScoreQuery,
+        lambda p, d: searchfunctions.build(p, d, _query_bytes, _parse)),
     spb.NESTED_QUERY: (spb.NestedQuery, _nested),
     spb.MATCH_ALL_QUERY: (spb.MatchAllQuery, lambda p, d: sdk.MatchAllQuery()),
     spb.GEO_BOUNDING_BOX_QUERY: (spb.GeoBoundingBoxQuery, lambda p, d: sdk.GeoBoundingBoxQuery(

@@ -629,8 +629,9 @@ class OTSClient:
         highlighting = getattr(search_query, "highlight", None)
         highlight = getattr(highlighting, "highlight_parameters", None)
         nested = engine.inner_hit_queries(search_query.query)
-        by_score = any(type(s).__name__ == "ScoreSort"
-                       for s in getattr(search_query.sort, "sorters", None) or ())
+        sorters = getattr(search_query.sort, "sorters", None) or ()
+        by_score = any(type(s).__name__ == "ScoreSort" for s in sorters) or (
+            not sorters and type(search_query.query).__name__ == "FunctionsScoreQuery")
         kind = return_type_name(getattr(columns_to_get, "return_type", None))
         agg_results, group_by_results = [], []
         if getattr(search_query, "aggs", None) or getattr(search_query, "group_bys", None):

@@ -282,6 +282,7 @@ ERRORS = {
                                      "false.",),
     "search_sort_unsupported": _P + ("Unsupported sorter: {sort}.",),
     "search_query_unsupported": _P + ("Unsupported query: {query}.",),
+    "search_function_score": _P + ("Invalid FunctionsScoreQuery: {detail}",),
     "search_query_field_type": _P + ("{query} does not apply to field {field} of its type.",),
     "search_query_value_type": _P + ("The value does not fit field {field} of type {type}.",),
     "search_vector_dimension": _P + ("The query vector of field {field} must have {dimension} "

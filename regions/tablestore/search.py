@@ -42,7 +42,7 @@ import time
 import uuid
 import zlib
 
-from . import cells, pkcodec
+from . import cells, pkcodec, searchscore
 from ._searchpage import Stored, load as _load_page
 from .errors import OTSClientError, service_error
 
@@ -479,7 +479,10 @@ class Engine:
             # no rows asked (aggregations, a count): count, read nothing
             return [], searcher.search(tq, limit=1, count=True).count, None
         top = None
-        if vector is None and collapse is None and type(query).__name__ != "FunctionScoreQuery":
+        if not getattr(sort, "sorters", None) and type(query).__name__ == "FunctionsScoreQuery":
+            sort = _BY_SCORE                   # the functions' scores order its rows
+        if vector is None and collapse is None \
+                and type(query).__name__ not in ("FunctionScoreQuery", "FunctionsScoreQuery"):
             top = self._top(searcher, tq, sort, start + limit, start, count)
         if top is not None:
             page, total, more = top
@@ -670,6 +673,8 @@ class Engine:
         """[(row key, score, stored document)] of every row ``tq`` matches (a
         FunctionScoreQuery ``query``: scores times its field's value)."""
         result = searcher.search(tq, limit=max(1, searcher.num_docs), count=False)
+        if type(query).__name__ == "FunctionsScoreQuery":
+            return self._functions_scored(searcher, tq, query, result.hits)
         factor = (self._names[self.definition.field(query.field_value_factor.field_name).name]
                   if type(query).__name__ == "FunctionScoreQuery" else None)
         hits = []
@@ -678,6 +683,46 @@ class Engine:
             if factor is not None:        # the query's score times the field's value
                 score = score * float((doc.get(factor) or [0])[0])
             hits.append((doc.row_key, score, doc))
+        return hits
+
+    def _functions_scored(self, searcher, tq, q, found):
+        """[(row key, score, stored document)] of tantivy's ``found`` hits of
+        FunctionsScoreQuery ``q`` (``tq``: its query), scored by its functions
+        (searchscore); the rows under its ``min_score`` left out."""
+        tv, every = self._tv, max(1, searcher.num_docs)
+        passes = []                       # per function: the addresses its filter matches
+        for fn in q.functions:
+            if fn.filter is None:
+                passes.append(None)
+                continue
+            both = tv.Query.boolean_query([(tv.Occur.Must, tq),
+                                           (tv.Occur.Must, self._inner(fn.filter))])
+            passes.append({(a.segment_ord, a.doc)
+                           for _, a in searcher.search(both, limit=every, count=False).hits})
+
+        def values_of(doc):
+            def values(name):
+                f = self.definition.field(name)
+                tname = self._names[f.name]
+                if f.type == "GEO_POINT":
+                    return list(zip(doc.get(tname + "_lat", ()), doc.get(tname + "_lon", ())))
+                if f.type not in ("LONG", "DOUBLE", "DATE"):
+                    raise service_error("search_query_field_type", query="FunctionsScoreQuery",
+                                        field=name)
+                return doc.get(tname, ())
+            return values
+
+        def date_ms(name, text):
+            return _date_ms(self.definition.field(name), text)
+
+        hits = []
+        for base, address in found:
+            doc = Stored(searcher.doc(address))
+            at = (address.segment_ord, address.doc)
+            score = searchscore.score(q, base, [p is None or at in p for p in passes],
+                                      values_of(doc), date_ms, _point, _haversine)
+            if score is not None:
+                hits.append((doc.row_key, score, doc))
         return hits
 
     def _order(self, hits, sort):
@@ -733,7 +778,7 @@ class Engine:
             for attr in ("must_queries", "should_queries", "filter_queries"):
                 for sub in getattr(query, attr, None) or ():
                     out += self.inner_hit_queries(sub)
-        elif kind in ("ConstScoreQuery", "FunctionScoreQuery"):
+        elif kind in ("ConstScoreQuery", "FunctionScoreQuery", "FunctionsScoreQuery"):
             out += self.inner_hit_queries(getattr(query, "filter", None)
                                           or getattr(query, "query", None))
         elif kind == "DisMaxQuery":
@@ -867,6 +912,9 @@ class Engine:
         if kind == "ConstScoreQuery":
             return tv.Query.const_score_query(self._inner(q.filter), 1.0), None
         if kind == "FunctionScoreQuery":       # its score: search() (at the top)
+            return self._inner(q.query), None
+        if kind == "FunctionsScoreQuery":      # its scores: _hits (searchscore)
+            searchscore.check(q)
             return self._inner(q.query), None
         if kind == "DisMaxQuery":
             return tv.Query.disjunction_max_query([self._inner(s) for s in q.queries or ()],
