@@ -371,6 +371,15 @@ def test_the_scope_of_the_sdk_s_test_classes(path, why):
     assert java_suite.out_of_scope(path) == why
 
 
+@pytest.mark.parametrize("name, excluded", [
+    ("testDropTables", True), ("testTimelineException", True),
+    ("testMetaServiceException", True), ("testUpdateAutoSeqId", True),
+    ("testSearchMeta", True), ("testSearchMetaByQuery", False), ("testDropTable", False)])
+def test_the_timeline_tests_that_cannot_pass_are_excluded_by_name(name, excluded):
+    why = java_suite.method_out_of_scope(name, "@Test\n    public void %s() {}" % name)
+    assert bool(why) == excluded and (not why or why.startswith("Timeline: "))
+
+
 @pytest.mark.parametrize("line", [
     'Conf conf = Conf.newInstance(System.getProperty("user.home") + "/timelineConf.json");',
     'conf = Conf.newInstance("src/test/resources/test_conf.json");',
