@@ -217,6 +217,9 @@ def cases():
          *P, "Timestamp must be in range [0, INT64_MAX/1000)."),
         ("timestamp negative", lambda c: c.update_row("t", Row(PK, {"put": [("a", 1, -1)]}), None),
          *P, "Timestamp must be in range [0, INT64_MAX/1000)."),
+        ("timestamp in a batch", lambda c: c.batch_write_row(_bwrite([PutRowItem(Row(
+            PK, [("a", 1, (2 ** 63 - 1) // 1000)]), Condition("IGNORE"))])), *P,
+         "Timestamp must be in range [0, INT64_MAX/1000)."),
         ("batch repeated expectation", lambda c: c.batch_write_row(_bwrite(
             _puts(1) + _puts(1, cond=Condition("EXPECT_EXIST")))), *P,
          "Repeated rows do not support row exist expectation check in BatchModify."),
