@@ -670,10 +670,10 @@ cdef class PointPath:
         on (``ReadView.probe``): the tables' searches in C, a table that
         needs more (``lookup_nogil``'s -1) read through ``lookup``.  The
         walk holds the GIL: released for the microsecond of one get, it
-        costs more than it gives (a second reader thread sleeps and wakes on
-        the GIL's lock once a get, and a GIL-bound thread, such as a
-        compaction, keeps it for a switch interval once it has it:
-        docs/performance.md, issue 34).  ``multi_get`` releases it once
+        costs a futex wake a get once a second reader waits for the GIL,
+        and which of two regimes two readers fall into (pipelining, or a
+        convoy slower than one thread) flips from run to run
+        (docs/performance.md, issue 34).  ``multi_get`` releases it once
         for a whole batch."""
         cdef Py_ssize_t at = -1, hits
         cdef const unsigned char* vp = NULL
