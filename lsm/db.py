@@ -250,7 +250,9 @@ class DB(BackgroundWork):
         self.scan_chunk = self._point.scan_chunk    # likewise; DB.scan_chunk documents it
         self.scan_short = self._point.scan_short    # likewise; DB.scan_short documents it
         self.scan_short_many = self._point.scan_short_many  # likewise
-        self._writes = WritePath(self, self._s)
+        self._writes = WritePath(self._s, self._write_lock, self._stats, options,
+                                 lambda: self.versions.cell, self._admit, self._wal_failed,
+                                 self._sync_log)
         if not PUREPYTHON:
             # the write path, one C call each (lsm/_write.pyx); under the
             # switch (lsm/purepython.py) the methods below make the same call

@@ -313,17 +313,17 @@ def test_inline_writes_go_on_past_the_l0_stop_trigger_with_compactions_off(dbpat
         assert db.get(b"00000") == b"v" * 20 and db.get(b"01999") == b"v" * 20
 
 
-def test_a_write_asks_for_room_once_l0_reaches_its_slowdown_trigger(dbpath):
+def test_a_write_asks_for_room_once_l0_reaches_its_slowdown_trigger(dbpath, monkeypatch):
     """The write path reads L0's file count from the current version's cell
     (``CurrentVersion.l0_files``, set with the version): below the slowdown
     trigger a put goes straight to the WAL, at it the put goes through
     ``_admit`` (which makes room); the count follows flushes and
-    compactions."""
+    compactions.  (The write path is handed ``_admit`` when the DB opens.)"""
+    calls = []
+    admit = lsm.DB._admit
+    monkeypatch.setattr(lsm.DB, "_admit", lambda db: calls.append(1) or admit(db))
     with lsm.DB.open(dbpath, tiny_options(auto_compactions=False, l0_slowdown_trigger=3,
                                           l0_stop_trigger=6, memtable_bytes=1 << 20)) as db:
-        calls = []
-        admit = db._admit
-        db._admit = lambda: calls.append(1) or admit()
         cell = db.versions.cell
         for n in range(1, 4):
             db.put(b"k%d" % n, b"v")
@@ -610,27 +610,34 @@ def test_after_a_failed_fsync_no_waiting_writer_retries_it(dbpath):
 
 
 @pytest.mark.parametrize("write", ["put", "batch"])
-def test_a_sync_write_survives_a_memtable_switch_between_its_append_and_its_fsync(dbpath, write):
+def test_a_sync_write_survives_a_memtable_switch_between_its_append_and_its_fsync(
+        dbpath, write, monkeypatch):
     """A store without ``sync``, one write with ``sync=True``: a memtable
     switch by another writer between that write's append and its fsync
     closes the WAL under it.  The switch must sync what the writer is owed
     (before, it marked the log synced without an fsync, and the write was
-    acknowledged and then lost at a power cut)."""
+    acknowledged and then lost at a power cut).  (The write path is handed
+    ``_sync_log`` when the DB opens: the spy goes on the class.)"""
     fs = FaultInjectionFS(OSFileSystem())
+    sync_log = lsm.DB._sync_log
+    window = []
+
+    def switch_first(db, lg, end):      # the other writer's switch, in the window
+        if window:
+            window.append(lg)
+            with db._write_lock:
+                db._switch_memtable()
+        sync_log(db, lg, end)
+    monkeypatch.setattr(lsm.DB, "_sync_log", switch_first)
     db = lsm.DB.open(dbpath, lsm.Options(fs=fs, background=False))
     db.put(b"before", b"0")
-    sync_log = db._sync_log
-
-    def switch_first(lg, end):          # the other writer's switch, in the window
-        with db._write_lock:
-            db._switch_memtable()
-        sync_log(lg, end)
-    db._sync_log = switch_first
+    window.append(1)
     if write == "put":
         db.put(b"k", b"durable", sync=True)
     else:
         db.write(lsm.WriteBatch().put(b"k", b"durable"), sync=True)
-    db._sync_log = sync_log
+    assert len(window) == 2             # the write's own fsync came through the spy
+    window.clear()
     fs.drop_unsynced()                   # power cut; the store is not closed
     with lsm.DB.open(dbpath) as db2:
         assert db2.get(b"k") == b"durable"

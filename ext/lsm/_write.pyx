@@ -2,8 +2,13 @@
 """``DB.put``, ``DB.delete`` and ``DB.write`` in one C call each (docs/impl.md,
 "A put").
 
-``WritePath(db, state)`` (``state``: the DB's ``lsm._state.DBState``, whose C
-fields it reads and sets) holds what a write does, in order: the arguments checked
+``WritePath(state, lock, stats, options, current, admit, wal_failed,
+sync_log)`` is handed everything it uses of its DB at construction
+(``state``: the DB's ``lsm._state.DBState``, whose C fields it reads and
+sets; the DB's write lock, stats dict and Options; ``current()``, the DB's
+current-version cell once it has one; the DB's ``_admit``, ``_wal_failed``
+and ``_sync_log``, the only Python it calls back) and imports nothing of
+lsm/db.py.  It holds what a write does, in order: the arguments checked
 (``check_key``, ``check_value``, the batch's keys and values), then under the
 DB's write lock:
 
@@ -47,16 +52,20 @@ cdef object write_put(object path, object key, object value, object sync):
 
 cdef class WritePath:
     """The write path of one ``DB`` (see the module doc)."""
-    cdef object _db, _lock, _stats, _options
+    cdef object _lock, _stats, _options, _current, _admit, _wal_failed, _sync_log
     cdef DBState _s
     cdef CurrentVersion _cur         # the DB's current version (its L0 file count), once read
 
-    def __init__(self, db, DBState state not None):
-        self._db = db
+    def __init__(self, DBState state not None, lock, dict stats not None, options, current,
+                 admit, wal_failed, sync_log):
         self._s = state
-        self._lock = db._write_lock      # the DB's, for its life
-        self._stats = db._stats
-        self._options = db.options
+        self._lock = lock                # the DB's, for its life
+        self._stats = stats
+        self._options = options
+        self._current = current
+        self._admit = admit
+        self._wal_failed = wal_failed
+        self._sync_log = sync_log
 
     def put(self, key, value, sync=None):
         """``DB.put``."""
@@ -107,14 +116,14 @@ cdef class WritePath:
         cdef uint64_t seq
         cdef CurrentVersion cur = self._cur
         if cur is None:
-            cur = self._cur = <CurrentVersion?>self._db.versions.cell
+            cur = self._cur = <CurrentVersion?>self._current()
         lock.acquire()
         try:
             mem = s.mem
             if (s.closed or s.write_error is not None or s.bg_error is not None
                     or mem.approximate_bytes >= options.memtable_bytes
                     or cur.l0_files >= options.l0_slowdown_trigger):
-                lg = self._db._admit()
+                lg = self._admit()
                 mem = s.mem
             else:
                 lg = s.log
@@ -127,7 +136,7 @@ cdef class WritePath:
                     w.add_batch(seq, ops)
             except BaseException as e:
                 lg.failed = e
-                self._db._wal_failed(e)
+                self._wal_failed(e)
                 raise
             if ops is None:
                 add_entry(mem, seq, kind, key, value)
@@ -143,4 +152,4 @@ cdef class WritePath:
         finally:
             lock.release()
         if durable:
-            self._db._sync_log(lg, end)
+            self._sync_log(lg, end)
