@@ -364,7 +364,8 @@ class Indexer:
             self._attach_search(base, self.schemas[base], definition)
 
     def _attach_search(self, base, schema, definition):
-        engine = Engine(definition, schema.names, engine_path(self.server, definition))
+        engine = Engine(definition, schema.names, engine_path(self.server, definition),
+                        rows=lambda row_key: self._row_state(base, row_key))
         if engine.rebuilt:                  # an older layout's files: load the table again
             definition.phase, definition.cursor = "FULL", None
             self.save_search(definition)
@@ -845,20 +846,30 @@ class Indexer:
             self._reconcile(table, row_key, table.indexes if indexes is None else indexes,
                             searches)
 
+    def _row(self, table, row_key, now):
+        """(pk values {name: value}, live columns {name: [(ts, value)]}) of
+        row ``row_key`` as the indexes see it (the newest version of each
+        column, decoded in C: an index needs max_versions 1; TTL as
+        reads.visible applies it), or None when the row is gone."""
+        schema = table.schema
+        row_cells = _rowcodec.row_cells(len(row_key), row_entries(self.server, table.name,
+                                                                  row_key), 1)[0]
+        if row_cells is None:
+            return None
+        min_ts = now - schema.ttl * 1000 if schema.ttl > 0 else None
+        live = {name: [(ts, value)] for name, value, ts in row_cells
+                if min_ts is None or ts >= min_ts}
+        return dict(zip(schema.names, _rowcodec.decode_pk(row_key, len(schema.names))[0])), live
+
+    def _row_state(self, base, row_key):
+        """``_row`` of ``base``'s row now (a search engine's ``rows``)."""
+        table = self.tables.get(base)
+        return None if table is None else self._row(table, row_key, cells.now_ms())
+
     def _reconcile(self, table, row_key, indexes, searches=()):
         """``reconcile`` with the row lock held."""
-        schema, server = table.schema, self.server
-        # the row's newest version of each column, decoded in C (an index
-        # needs max_versions 1), then TTL as reads.visible applies it
-        row_cells = _rowcodec.row_cells(len(row_key), row_entries(server, table.name, row_key),
-                                        1)[0]
         now = cells.now_ms()
-        live = values = None
-        if row_cells is not None:
-            min_ts = now - schema.ttl * 1000 if schema.ttl > 0 else None
-            live = {name: [(ts, value)] for name, value, ts in row_cells
-                    if min_ts is None or ts >= min_ts}
-            values = dict(zip(schema.names, _rowcodec.decode_pk(row_key, len(schema.names))[0]))
+        values, live = self._row(table, row_key, now) or (None, None)
         for index in indexes:
             try:
                 self._apply(index, row_key, values, live, now)

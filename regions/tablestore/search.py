@@ -60,8 +60,8 @@ MAX_LIMIT = 100
 MAX_INDEX_ONLY_LIMIT = 1000        # when every column returned comes from the index
 MAX_OFFSET_LIMIT = 100_000         # offset + limit (paging past it: next_token)
 MAX_TOP_K = 1000                   # KnnVectorQuery's top_k
-LAYOUT = 4          # the engine's schema (2: GEO_POINT text fast; 3: _pko, TEXT not stored;
-#                    4: one stored field, _doc, for the key and the values)
+LAYOUT = 5          # the engine's schema (2: GEO_POINT text fast; 3: _pko, TEXT not stored;
+#                    4: one stored field, _doc; 5: _doc the key alone)
 LAYOUT_FILE = "LAYOUT"             # in the engine's directory
 _KEYWORDS_MAX = 200_000            # distinct values a keyword range reads from the column
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
@@ -267,13 +267,19 @@ class Engine:
     in memory) plus the vectors.  ``upsert``/``delete`` stage changes;
     ``commit`` makes them durable and visible.  Thread-safe."""
 
-    def __init__(self, definition: SearchIndexDef, pk_names, path=None):
+    def __init__(self, definition: SearchIndexDef, pk_names, path=None, rows=None):
+        """``rows(row_key)``: the row as ``upsert`` takes it, (pk values,
+        live columns), or None when it is gone: what a search reads back of
+        a document's values (None: the engine keeps each document's values
+        in memory, for an engine of a few documents, as inner hits make)."""
         tv = _tantivy()
         self.definition, self.pk_names = definition, list(pk_names)
         self._tv = tv
+        self._rows = rows
+        self._memo = {} if rows is None else None
         sb = tv.SchemaBuilder()
-        # stored: _doc alone (the row key and the values: _searchpage) and VECTORs:
-        # a stored document is read whole, each of its fields a cost
+        # stored: _doc alone (the row key: _searchpage) and VECTORs: a stored
+        # document costs its size to read; the values come from the row
         sb.add_text_field("_pk", stored=False, tokenizer_name="raw")
         sb.add_bytes_field("_doc", stored=True)
         sb.add_text_field("_has", tokenizer_name="raw")
@@ -354,9 +360,25 @@ class Engine:
         doc = self._tv.Document()
         doc.add_text("_pk", row_key.hex())
         doc.add_unsigned("_pko", _order_of(row_key))
-        newest = max((v[0][0] for v in live.values() if v), default=0)
-        doc.add_integer("_ts", newest)
-        stored = {"_ts": [newest]}       # the values _doc keeps: tantivy field -> values
+        doc.add_integer("_ts", max((v[0][0] for v in live.values() if v), default=0))
+        stored = self._fill(doc, pk_values, live)
+        doc.add_bytes("_doc", Stored.pack(row_key))
+        with self._lock:
+            self._writer.delete_documents("_pk", row_key.hex())
+            self._writer.add_document(doc)
+            self._pending += 1
+            if self._memo is not None:
+                self._memo[row_key] = stored
+            for name in self._vectors:
+                values = _field_values(self.definition.field(name),
+                                       live[name][0][1] if live.get(name) else None)
+                self._vector_ops.append((name, row_key, values[0] if values else None))
+
+    def _fill(self, doc, pk_values, live):
+        """Index the fields of a row (``upsert``'s ``pk_values``, ``live``)
+        in ``doc`` (_DISCARD: none) and return the values a search reads
+        back ({tantivy field: [values]}: _searchpage.Stored)."""
+        stored = {}
         objects = {}                     # NESTED field -> its objects
         for f in self.definition.fields:
             if f.parent is not None:
@@ -388,20 +410,22 @@ class Engine:
             tname = self._names[f.name]
             for v in values:
                 _add(doc, f, tname, v, stored)
-        doc.add_bytes("_doc", Stored.pack(row_key, stored))
-        with self._lock:
-            self._writer.delete_documents("_pk", row_key.hex())
-            self._writer.add_document(doc)
-            self._pending += 1
-            for name in self._vectors:
-                values = _field_values(self.definition.field(name),
-                                       live[name][0][1] if live.get(name) else None)
-                self._vector_ops.append((name, row_key, values[0] if values else None))
+        return stored
+
+    def _values(self, row_key):
+        """The values a search reads back of row ``row_key``'s document
+        (_searchpage.Stored): the row's, as ``upsert`` made them ({}: gone)."""
+        if self._memo is not None:
+            return self._memo.get(row_key, {})
+        row = self._rows(row_key)
+        return {} if row is None else self._fill(_DISCARD, *row)
 
     def delete(self, row_key):
         with self._lock:
             self._writer.delete_documents("_pk", row_key.hex())
             self._pending += 1
+            if self._memo is not None:
+                self._memo.pop(row_key, None)
             for name in self._vectors:
                 self._vector_ops.append((name, row_key, None))
 
@@ -420,7 +444,7 @@ class Engine:
         result = searcher.search(self._tv.Query.all_query(), limit=max(1, searcher.num_docs))
         np = _numpy()
         for _, address in result.hits:
-            doc = Stored(searcher.doc(address))
+            doc = Stored(searcher.doc(address), self._values)
             row_key = doc.row_key
             for name, store in self._vectors.items():
                 raw = doc.get(self._names[name])
@@ -588,7 +612,7 @@ class Engine:
             ftype = tv.FieldType.Float if f.type == "DOUBLE" else tv.FieldType.Integer
 
             def ties(value):
-                hit = Stored(searcher.doc(found[need - 1][1])).get(tname)[0]
+                hit = Stored(searcher.doc(found[need - 1][1]), self._values).get(tname)[0]
                 return self._tied(searcher, tq, tname, ftype, hit)
             return self._window(searcher, found, need, skip, ties, False), res.count, more
         # the page reaches the rows without the field (or the extreme value)
@@ -648,16 +672,14 @@ class Engine:
             window.sort(key=_value_of, reverse=True)
         return window[skip - lo:end - lo]
 
-    @staticmethod
-    def stored(searcher, address):
+    def stored(self, searcher, address):
         """The stored document at ``address``: its ``row_key``, ``get(field)``
         and ``fields()`` by tantivy field name (checkers)."""
-        return Stored(searcher.doc(address))
+        return Stored(searcher.doc(address), self._values)
 
-    @staticmethod
-    def _loaded(searcher, found):
+    def _loaded(self, searcher, found):
         """[(row key, score, stored document)] of tantivy's (score, address) hits."""
-        return _load_page(searcher.doc, found)
+        return _load_page(searcher.doc, found, self._values)
 
     def _live(self, tq, ttl):
         if ttl is None or ttl <= 0:
@@ -679,7 +701,7 @@ class Engine:
                   if type(query).__name__ == "FunctionScoreQuery" else None)
         hits = []
         for score, address in result.hits:
-            doc = Stored(searcher.doc(address))
+            doc = Stored(searcher.doc(address), self._values)
             if factor is not None:        # the query's score times the field's value
                 score = score * float((doc.get(factor) or [0])[0])
             hits.append((doc.row_key, score, doc))
@@ -717,7 +739,7 @@ class Engine:
 
         hits = []
         for base, address in found:
-            doc = Stored(searcher.doc(address))
+            doc = Stored(searcher.doc(address), self._values)
             at = (address.segment_ord, address.doc)
             score = searchscore.score(q, base, [p is None or at in p for p in passes],
                                       values_of(doc), date_ms, _point, _haversine)
@@ -753,18 +775,44 @@ class Engine:
                 out.append(sdk.HighlightField(f.name, fragments))
         return sdk.HighlightResult(out)
 
-    def holds_text(self, row_key, f, text):
-        """Whether the document of ``row_key`` holds TEXT field ``f`` as
-        ``text`` (its every token; None: the document has no value of ``f``),
-        for checkers: TEXT is indexed, not stored."""
+    def holds(self, row_key, f, values):
+        """Whether the document of ``row_key`` holds field ``f`` as
+        ``values`` (``_field_values``' of the row's column; [] or None: the
+        document has no value of ``f``): each value found by a query on the
+        field beside the key (a TEXT: its every token), for checkers, since
+        a document stores its key alone."""
         tv, tname = self._tv, self._names[f.name]
-        parts = [(tv.Occur.Must, tv.Query.term_query(self.schema, "_pk", row_key.hex()))]
-        if text is None:
-            parts.append((tv.Occur.Must, tv.Query.term_query(self.schema, "_has", f.name)))
-            return self.index.searcher().search(tv.Query.boolean_query(parts), 1).count == 0
-        parts += [(tv.Occur.Must, tv.Query.term_query(self.schema, tname, w))
-                  for w in dict.fromkeys(_analyze_text(f, text).split(" ")) if w]
-        return self.index.searcher().search(tv.Query.boolean_query(parts), 1).count == 1
+        key = (tv.Occur.Must, tv.Query.term_query(self.schema, "_pk", row_key.hex()))
+        searcher = self.index.searcher()
+
+        def count(*parts):
+            return searcher.search(tv.Query.boolean_query([key, *parts]), 1).count
+
+        if not values:
+            return count((tv.Occur.Must, tv.Query.term_query(self.schema, "_has", f.name))) == 0
+        for v in values:
+            if f.type == "TEXT":
+                parts = [(tv.Occur.Must, tv.Query.term_query(self.schema, tname, w))
+                         for w in dict.fromkeys(_analyze_text(f, v).split(" ")) if w]
+            elif f.type == "GEO_POINT":
+                parts = [(tv.Occur.Must, tv.Query.range_query(
+                    self.schema, tname + suffix, tv.FieldType.Float, x, x))
+                    for suffix, x in (("_lat", v[0]), ("_lon", v[1]))]
+            elif f.type == "DOUBLE":
+                parts = [(tv.Occur.Must, tv.Query.range_query(self.schema, tname,
+                                                              tv.FieldType.Float, v, v))]
+            elif f.type == "VECTOR":             # the vector held in memory for it
+                store = self._vectors[f.name]
+                ident = store.ids.get(row_key)
+                if ident is None or [float(x) for x in store.vecs[ident]] != [
+                        float(x) for x in _numpy().asarray(v, dtype=_numpy().float32)]:
+                    return False
+                continue
+            else:                   # LONG, DATE, BOOLEAN, KEYWORD: the term itself
+                parts = [(tv.Occur.Must, tv.Query.term_query(self.schema, tname, v))]
+            if count(*parts) != 1:
+                return False
+        return True
 
     # -- inner hits of nested queries ----------------------------------------------
     def inner_hit_queries(self, query):
@@ -835,7 +883,7 @@ class Engine:
         result = searcher.search(tq, limit=max(1, searcher.num_docs), count=False)
         keys = []
         for _, address in result.hits:
-            row_key = Stored(searcher.doc(address)).row_key
+            row_key = Stored(searcher.doc(address), self._values).row_key
             if after is not None and row_key <= after:
                 continue
             if max_parallel > 1 and zlib.crc32(row_key) % max_parallel != parallel_id:
@@ -1019,7 +1067,7 @@ class Engine:
         searcher = self.index.searcher()
         keys = []
         for _, address in searcher.search(ranges, limit=max(1, searcher.num_docs)).hits:
-            doc = Stored(searcher.doc(address))
+            doc = Stored(searcher.doc(address), self._values)
             if any(inside(a, b) for a, b in zip(doc.get(tname + "_lat", ()),
                                                 doc.get(tname + "_lon", ()))):
                 keys.append(doc.row_key.hex())
@@ -1063,7 +1111,7 @@ class Engine:
         if terms.get("sum_other_doc_count"):        # too many: every document's values
             result = searcher.search(tv.Query.all_query(), limit=max(1, searcher.num_docs))
             distinct = {v for _, address in result.hits
-                        for v in Stored(searcher.doc(address)).get(tname, ())}
+                        for v in Stored(searcher.doc(address), self._values).get(tname, ())}
         else:
             distinct = [b["key"] for b in terms["buckets"]]
         values = set()
@@ -1089,7 +1137,7 @@ class Engine:
             candidates = None
         else:
             searcher = self.index.searcher()
-            candidates = {Stored(searcher.doc(a)).row_key
+            candidates = {Stored(searcher.doc(a), self._values).row_key
                           for _, a in searcher.search(tq, limit=max(1, searcher.num_docs)).hits}
         found = [(k, s) for k, s in self._vectors[field.name].search(vec, top_k, candidates)
                  if min_score is None or s >= min_score]
@@ -1395,6 +1443,20 @@ def _typed(f, value):
     return v
 
 
+class _Discard:
+    """A document that keeps nothing (``_fill`` for the values alone)."""
+
+    def __getattr__(self, name):
+        return _ignore
+
+
+def _ignore(*args):
+    pass
+
+
+_DISCARD = _Discard()
+
+
 def _add(doc, f, tname, v, stored):
     """Index value ``v`` of field ``f`` (tantivy field ``tname``) in ``doc``,
     and keep what a search reads back in ``stored`` (Stored)."""
@@ -1408,7 +1470,8 @@ def _add(doc, f, tname, v, stored):
     elif t in ("KEYWORD",):
         doc.add_text(tname, v)
     elif t == "TEXT":
-        doc.add_text(tname, _analyze_text(f, v))
+        if doc is not _DISCARD:
+            doc.add_text(tname, _analyze_text(f, v))
         if f.highlight:
             stored.setdefault(tname + "_raw", []).append(v)   # as written (highlighting)
         return
