@@ -40,6 +40,8 @@ import uuid
 
 from sortedcontainers import SortedDict
 
+from regions import WriteBatch
+
 from . import pkcodec
 from .errors import service_error
 
@@ -129,9 +131,8 @@ class Transaction:
         return [self.read_range(table, start, end) for start, end in ranges]
 
     def batch(self):
-        """Every buffered entry as one ``lsm.WriteBatch`` (key order)."""
-        import lsm
-        batch = lsm.WriteBatch()
+        """Every buffered entry as one ``regions.WriteBatch`` (key order)."""
+        batch = WriteBatch()
         for key, value in self.overlay.items():
             if value is _DELETED:
                 batch.delete(key)

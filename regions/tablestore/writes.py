@@ -37,7 +37,7 @@ into the transaction's view instead of the server.
 """
 import logging
 
-from regions import PUREPYTHON
+from regions import PUREPYTHON, WriteBatch
 
 from . import _rowcodec, _writes, cells, pkcodec
 from ._writes import stripe
@@ -60,8 +60,7 @@ _IGNORE = Condition(RowExistenceExpectation.IGNORE)
 
 
 def _new_batch():
-    import lsm
-    return lsm.WriteBatch()
+    return WriteBatch()
 
 
 class Prepared:
