@@ -14,8 +14,9 @@ Guide to modules (see docs/regions.md):
 - ``options``   ServerOptions
 - ``errors``    RegionError and its subclasses
 
-Importing this package has no side effects (the lsm engine is imported when
-``regions.server`` is).
+Importing this package imports the lsm engine (a region's gate is C that calls
+its store, and the engine's errors are passed on by ``errors``); RegionServer
+itself is loaded on first use.
 """
 from .adjust import DelimitedKeyPrefix, KeyPrefix
 from .errors import (HotPartitionError, InvariantError, MetaCorruptionError, PartialWriteError,

@@ -4,12 +4,20 @@ Every error the server raises on purpose is a ``RegionError``.  Bad arguments
 raise the built-in ``TypeError`` / ``ValueError`` naming the argument, before
 anything is changed.  Errors of the storage engine (``lsm.LSMError``) pass
 through unchanged: they concern one region's files, not the region layer.
+This module passes them on, with the engine's reading of them (``reason``,
+``is_retryable``), so that the layers above catch them without importing lsm.
 """
+from lsm.errors import (ClosedError, CorruptionError, LSMError, ReadOnlyError,  # noqa: F401
+                        StorageError, reason)
+from lsm.health import is_retryable  # noqa: F401 -- passed on (see above)
 
 __all__ = [
     "RegionError", "UnknownTableError", "TableExistsError", "UnknownRegionError",
     "SplitError", "HotPartitionError", "DescriptorBudgetError", "ServerClosedError", "RegionBusyError",
     "MetaCorruptionError", "InvariantError", "PartialWriteError",
+    # the engine's, passed on
+    "LSMError", "CorruptionError", "StorageError", "ClosedError", "ReadOnlyError", "reason",
+    "is_retryable",
 ]
 
 

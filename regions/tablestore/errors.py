@@ -13,8 +13,8 @@ request before sending it; :class:`OTSServiceError` is what the service
 answers.  Both have the SDK's accessors.
 """
 
-from lsm.errors import ClosedError, CorruptionError, LSMError, ReadOnlyError, reason
-from lsm.health import is_retryable
+from regions.errors import (ClosedError, CorruptionError, LSMError, ReadOnlyError,
+                            is_retryable, reason)
 
 __all__ = ["OTSError", "OTSClientError", "OTSServiceError", "ERRORS", "BATCH_WIDE",
            "service_error", "storage_error"]
