@@ -22,7 +22,7 @@ from lsm._keys cimport KIND_VALUE
 
 import logging
 
-from lsm import WriteBatch as _WriteBatch
+from regions import WriteBatch as _WriteBatch
 from regions.tablestore import cells as _cells_module
 from regions.tablestore._rowcodec import put_head
 from regions.tablestore.capacity import UNIT
