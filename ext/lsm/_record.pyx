@@ -200,7 +200,14 @@ cdef class WriteBatch:
     >>> b = WriteBatch().put(b"k", b"v").delete(b"old")
     >>> len(b), b.ops[1]
     (2, (0, b'old', b''))
+    >>> b.ops[0][0] == WriteBatch.PUT
+    True
     """
+
+    #: The kinds of ``ops`` (lsm/dbformat.py's, never renumbered): what a
+    #: caller of ``of_ops`` or a reader of ``ops`` needs of the record kinds.
+    PUT = KIND_VALUE
+    DELETE = KIND_DELETE
 
     #: Limits checked when the batch is written (the DB's Options apply);
     #: here only types and emptiness, so a batch can be built without a DB.

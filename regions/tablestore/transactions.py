@@ -97,8 +97,7 @@ class Transaction:
         self._buffer([(key, _DELETED)])
 
     def write(self, table, batch, sync=None):
-        from lsm.dbformat import KIND_VALUE
-        self._buffer([(key, value if kind == KIND_VALUE else _DELETED)
+        self._buffer([(key, value if kind == WriteBatch.PUT else _DELETED)
                       for kind, key, value in batch.ops])
 
     def _buffer(self, items):

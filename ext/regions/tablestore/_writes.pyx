@@ -18,7 +18,6 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport free
 from regions.tablestore._rowcodec cimport (_delta_key, _make_cu, _make_row, _now_ms, _plain_key,
                                            _put_delta, _untracked, _utf8_len)
-from lsm._keys cimport KIND_VALUE
 
 import logging
 
@@ -53,6 +52,7 @@ cdef object _PutRowItem = PutRowItem
 cdef object _BatchWriteRowResponseItem = BatchWriteRowResponseItem
 cdef object _PUT = BatchWriteRowType.PUT
 cdef bytes _EXISTS_VALUE = _cells_module.EXISTS_VALUE
+cdef int _PUT_KIND = _WriteBatch.PUT     # a put's kind in a batch's ops (WriteBatch.of_ops)
 
 
 cdef list _plain_cells(list pk_names, columns, bint update, Py_ssize_t* attr):
@@ -293,7 +293,7 @@ cdef class PlainWriter:
             except Exception as exc:
                 results[i] = self._failed(table_name, exc, i)
                 continue
-            ops.append((KIND_VALUE, <bytes>r[0] + _HEAD, put_head(self._gens.next(), r[1], now)))
+            ops.append((_PUT_KIND, <bytes>r[0] + _HEAD, put_head(self._gens.next(), r[1], now)))
             written.append(i)
         if not written:
             return 0
@@ -352,10 +352,10 @@ cdef class PlainWriter:
             else:
                 # writes.RowWriter._update_ops of puts: EXISTS first, then the columns
                 now = _now_ms()
-                ops = [(KIND_VALUE, _delta_key(row_key, b"", self._gens.next()), _EXISTS_VALUE)]
+                ops = [(_PUT_KIND, _delta_key(row_key, b"", self._gens.next()), _EXISTS_VALUE)]
                 for i in range(len(<list>got[2])):
                     cell = <tuple>(<list>got[2])[i]
-                    ops.append((KIND_VALUE, _delta_key(row_key, PyUnicode_AsUTF8String(cell[1]),
+                    ops.append((_PUT_KIND, _delta_key(row_key, PyUnicode_AsUTF8String(cell[1]),
                                                        self._gens.next()),
                                 _put_delta(now, cell[2])))
                 self._server.write(table_name, _WriteBatch.of_ops(ops))
