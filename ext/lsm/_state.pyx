@@ -10,9 +10,9 @@ attributes of those names (``_mem``, ``_imm``, ``_log``, ``_last_seq``,
 ``_closed``, ``_write_error``, ``_bg_error``) are properties over these
 fields, so there is one copy, and the DB's Python code reads and writes it
 as before.  Why C fields: C code reading a Python object's attributes goes
-through the generic attribute lookup, which costs about what Python 3.11's
-specialized bytecode does for the same reads: a put written in C over the
-DB's ``__dict__`` measured no faster than the Python one (docs/performance.md).
+through the generic attribute lookup, which is no cheaper than Python's own
+specialized bytecode; C fields are read as a struct's (the measurement that
+chose this is in docs/performance.md).
 """
 
 
