@@ -384,6 +384,19 @@ def test_readmissing(benchmark, filled):
                  _others(filled, lambda st: _reads(st, MISSING_KEYS, False)), len(MISSING_KEYS))
 
 
+class _Control:
+    """The control arm of the thread runs: a "get" is SHA-256 of 2 KiB
+    (hashlib releases the GIL from 2 KiB on), about a get's time: its 2
+    threads / 1 thread is the parallelism the machine gave the process
+    during the run (2.0 on two idle cores), the bound of every arm's."""
+    _buf = bytes(2048)
+
+    def new_reader(self):
+        import hashlib
+        sha, buf = hashlib.sha256, self._buf
+        return lambda _k: sha(buf).digest()
+
+
 def _threaded_reads(store, keys, threads=2, multi=False):
     """Seconds for ``threads`` threads to read ``keys`` (a share each) with
     the store's get, or with its multi-get, MULTI keys a call."""
@@ -427,8 +440,9 @@ def _threaded_reads(store, keys, threads=2, multi=False):
 def test_readrandom_threads(benchmark, filled, threads):
     """readrandom from 1 and 2 threads: each same-budget arm through get and,
     where it has one, through its multi-get (MULTI keys a call): the
-    ``... multi_get`` arms, ours among them."""
-    arms = {}
+    ``... multi_get`` arms, ours among them; and the control arm
+    (``_Control``), whose 2-thread/1-thread ratio bounds every arm's."""
+    arms = {"control: sha256 of 2 KiB": _threaded_reads(_Control(), READ_KEYS, threads)}
     for name, store in filled.items():
         if name != "lsm" and name not in BUDGET:
             continue
