@@ -277,6 +277,10 @@ class Engine:
         self._tv = tv
         self._rows = rows
         self._memo = {} if rows is None else None
+        # the fields whose values a search reads back (a TEXT only as written,
+        # for highlighting; a VECTOR from its own stored field)
+        self._kept = [f for f in definition.fields
+                      if f.type != "VECTOR" and (f.type != "TEXT" or f.highlight)]
         sb = tv.SchemaBuilder()
         # stored: _doc alone (the row key: _searchpage) and VECTORs: a stored
         # document costs its size to read; the values come from the row
@@ -376,11 +380,12 @@ class Engine:
 
     def _fill(self, doc, pk_values, live):
         """Index the fields of a row (``upsert``'s ``pk_values``, ``live``)
-        in ``doc`` (_DISCARD: none) and return the values a search reads
-        back ({tantivy field: [values]}: _searchpage.Stored)."""
+        in ``doc`` (_DISCARD: none, and only the fields that keep values)
+        and return the values a search reads back ({tantivy field:
+        [values]}: _searchpage.Stored)."""
         stored = {}
         objects = {}                     # NESTED field -> its objects
-        for f in self.definition.fields:
+        for f in self.definition.fields if doc is not _DISCARD else self._kept:
             if f.parent is not None:
                 raw = [o.get(f.name[len(f.parent) + 1:]) for o in objects.get(f.parent, ())
                        if isinstance(o, dict)]
@@ -1443,15 +1448,15 @@ def _typed(f, value):
     return v
 
 
+def _ignore(*args):
+    pass
+
+
 class _Discard:
     """A document that keeps nothing (``_fill`` for the values alone)."""
 
-    def __getattr__(self, name):
-        return _ignore
-
-
-def _ignore(*args):
-    pass
+    add_text = add_integer = add_float = add_boolean = add_bytes = add_unsigned = \
+        staticmethod(_ignore)
 
 
 _DISCARD = _Discard()
