@@ -94,13 +94,13 @@ def test_multi_get_reads_every_key_at_one_sequence(dbpath):
 
     def writer():
         try:
-            for n in range(1, 400):
+            for n in range(1, 120):
                 batch = lsm.WriteBatch()
                 for a, b in pairs:
                     batch.put(a, b"%d" % n)
                     batch.put(b, b"%d" % n)
                 db.write(batch)
-                if n % 50 == 0:
+                if n % 20 == 0:
                     db.flush(wait=False)
         except Exception as e:   # pragma: no cover - reported below
             errors.append(e)
