@@ -678,6 +678,32 @@ def test_plain_writer_updates_store_what_the_python_path_stores(ops):
                 assert [x[:2] for x in a.attribute_columns] == [x[:2] for x in b.attribute_columns]
 
 
+@client_c_path
+def test_a_plain_update_writes_the_keys_the_python_update_writes():
+    """The rule of an UpdateRow's entries, written once in each language
+    (PlainWriter._write, RowWriter._update_ops), held together: the same
+    keys in the same order of generations, the EXISTS delta first, then one
+    PUT delta a column in the request's order."""
+    import itertools
+    from regions.tablestore import (OTSClient, Row, TableMeta, Condition,
+                                    RowExistenceExpectation)
+    ignore = Condition(RowExistenceExpectation.IGNORE)
+    row_key = pkcodec.encode_pk(["INTEGER"], [1])
+    with OTSClient(":memory:") as fast, OTSClient(":memory:") as slow:
+        for c in (fast, slow):
+            c.create_table(TableMeta("t", [("k", "INTEGER")]))
+            c.put_row("t", Row([("k", 0)], [("a", 0), ("b", 0), ("c", 0)]))   # names known
+            c._writer.gens.next = itertools.count(1000).__next__
+        row = Row([("k", 1)], {"put": [("b", 1), ("a", "x"), ("c", 2.5)]})
+        assert fast._writer.c_path.update("t", row, ignore, None) is not None  # the C path
+        slow._writer.run_prepared(slow._writer.prepare_row("update", "t", row, ignore, None))
+        fast_keys, slow_keys = ([k for k, _ in c._server.scan("t", row_key)] for c in (fast, slow))
+        assert fast_keys == slow_keys
+        assert set(fast_keys) == {
+            cells.exists_key(row_key, 1000), cells.delta_key(row_key, "b", 1001),
+            cells.delta_key(row_key, "a", 1002), cells.delta_key(row_key, "c", 1003)}
+
+
 def _batch_of(rows, condition=None):
     from regions.tablestore import (BatchWriteRowRequest, PutRowItem, Row,
                                     TableInBatchWriteRowItem)
