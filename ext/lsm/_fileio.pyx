@@ -3,7 +3,7 @@
 
 ``lsm.fs.OSFileSystem.open_append`` opens the descriptor and hands it here;
 everything else an append file does (append, sync, close) is done here, and
-its failures are mapped by ``lsm.fs.storage_error`` like every other OS
+its failures are mapped by ``lsm.errors.storage_error`` like every other OS
 error.  ``append`` takes any bytes-like object; ``write`` (declared in
 _fileio.pxd) is the same for C callers.
 
