@@ -410,7 +410,16 @@ def test_update_table_cut_short_is_finished_at_the_next_open(tmp_path, monkeypat
 
 
 def test_may_more_record_whenever_the_limit_cut_the_page_and_long_table_names(client):
-    name = "t" * 255                               # the longest name: its log is longer still
+    # the longest name whose stream can be read (the Java SDK's APITest: the
+    # service refuses a longer one's stream id), its log's name longer still
+    from regions.tablestore.streams import READABLE_NAME_MAX
+    longest = "u" * (READABLE_NAME_MAX + 1)
+    make(client, name=longest)
+    sid = stream_id(client, longest)
+    it = client.get_shard_iterator(sid, client.describe_stream(sid).shards[0].shard_id)
+    with pytest.raises(OTSServiceError, match="Invalid stream id"):
+        client.get_stream_record(it, limit=1)
+    name = "t" * READABLE_NAME_MAX
     make(client, name=name)
     sid = stream_id(client, name)
     for i in range(3):
