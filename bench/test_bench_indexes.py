@@ -7,7 +7,7 @@ one block cache, one index maintainer thread), measured in the same session:
 
 - ``plain``: no index; its writes take the C path (``_writes.PlainWriter``).
 - ``python``: no index, but left out of the C writer's tables
-  (``client._plain_schemas``), so its writes take the Python path
+  (``client._writer.allow_c_path(name, None)``), so its writes take the Python path
   (``prepare``, ``RowWriter.run`` / ``run_batch``): what the C path saves.
   Writes to the indexed tables below take the C path too, framed by the
   indexer's ``before_write`` (the feed entry) and ``after_write`` (the local
@@ -59,7 +59,7 @@ total is that path's whole cost).
     BENCH_INDEX_ROUNDS=5 pytest bench/test_bench_indexes.py --benchmark-only -s -k cost
     BENCH_INDEX_LAG_RATES=5000,20000 pytest bench/test_bench_indexes.py --benchmark-only -s -k lag
 
-These reach into the client's internals (``_plain_schemas``, ``_indexer``,
+These reach into the client's internals (``_writer``, ``_indexer``,
 its ``_mutex``, ``_thread``, ``_lags``, ``_drain``): they measure the
 implementation, not the API.
 """
@@ -118,8 +118,8 @@ def _client(path):
     for arm in ARMS:
         _create(c, arm, INDEXES[arm])
     c.update_table("stream", stream_spec=StreamSpecification(True, 24))
-    c._plain_schemas.pop("python")
-    assert sorted(c._plain_schemas) == sorted(set(ARMS) - {"python", "stream"})
+    c._writer.allow_c_path("python", None)
+    assert sorted(c._writer._c_schemas) == sorted(set(ARMS) - {"python", "stream"})
     return c
 
 
