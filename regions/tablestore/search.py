@@ -37,6 +37,7 @@ import math
 import os
 import re
 import shutil
+import struct
 import threading
 import time
 import uuid
@@ -613,32 +614,28 @@ class Engine:
                               order=tv.Order.Desc if desc else tv.Order.Asc)
         found = res.hits
         more = len(found) > need
-        if not found or found[min(need, len(found)) - 1][0] != 0:
-            ftype = tv.FieldType.Float if f.type == "DOUBLE" else tv.FieldType.Integer
+        floats = f.type == "DOUBLE"
+        ftype = tv.FieldType.Float if floats else tv.FieldType.Integer
+        if found and found[min(need, len(found)) - 1][0] == 0:
+            # the page reaches tantivy's 0: the rows without the field, and
+            # those of the extreme value (an integer's min descending, max
+            # ascending; no double maps to 0), in the order of their documents
+            found = [h for h in found if h[0]]
+            if not floats:
+                found += [(0, a) for _, a in self._tied(
+                    searcher, tq, tname, ftype, _sort_value(0, desc, False))]
+            if len(found) < need:                        # then the rows without it, by key
+                hits = self._window(searcher, found, len(found), skip, None, False)
+                missing = self._top(searcher, tv.Query.boolean_query([
+                    (tv.Occur.Must, tq),
+                    (tv.Occur.MustNot, tv.Query.term_query(self.schema, "_has", f.name))]),
+                    _BY_KEY, need - len(found), max(0, skip - len(found)))
+                return hits + missing[0], res.count, missing[2]
+            more = more or len(found) > need
 
-            def ties(value):
-                hit = Stored(searcher.doc(found[need - 1][1]), self._values).get(tname)[0]
-                return self._tied(searcher, tq, tname, ftype, hit)
-            return self._window(searcher, found, need, skip, ties, False), res.count, more
-        # the page reaches the rows without the field (or the extreme value)
-        found = self._loaded(searcher, found)
-        hits = [h for h in found if h[2].get(tname) is not None]
-        if len(hits) == len(found) == need + 1 and found[need][1] == found[need - 1][1]:
-            # the extreme value itself, tied at the k-th: its rows may come first
-            ftype = tv.FieldType.Float if f.type == "DOUBLE" else tv.FieldType.Integer
-            seen = {h[0] for h in hits}
-            hits += [h for h in self._loaded(searcher, self._tied(
-                searcher, tq, tname, ftype, hits[need - 1][2][tname][0])) if h[0] not in seen]
-        hits.sort(key=lambda h: h[0])
-        hits.sort(key=lambda h: h[2][tname][0], reverse=desc)
-        if len(hits) < need and len(found) > len(hits):     # then the rows without it
-            missing = self._top(searcher, tv.Query.boolean_query([
-                (tv.Occur.Must, tq),
-                (tv.Occur.MustNot, tv.Query.term_query(self.schema, "_has", f.name))]),
-                _BY_KEY, need - len(hits))
-            hits += missing[0]
-            more = missing[2]
-        return hits[skip:need], res.count, more
+        def ties(value):       # tantivy's sort value is the field's, mapped to a u64
+            return self._tied(searcher, tq, tname, ftype, _sort_value(value, desc, floats))
+        return self._window(searcher, found, need, skip, ties, False), res.count, more
 
     def _tied(self, searcher, tq, tname, ftype, value):
         """tantivy's hits of ``tq`` whose ``tname`` is ``value``."""
@@ -1488,7 +1485,6 @@ def _add(doc, f, tname, v, stored):
             stored.setdefault(tname + suffix, []).append(x)
         return
     elif t == "VECTOR":
-        import struct
         doc.add_bytes(tname, struct.pack("<%df" % len(v), *v))     # stored itself
         return
     stored.setdefault(tname, []).append(v)
@@ -1979,6 +1975,16 @@ def _row_key_of(hit):
 
 def _value_of(hit):
     return hit[1]
+
+
+def _sort_value(raw, desc, floats):
+    """The field value of tantivy's sort value ``raw`` of a fast i64 or f64
+    column (a u64 in the values' order; ascending: its complement)."""
+    u = raw if desc else ~raw & 0xFFFF_FFFF_FFFF_FFFF
+    if not floats:
+        return u - (1 << 63)                        # i64: the sign bit flipped
+    bits = u ^ (1 << 63) if u >> 63 else ~u & 0xFFFF_FFFF_FFFF_FFFF
+    return struct.unpack("<d", bits.to_bytes(8, "little"))[0]
 
 
 def _pko_of(value, desc):
