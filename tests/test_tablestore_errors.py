@@ -111,6 +111,16 @@ def cases():
             _batch_put("t", [PK, [("PK1", 1), ("PK2", long)]])), *P,
          "The length of primary key column: 'PK2' exceeds the MaxLength:1024 with "
          "CurrentLength:1025."),
+        # RestrictedItemTest 16: a key of 5 columns is pk_count, before the table is looked
+        # up, and fails a whole batch
+        ("five key columns", lambda c: c.get_row("t", PK + [("k%d" % i, 1) for i in range(3)]),
+         *P, "The number of primary key columns must be in range: [1, 4]."),
+        ("five key columns, missing table", lambda c: c.put_row("zz", Row(
+            [("k%d" % i, 1) for i in range(5)], [("a", 1)])), *P,
+         "The number of primary key columns must be in range: [1, 4]."),
+        ("five key columns in a batch", lambda c: c.batch_write_row(_batch_put("t", [
+            PK + [("k%d" % i, 1) for i in range(3)]])), *P,
+         "The number of primary key columns must be in range: [1, 4]."),
         ("inf in row", lambda c: c.get_row("t", [("PK1", INF_MIN), ("PK2", "a")]), *P,
          "VT_INF_MIN is an invalid type for the primary key."),
         ("inf max in row", lambda c: c.delete_row("t", Row([("PK1", 1), ("PK2", INF_MAX)]), None),

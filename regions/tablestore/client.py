@@ -62,7 +62,8 @@ from .validate import (BATCH_GET_ROWS, BATCH_WRITE_ROWS, INT64_MAX,
                        INT64_MIN, MAX_SPLIT_POINT_BYTES, MAX_TABLES,
                        MAX_DEFINED_COLUMNS, RANGE_BYTES, RANGE_ROWS, check_batch_rows,
                        check_defined_columns, check_pk, check_read_params, check_reserved_cu,
-                       check_name, check_table_meta, check_table_options, decode_name)
+                       check_name, check_pk_count, check_table_meta, check_table_options,
+                       decode_name)
 from .writes import LOCK_STRIPES, RowWriter
 
 __all__ = ["OTSClient"]
@@ -1013,6 +1014,7 @@ class OTSClient:
                return_column_names):
         """One row's write (writes.RowWriter), in its transaction if one is
         named (the row checked first, then the transaction)."""
+        check_pk_count(getattr(row, "primary_key", None))     # before the table's lookup
         if transaction_id is None:
             return self._writer.write_row(kind, table_name, row, condition, return_type,
                                           return_column_names)

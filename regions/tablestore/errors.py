@@ -422,8 +422,9 @@ def storage_error(exc):
 #: only the row: the service checks lengths and counts before it looks at the
 #: rows one by one (the Java SDK's TableStoreWriter tests resend such a batch
 #: row by row; its RestrictedItemTest expects a key too long, too many columns
-#: written or asked for, an invalid column name, a timestamp out of range, to
-#: fail the batch; its ParameterLegalityTest an INF_MIN in a key).
+#: written or asked for, an invalid column name, a timestamp out of range, a
+#: key of more than 4 columns, to fail the batch; its ParameterLegalityTest an
+#: INF_MIN in a key).
 BATCH_WIDE = frozenset({"attr_too_long", "pk_too_long", "write_columns_limit",
                         "columns_to_get_limit", "invalid_column_name", "invalid_pk_type",
-                        "timestamp_range"})
+                        "timestamp_range", "pk_count"})

@@ -16,7 +16,7 @@ from .metadata import (INF_MAX, INF_MIN, PK_AUTO_INCR, BatchWriteRowType, Return
 __all__ = ["MAX_PK_COLUMNS", "MAX_PK_BYTES", "MAX_VALUE_BYTES", "MAX_COLUMNS_TO_GET",
            "BATCH_WRITE_ROWS", "BATCH_WRITE_BYTES", "BATCH_GET_ROWS", "RANGE_ROWS",
            "RANGE_BYTES", "MAX_TABLES", "check_name", "check_table_meta", "check_defined_columns",
-           "check_table_options", "check_pk", "check_put_columns", "check_update_columns",
+           "check_table_options", "check_pk", "check_pk_count", "check_put_columns", "check_update_columns",
            "check_read_params", "check_int64", "check_reserved_cu", "check_row_size",
            "check_batch_rows", "check_return_columns",
            "MAX_ROW_WRITE_BYTES", "MAX_WRITE_COLUMNS", "MAX_RESERVED_CU"]
@@ -288,6 +288,14 @@ def _pk_value_kind(value):
     raise OTSClientError("Unsupported primary key type: " + str(type(value)))
 
 
+def check_pk_count(primary_key):
+    """A key of 1 to MAX_PK_COLUMNS columns: the service checks it before
+    the key against the schema, and before the table is looked up (the Java
+    SDK's RestrictedItemTest.testCase16: pk_count, not a size mismatch)."""
+    if isinstance(primary_key, (list, tuple)) and not 1 <= len(primary_key) <= MAX_PK_COLUMNS:
+        raise service_error("pk_count", limit=MAX_PK_COLUMNS)
+
+
 def check_pk(schema, primary_key, mode="row"):
     """Validate a PK ([(name, value)]) against ``schema``; returns the values list.
 
@@ -296,6 +304,7 @@ def check_pk(schema, primary_key, mode="row"):
     """
     if not isinstance(primary_key, (list, tuple)):
         raise OTSClientError("Priamry key is not list, but is %s" % str(type(primary_key)))
+    check_pk_count(primary_key)
     values = _plain_pk(schema, primary_key)
     if values is not None:
         return values
