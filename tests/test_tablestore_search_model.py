@@ -238,3 +238,38 @@ def test_pages_by_a_field_holding_its_extremes_beside_rows_without_it():
                     assert got == want[offset:offset + limit], (desc, offset, limit)
     finally:
         client.close()
+
+
+def test_a_token_carries_its_sort():
+    """The Java SDK's SearchQuery drops its sort when given a token (the
+    token carries it): pages asked with the token alone keep the first
+    page's order, and its scores."""
+    client = OTSClient(None)
+    try:
+        client.create_table(TableMeta("s", [("k", "INTEGER")]), TableOptions(),
+                            ReservedThroughput(CapacityUnit(0, 0)))
+        client.create_search_index("s", "idx", SearchIndexMeta([
+            FieldSchema("name", FieldType.KEYWORD, enable_sort_and_agg=True),
+            FieldSchema("n", FieldType.LONG, enable_sort_and_agg=True),
+            FieldSchema("text", FieldType.TEXT)]))
+        for k in range(9):
+            client.put_row("s", Row([("k", k)], [("name", "company%d" % (k % 5)), ("n", k % 4),
+                                                 ("text", "red " * (1 + k % 3))]), IGNORE)
+        assert client.wait_for_search_index("s", "idx")
+        none = ColumnsToGet(return_type=ColumnReturnType.NONE)
+        for sort in (Sort([FieldSort("name", SortOrder.DESC)]),
+                     Sort([FieldSort("n", SortOrder.DESC), PrimaryKeySort(SortOrder.DESC)]),
+                     Sort([PrimaryKeySort(SortOrder.DESC)]), Sort([ScoreSort()])):
+            query = MatchQuery("text", "red")
+            whole = client.search("s", "idx", SearchQuery(query, sort=sort, limit=100), none)
+            resp = client.search("s", "idx", SearchQuery(query, sort=sort, limit=2), none)
+            got = [(r[0][0][1], h.score) for r, h in zip(resp.rows, resp.search_hits)]
+            while resp.next_token:
+                resp = client.search("s", "idx", SearchQuery(query, next_token=resp.next_token,
+                                                             limit=2), none)
+                got += [(r[0][0][1], h.score) for r, h in zip(resp.rows, resp.search_hits)]
+            want = [(r[0][0][1], h.score) for r, h in zip(whole.rows, whole.search_hits)]
+            assert [k for k, _ in got] == [k for k, _ in want], sort
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], nan_ok=True), sort
+    finally:
+        client.close()

@@ -53,7 +53,7 @@ from .search import (DEFAULT_LIMIT as DEFAULT_SEARCH_LIMIT, MAX_LIMIT as MAX_SEA
                      MAX_SEARCH_INDEXES, from_index_only,
                      ComputeSplitsResponse, ParallelScanResponse, ScanSessions, SearchHit,
                      SearchResponse, check_search_meta, describe_search, html_encoder,
-                     return_type_name)
+                     return_type_name, token_sort)
 from .searchagg import Aggregator
 from .streams import (DEFAULT_RECORD_LIMIT, MAX_RECORD_LIMIT, STREAM_SPEC, Stream,
                       StreamDetails, check_stream_spec, decode_iterator, stream_spec_record)
@@ -630,7 +630,8 @@ class OTSClient:
         highlighting = getattr(search_query, "highlight", None)
         highlight = getattr(highlighting, "highlight_parameters", None)
         nested = engine.inner_hit_queries(search_query.query)
-        sorters = getattr(search_query.sort, "sorters", None) or ()
+        sorters = getattr(token_sort(search_query.sort, search_query.next_token or None),
+                          "sorters", None) or ()
         by_score = any(type(s).__name__ == "ScoreSort" for s in sorters) or (
             not sorters and type(search_query.query).__name__ == "FunctionsScoreQuery")
         kind = return_type_name(getattr(columns_to_get, "return_type", None))

@@ -506,7 +506,8 @@ class Engine:
         ``count`` False: the total is not counted where that costs (None)."""
         searcher = self.index.searcher()
         tq, vector = self._query(query)
-        start = offset if token is None else _decode_token(token)
+        start = offset if token is None else _decode_token(token)[0]
+        sort = token_sort(sort, token)
         if tq is None:                     # a KNN without a filter: the nearest rows first
             field, q, top_k = vector[:3]
             picked = self._vectors[field.name].search(q, max(top_k, start + limit), None)
@@ -545,7 +546,7 @@ class Engine:
             more = start + limit < total
         next_token = None
         if more or (vector is not None and raised and len(page) == limit):
-            next_token = _encode_token(start + limit)
+            next_token = _encode_token(start + limit, sort)
         return page, total, next_token
 
     def scope(self, query, ttl=-1):
@@ -1741,16 +1742,49 @@ def _vector_scores(np, m, q, metric):
     return 1.0 / (1.0 + d2)
 
 
-def _encode_token(position):
-    return base64.urlsafe_b64encode(b'{"offset": %d}' % position)    # json.dumps' text
+_TOKEN_SORTERS = ("PrimaryKeySort", "DocSort", "FieldSort", "ScoreSort")
+
+
+def _encode_token(position, sort=None):
+    """A paging token: the position of the next page and the sort it goes
+    by (as the service's carries it: the Java SDK sends a token without its
+    sort); a sort a token cannot carry (a geo distance's) is left out."""
+    spec = []
+    for s in getattr(sort, "sorters", None) or ():
+        kind = type(s).__name__
+        if kind not in _TOKEN_SORTERS:
+            spec = []
+            break
+        order = getattr(s, "sort_order", None)
+        desc = (order is None and kind == "ScoreSort") or int(order or 0) == 1
+        spec.append([kind, getattr(s, "field_name", None), "DESC" if desc else "ASC"])
+    if not spec:
+        return base64.urlsafe_b64encode(b'{"offset": %d}' % position)    # json.dumps' text
+    return base64.urlsafe_b64encode(json.dumps({"offset": position, "sort": spec}).encode())
 
 
 def _decode_token(token):
+    """(position, the sort's [kind, field, order] list or None) of a token."""
     try:
         raw = token if isinstance(token, (bytes, bytearray)) else str(token).encode()
-        return int(json.loads(base64.urlsafe_b64decode(raw))["offset"])
-    except (ValueError, KeyError, TypeError):
+        body = json.loads(base64.urlsafe_b64decode(raw))
+        spec = body.get("sort")
+        if spec is not None and not all(isinstance(x, list) and len(x) == 3
+                                        and x[0] in _TOKEN_SORTERS for x in spec):
+            raise ValueError(spec)
+        return int(body["offset"]), spec
+    except (ValueError, KeyError, TypeError, AttributeError):
         raise service_error("search_token_invalid") from None
+
+
+def token_sort(sort, token):
+    """The sort a search goes by: ``sort``, or, when the request names none,
+    the one its paging ``token`` carries (the Java SDK's SearchQuery drops
+    its sort when given a token: the token carries it)."""
+    if getattr(sort, "sorters", None) or not token:
+        return sort
+    spec = _decode_token(token)[1]
+    return _IndexSort(spec) if spec else sort
 
 
 # -- parallel scans ------------------------------------------------------------------------
