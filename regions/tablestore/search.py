@@ -1757,10 +1757,19 @@ def _encode_token(position, sort=None):
             break
         order = getattr(s, "sort_order", None)
         desc = (order is None and kind == "ScoreSort") or int(order or 0) == 1
-        spec.append([kind, getattr(s, "field_name", None), "DESC" if desc else "ASC"])
+        spec.append((kind, getattr(s, "field_name", None), "DESC" if desc else "ASC"))
     if not spec:
         return base64.urlsafe_b64encode(b'{"offset": %d}' % position)    # json.dumps' text
-    return base64.urlsafe_b64encode(json.dumps({"offset": position, "sort": spec}).encode())
+    spec = tuple(spec)
+    text = _SPEC_TEXT.get(spec)
+    if text is None:                  # a page's next token each search: its sort's JSON kept
+        if len(_SPEC_TEXT) >= 1024:
+            _SPEC_TEXT.clear()
+        text = _SPEC_TEXT[spec] = json.dumps([list(x) for x in spec]).encode()
+    return base64.urlsafe_b64encode(b'{"offset": %d, "sort": %s}' % (position, text))
+
+
+_SPEC_TEXT = {}                       # a token's sort -> its JSON text
 
 
 def _decode_token(token):
