@@ -222,6 +222,15 @@ cdef list point_scan_short(object path, bytes start, bytes end, Py_ssize_t limit
     return (<PointPath>path)._scan_short(start, end, limit, None)
 
 
+cdef inline int _vanished(CurrentVersion cur, object v, exc) except -1:
+    """A table file gone under a read of version ``v``: a compaction deleted
+    it after the version was read, and the data is in the newer version (the
+    caller reads again); with no newer version, ``exc`` stands."""
+    if v is cur.version:
+        raise exc
+    return 0
+
+
 cdef class PointPath:
     """The point read of one ``DB`` (see the module doc)."""
     cdef object _db
@@ -238,6 +247,12 @@ cdef class PointPath:
         self._tables = tables_map
         self._cache = cache
         self._max_open = max_open
+
+    cdef inline CurrentVersion _current(self):
+        """The DB's current version and view (its VersionSet's cell, kept once seen)."""
+        if self._cur is None:
+            self._cur = <CurrentVersion?>self._db.versions.cell
+        return self._cur
 
     def get(self, key, snapshot=None):
         """The value of ``key``, or None (``DB.get``)."""
@@ -263,18 +278,13 @@ cdef class PointPath:
             mv = get_version(s.imm_versions, <bytes>key, seq)
             if mv is not None:
                 return mv.value if mv.kind == KIND_VALUE else None
-        cur = self._cur
-        if cur is None:
-            cur = self._cur = <CurrentVersion?>db.versions.cell
+        cur = self._current()
         for attempt in range(3):
             v = cur.version
             try:
                 r = self._from_version(v, cur.view, <bytes>key, seq)
-            except FileMissingError:
-                # A compaction deleted the file after we read the version:
-                # the data is in the new version.
-                if v is cur.version:
-                    raise
+            except FileMissingError as exc:
+                _vanished(cur, v, exc)
                 continue
             return None if r is None or r is DELETED else r
         raise CorruptionError(f"table files keep vanishing under a read of {key!r}")
@@ -321,17 +331,13 @@ cdef class PointPath:
                     out[i] = mv.value
             if m == 0:
                 return out
-            cur = self._cur
-            if cur is None:
-                cur = self._cur = <CurrentVersion?>db.versions.cell
+            cur = self._current()
             for attempt in range(3):
                 v = cur.version
                 try:
                     self._many_from_version(v, cur.view, ks, todo, m, seq, out)
-                except FileMissingError:
-                    # As in _get: the data is in the new version.
-                    if v is cur.version:
-                        raise
+                except FileMissingError as exc:
+                    _vanished(cur, v, exc)
                     continue
                 return out
         finally:
@@ -467,9 +473,7 @@ cdef class PointPath:
         seq = s.last_seq if snapshot is None else db._snapshot_seq(snapshot)
         # After seq: every entry at or below it is in these memtables by now.
         mem, imm = s.mem, s.imm
-        cur = self._cur
-        if cur is None:
-            cur = self._cur = <CurrentVersion?>db.versions.cell
+        cur = self._current()
         for attempt in range(3):
             v = cur.version
             if short:
@@ -484,9 +488,8 @@ cdef class PointPath:
                         got = self._chunk(mem, imm, v, seq, start, end, limit, reverse)
                     out.append(got)
                 return out
-            except FileMissingError:
-                if v is cur.version:
-                    raise
+            except FileMissingError as exc:
+                _vanished(cur, v, exc)
         raise CorruptionError(f"table files keep vanishing under a scan of {ranges!r}")
 
     cdef object _short(self, object mem, object imm, ReadView rv, uint64_t seq,
