@@ -16,8 +16,8 @@ def test_killloop_120_kill_9_cycles_lose_nothing():
     assert stats["pending"] > 50           # most kills land with an operation in flight
     assert stats["kills_in_start"] > 0 and stats["splits"] >= 10
     # the plan's coverage (R7): kills inside flushes or compactions and inside
-    # splits (where a kill lands is timing: at 120 cycles, 7 to 16 inside
-    # splits were seen, so the floor proves the coverage without a coin toss)
+    # splits (where a kill lands is timing: a CI run at 120 cycles saw 7
+    # inside splits; the floor proves the coverage without a coin toss)
     assert stats["kills_in_table_write"] >= 10 and stats["kills_in_split"] >= 5
 
 
