@@ -26,13 +26,13 @@ class Options:
     #: Bytes of zeros written ahead of the WAL's end, that many at a time.
     #: On the OS file system the zeros are also mapped, and a WAL record is
     #: copied into the mapping instead of written with ``write(2)``: a put
-    #: saves the system call (about 1 us of 3), and the record is with the
-    #: OS all the same (it survives kill -9); a WAL's first fsync ends its
+    #: saves the system call (docs/performance.md, stop 23), and the record
+    #: is with the OS all the same (it survives kill -9); a WAL's first fsync ends its
     #: mapping (lsm._fileio says why).  With ``sync``, a synced write
     #: overwrites allocated space and its fdatasync commits no change of the
-    #: file's size (sqlite3 reuses its WAL file for the same reason;
-    #: measured here, an fdatasync after a 150-byte write costs 20-30 us
-    #: less).  The reader ends cleanly at the zeros a crash leaves; a clean
+    #: file's size (sqlite3 reuses its WAL file for the same reason; what
+    #: it saves an fdatasync: docs/performance.md, "A preallocated WAL").
+    #: The reader ends cleanly at the zeros a crash leaves; a clean
     #: close trims them.  None: 1 MiB; 0: off (one ``write(2)`` a record).
     wal_preallocate_bytes: Optional[int] = None
     #: Largest key accepted (bytes).  Keys index blocks; huge keys bloat them.
@@ -67,8 +67,9 @@ class Options:
     # -- read path --------------------------------------------------------
     #: Bytes of uncompressed, parsed blocks kept in the LRU block cache.
     #: Larger than LevelDB's 8 MiB on purpose: LevelDB leans on the OS page
-    #: cache and a C block read, while a miss here costs ~10 us of Python
-    #: (read, checksum, parse, insert) against ~5 us for a whole cached get.
+    #: cache and a C block read, while a miss here costs Python work (read,
+    #: checksum, parse, insert) worth more than a whole cached get
+    #: (docs/performance.md, the engine's section, the figures).
     block_cache_bytes: int = 160 << 20
     #: A block cache shared by several stores (an ``lsm.cache.BlockCache``):
     #: a region server gives all its regions one, as HBase does, so the

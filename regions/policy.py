@@ -6,7 +6,7 @@ of regions its table has on this server.  *Where* a region splits is the
 region's business (middle key, then the table's split-point adjuster).
 
 The formulas are HBase's, scaled to this machine (2 cores, one Python
-process, an engine roughly twenty times slower than HBase's on a server):
+process, an engine far slower than HBase's on a server):
 
 ==================================  ==================  ============
 setting                             HBase default       ours

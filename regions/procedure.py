@@ -24,7 +24,8 @@ Steps (``run``), each followed by a kill point of the same name:
 6. ``split.done``: the procedure record is removed.  Then the daughters'
    automatic compactions start (their stores were created with them off:
    rewriting the views competes for the GIL with the split's own file
-   operations, and made a split right after a 40 MB load 4x slower).
+   operations, and made a split right after a load several times slower:
+   docs/performance.md, "Split right after a load").
 
 Recovery (``recover``, on server open): a procedure still ``prepared`` rolls
 back (the parent is OPEN again; the daughters' directories are orphans and are

@@ -14,8 +14,9 @@ all together when they outnumber the live ones.
 Keys are ``(owner, offset)`` pairs.  Inside, a pair of an owner below 2**23
 and an offset below 2**40 (every table of a process that opened fewer than
 8 million) is the one int ``owner << 40 | offset``: a dict probe then hashes
-and compares one int, not a tuple of two (0.23 -> 0.13 us a probe of a
-28,000-entry dict here, cache misses included).  Other pairs stay tuples.
+and compares one int, not a tuple of two (what that saves a probe:
+docs/performance.md, 2026-11-25, "three cache-miss cuts").  Other pairs stay
+tuples.
 
 Thread-safety: ``lookup``/``get`` take no lock: they run C code only (a dict
 lookup of an int key, a flag, a counter), atomic under the GIL;

@@ -11,14 +11,14 @@ Two kinds, as ``open_append`` asked:
 
 - plain (``step`` 0, the descriptor opened with ``O_APPEND``): each append is
   a ``write(2)`` loop.  Appends up to ``SMALL_WRITE`` bytes keep the GIL: a
-  thread that gives the GIL up waits one switch interval (5 ms) to get it
-  back while another thread computes, so a reader scanning in a loop would
-  throttle writers to ~200 puts/s.  Larger ones release it.
+  thread that gives the GIL up waits one switch interval to get it back
+  while another thread computes, so a reader scanning in a loop would
+  throttle writers to one put a switch interval.  Larger ones release it.
 - preallocated (``step`` > 0; the WAL): zeros are written ahead of the end,
   ``step`` bytes at a time, and the region from the page holding the end to
   the zeros' end is mapped shared.  An append that fits in the mapping is a
   ``memcpy`` into the page cache: what ``write(2)`` does, without the system
-  call (about 1 us of a 3 us put, docs/performance.md).  The bytes are with
+  call (what that saves a put: docs/performance.md, 2026-11-25, stop 23).  The bytes are with
   the OS once it returns, exactly as after ``write(2)``: they survive the
   process's death, and ``sync`` (``fdatasync``, which on Linux writes back
   pages dirtied through a mapping too) makes them survive power loss.  One
@@ -33,15 +33,15 @@ Two kinds, as ``open_append`` asked:
   The first ``sync`` ends the mapping for good, and appends carry on with
   ``pwrite`` into the zeros: an ``fdatasync`` over pages dirtied through a
   mapping must write-protect them again, and the next ``memcpy`` into each
-  faults (measured: 125 against 100 us a durable put), far more than the
-  system call saves.  So a WAL that is synced pays nothing for the mapping,
+  faults, which costs a durable put more than the system call saves
+  (docs/performance.md, stop 23, "Durable writes and the mapping").  So a WAL that is synced pays nothing for the mapping,
   and one that is never synced (the default) never makes the system call.
   The zeros ahead start at 64 KiB and double up to ``step``: a store with
   many small WALs (a region server's regions) writes few zeros for each
-  (64 regions of 300 puts each paid 1.6 us a put for 1 MiB zeros each).
+  (performance.md, stop 23, "Many small WALs").
   Zeros are written 64 KiB at a time: writes into a page-cache folio cost
   in proportion to its size, and one 1 MiB ``pwrite`` makes 1 MiB folios
-  (measured: 2.7 us against 1.2 us an append).  ``close`` trims the zeros.
+  (what that cost an append: performance.md, stop 23).  ``close`` trims the zeros.
 
 Not thread-safe: one writer at a time (the DB serializes its WAL's writers).
 """

@@ -672,7 +672,7 @@ cdef class PointPath:
         """``_from_version`` through the version's ReadView, from ``stage``
         on (``ReadView.probe``): the tables' searches in C, a table that
         needs more (``lookup_nogil``'s -1) read through ``lookup``.  The
-        walk holds the GIL: released for the microsecond of one get, it
+        walk holds the GIL: released for the short search of one get, it
         costs a futex wake a get once a second reader waits for the GIL,
         and which of two regimes two readers fall into (pipelining, or a
         convoy slower than one thread) flips from run to run

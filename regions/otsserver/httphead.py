@@ -2,8 +2,8 @@
 
 Why not ``http.server``: its ``BaseHTTPRequestHandler`` reads a head line by
 line and builds an ``email.message.Message`` through the email package's
-feed parser, about a third of the server's Python time per request (measured
-with py-spy under 4 SDK clients, docs/otsserver.md "Measured").  Tablestore
+feed parser, a large share of the server's Python time per request (the
+profile: docs/otsserver.md "Measured").  Tablestore
 requests are simple: one request line and a dozen ``name: value`` lines.
 
 Grammar accepted (RFC 9112, minus what no client of ours sends)::
