@@ -278,6 +278,17 @@ def test_service_errors_reach_the_sdk_with_code_message_status(server):
     assert service_error(c.get_row, "t", [("uid", "a"), ("gid", 1)])[:2] == (400, "OTSInvalidPK")
     assert service_error(c.put_row, "t", ts.Row([("gid", 1), ("uid", "a")], [("v", 1, 1)]))[:2] == \
         (400, "OTSParameterInvalid")  # timestamp far outside the allowed deviation
+    # no version condition: each operation's text, as the Java SDK's ParameterLegalityTest
+    # reads them; BatchGetRow fails whole
+    pk, lo = [("gid", 1), ("uid", "a")], [("gid", ts.INF_MIN), ("uid", ts.INF_MIN)]
+    assert service_error(c.get_row, "t", pk, max_version=None) == \
+        (400, "OTSParameterInvalid", "No version condition is specified.")
+    assert service_error(c.get_range, "t", ts.Direction.FORWARD, lo, pk, max_version=None) == \
+        (400, "OTSParameterInvalid", "No version condition is specified.")
+    batch = ts.BatchGetRowRequest()
+    batch.add(ts.TableInBatchGetRowItem("t", [pk]))
+    assert service_error(c.batch_get_row, batch) == \
+        (400, "OTSParameterInvalid", "No version condition is specified while querying row.")
 
 
 def test_bad_requests_get_the_right_error_and_change_nothing(server):

@@ -181,7 +181,13 @@ def cases():
         ("condition fails", lambda c: c.put_row("t", Row(PK, [("a", 2)]),
                                                 Condition("EXPECT_NOT_EXIST")),
          403, "OTSConditionCheckFail", "Condition check failed."),
+        # per operation, as the Java SDK's ParameterLegalityTest reads them
         ("no version", lambda c: c.get_row("t", PK, max_version=None), *P,
+         "No version condition is specified."),
+        ("no version in a range", lambda c: c.get_range(
+            "t", "FORWARD", PK, [("PK1", 9), ("PK2", "a")], max_version=None), *P,
+         "No version condition is specified."),
+        ("no version in a batch get", lambda c: c.batch_get_row(_bget(1, max_version=None)), *P,
          "No version condition is specified while querying row."),
         ("time range half", lambda c: c.get_row("t", PK, time_range=(1, None)), *P,
          "Start and end time must be given at the same time."),
@@ -243,9 +249,10 @@ def _composite(op, n):
     return c
 
 
-def _bget(n):
+def _bget(n, max_version=1):
     r = BatchGetRowRequest()
-    r.add(TableInBatchGetRowItem("t", [[("PK1", i), ("PK2", "a")] for i in range(n)]))
+    r.add(TableInBatchGetRowItem("t", [[("PK1", i), ("PK2", "a")] for i in range(n)],
+                                 max_version=max_version))
     return r
 
 

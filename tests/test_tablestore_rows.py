@@ -477,9 +477,9 @@ def test_batch_get_row_per_row_results_across_tables(client):
     client.put_row("t", Row(pk(1), [("a", 1)]))
     client.put_row("u", Row([("k", "x")], [("b", 2)]))
     req = BatchGetRowRequest()
-    req.add(TableInBatchGetRowItem("t", [pk(1), pk(2), [("PK1", 1)]]))
-    req.add(TableInBatchGetRowItem("u", [[("k", "x")]]))
-    req.add(TableInBatchGetRowItem("nope", [[("k", "x")]]))
+    req.add(TableInBatchGetRowItem("t", [pk(1), pk(2), [("PK1", 1)]], max_version=1))
+    req.add(TableInBatchGetRowItem("u", [[("k", "x")]], max_version=1))
+    req.add(TableInBatchGetRowItem("nope", [[("k", "x")]], max_version=1))
     res = client.batch_get_row(req)
     t = res.get_result_by_table("t")
     assert [r.is_ok for r in t] == [True, True, False]

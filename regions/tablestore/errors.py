@@ -184,7 +184,12 @@ ERRORS = {
     "return_column_not_increment": _P + ("The column to return must be an INCREMENT column of "
                                          "the update: {column}.",),  # (ours)
     # reads
-    "no_version_condition": _P + ("No version condition is specified while querying row.",),
+    # A read that gives neither max_versions nor time_range: the Java SDK's
+    # ParameterLegalityTest reads the first text from GetRow and GetRange, the
+    # second (the error-code page's) from BatchGetRow, which fails whole.
+    "no_version_condition": _P + ("No version condition is specified.",),
+    "batch_get_no_version_condition": _P + ("No version condition is specified while querying "
+                                            "row.",),
     "time_range_both": _P + ("Start and end time must be given at the same time.",),
     # (the service's text, typo included: aliyun-tablestore-nodejs-sdk issues #10, #58)
     "specific_time_and_max_versions": _P + ("Specific tiemstamp and max versions cannot be given "
