@@ -323,6 +323,41 @@ def test_error_str_and_accessors():
     assert OTSClientError("m").get_http_status() is None
 
 
+@pytest.mark.parametrize("kind", ["put", "update"])
+@pytest.mark.parametrize("binary", [False, True])
+def test_a_batch_write_counts_8_bytes_for_each_timestamp_given(tmp_path, kind, binary):
+    """The Java SDK's RestrictedItemTest 48: three rows of a 98-character key
+    "pk", a 50-character column name and a value, each cell with its
+    timestamp: 2 + 98 + 50 + value + 8 a row.  1,397,945 + 2 x 1,397,943 is
+    4,194,305 bytes, refused; a byte less, 4,194,304, is taken.  A value
+    over 512 K characters is not plain: the Python path sizes it."""
+    import time
+    from regions.tablestore import UpdateRowItem
+    c = open_client(tmp_path)
+    c.create_table(TableMeta("t48", [("pk", "STRING")]))
+    now = int(time.time() * 1000)
+
+    def batch(first):
+        r = BatchWriteRowRequest()
+        items = []
+        for i, n in enumerate([first, 1397943, 1397943]):
+            value = bytearray(b"a" * n) if binary else "a" * n
+            key = [("pk", "v" * 96 + "%02d" % i)]
+            items.append(PutRowItem(Row(key, [("k" * 50, value, now)]), Condition("IGNORE"))
+                         if kind == "put" else
+                         UpdateRowItem(Row(key, {"put": [("k" * 50, value, now)]}),
+                                       Condition("IGNORE")))
+        r.add(TableInBatchWriteRowItem("t48", items))
+        return r
+    with pytest.raises(OTSServiceError) as e:
+        c.batch_write_row(batch(1397945))
+    assert (e.value.get_http_status(), e.value.get_error_code(), e.value.get_error_message()) == (
+        *P, "The total data size of BatchWriteRow request exceeds the limit, limit size: "
+        "4194304, data size: 4194305.")
+    assert c.batch_write_row(batch(1397944)).is_all_succeed()
+    c.close()
+
+
 def test_a_value_too_long_fails_the_whole_batch():
     """As the service does (the Java SDK's TableStoreWriter resends such a
     batch row by row): nothing of the batch is written."""

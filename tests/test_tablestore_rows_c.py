@@ -749,6 +749,33 @@ def test_plain_writer_batches_store_what_the_python_path_stores(rows, locked):
 
 
 @client_c_path
+def test_the_c_and_python_batches_agree_on_the_4mb_limit():
+    """PlainWriter.batch and writes.data_size, twins, at the limit: ten plain
+    rows (2 + 98 of key, 50 of name, no timestamp: a cell's CU size) of
+    4,194,304 bytes are taken by both, one byte more is refused by both (the
+    C path declines it, before writing anything, and the Python path raises)."""
+    from regions.tablestore import OTSClient, Row, TableMeta
+    from regions.tablestore.validate import BATCH_WRITE_BYTES
+
+    def rows(extra):
+        sizes = [419281] * 4 + [419280] * 6        # 10 x 150 + these = 4,194,304
+        sizes[0] += extra
+        return [([("pk", "v" * 96 + "%02d" % i)], [("k" * 50, "a" * n)])
+                for i, n in enumerate(sizes)]
+    with OTSClient(":memory:") as fast, OTSClient(":memory:") as slow:
+        slow._writer.stop_c_path()
+        for c in (fast, slow):
+            c.create_table(TableMeta("t", [("pk", "STRING")]))
+            c.put_row("t", Row([("pk", "x")], [("k" * 50, 1)]))     # the name known
+        assert fast._writer.c_path.batch(_batch_of(rows(0)).items, BATCH_WRITE_BYTES) is not None
+        assert fast._writer.c_path.batch(_batch_of(rows(1)).items, BATCH_WRITE_BYTES) is None
+        assert slow.batch_write_row(_batch_of(rows(0))).is_all_succeed()
+        for c in (fast, slow):
+            with pytest.raises(OTSServiceError, match="data size: 4194305[.]"):
+                c.batch_write_row(_batch_of(rows(1)))
+
+
+@client_c_path
 def test_plain_writer_batch_leaves_what_is_not_plain_and_reports_a_failed_write():
     import threading
     from regions.tablestore import (OTSClient, TableMeta, Condition, RowExistenceExpectation,

@@ -47,10 +47,12 @@ from .errors import BATCH_WIDE, OTSClientError, OTSServiceError, service_error
 from .metadata import (PK_AUTO_INCR, BatchWriteRowResponse, BatchWriteRowResponseItem,
                        BatchWriteRowType, Condition, ReturnType, Row, RowExistenceExpectation)
 from .reads import row_entries, visible
-from .validate import (BATCH_WRITE_BYTES, INT64_MAX, INT64_MIN, check_pk, check_put_columns,
-                       check_return_columns, check_row_size, check_update_columns)
+from .validate import (BATCH_WRITE_BYTES, CELL_TS_BYTES, INT64_MAX, INT64_MIN, check_pk,
+                       check_put_columns, check_return_columns, check_row_size,
+                       check_update_columns)
 
-__all__ = ["Prepared", "prepare", "check_repeated", "check_atomic", "RowWriter", "LOCK_STRIPES"]
+__all__ = ["Prepared", "prepare", "data_size", "check_repeated", "check_atomic", "RowWriter",
+           "LOCK_STRIPES"]
 
 log = logging.getLogger("regions.tablestore")
 
@@ -134,6 +136,14 @@ def prepare(name, schema, kind, row, condition, return_type, return_column_names
     if kind != BatchWriteRowType.DELETE:
         check_row_size(kind, p.pk_bytes + p.attr_bytes)
     return p
+
+
+def data_size(p) -> int:
+    """A prepared write's data size as BatchWriteRow's limit counts it
+    (BATCH_WRITE_BYTES): its CU size, and CELL_TS_BYTES for each cell whose
+    timestamp the request gave (a cell's last item; None: the writer's).
+    PlainWriter.batch, its C twin, takes only cells without one."""
+    return p.pk_bytes + p.attr_bytes + CELL_TS_BYTES * sum(1 for c in p.cells if c[-1] is not None)
 
 
 def check_repeated(plans) -> list:
@@ -303,7 +313,7 @@ class RowWriter:
                     p = self.prepare_row(row_item.type, table_name, row_item.row,
                                          row_item.condition, row_item.return_type,
                                          getattr(row_item, "return_column_names", None))
-                    size += p.pk_bytes + p.attr_bytes
+                    size += data_size(p)
                     plans.append(p)
                 except OTSServiceError as exc:
                     if getattr(exc, "key", None) in BATCH_WIDE:

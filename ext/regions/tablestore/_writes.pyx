@@ -208,8 +208,9 @@ cdef class PlainWriter:
         row of ``items`` (``{table: TableInBatchWriteRowItem}``, counted and
         checked non-empty by the caller) is a PutRowItem of a plain row
         written unconditionally, with no return column names, no row key
-        repeated in its table, the rows' bytes within ``max_bytes``; else
-        None, before doing anything.  Each
+        repeated in its table, the rows' bytes within ``max_bytes`` (their
+        CU size: the data size ``writes.data_size`` counts, as plain cells
+        carry no timestamp); else None, before doing anything.  Each
         table's rows are written as ``RowWriter.run_batch`` writes them (its
         twin): under the locks of all their stripes, taken in order, each
         row's partition checked against the transactions' locks (a refused
