@@ -9,6 +9,7 @@ pkcodec.decode_pk, capacity) so the layout is still said once.
 from regions.tablestore import cells, pkcodec
 from regions.tablestore.capacity import cells_size, pk_size
 from regions.tablestore.metadata import Row
+from regions.tablestore.validate import CELL_TS_BYTES
 
 
 def head_cells(data, keep):
@@ -77,17 +78,17 @@ def range_page(entries, npk, pk_names, fast, keep, max_rows, max_bytes, slow, li
     """One GetRange page: (rows, next start PK values or None, bytes returned).
 
     Rows are read until ``max_rows`` rows were scanned or returned or
-    ``max_bytes`` returned; then the first row that ``live(row_key, group)``
-    says exists is the next start.  With ``fast`` (``whole_read``) a row is
+    ``max_bytes`` returned (bytes returned and CELL_TS_BYTES a cell); then
+    the first row that ``live(row_key, group)`` says exists is the next start.  With ``fast`` (``whole_read``) a row is
     ``row_cells``; otherwise it is ``slow(row_key, values, group)`` -> (Row
     parts or None, attribute bytes returned, row exists).  A row counts as
     scanned when it exists; its bytes (primary key and attribute cells)
     count when it is returned.  C twin: ``_reads.RangePage``.
     """
     rows = []
-    scanned = read_bytes = 0
+    scanned = read_bytes = page_bytes = 0
     for row_key, values, group in group_rows(entries, npk):
-        if scanned >= max_rows or read_bytes >= max_bytes or len(rows) >= max_rows:
+        if scanned >= max_rows or page_bytes >= max_bytes or len(rows) >= max_rows:
             if live(row_key, group):
                 return rows, values, read_bytes
             continue
@@ -96,6 +97,7 @@ def range_page(entries, npk, pk_names, fast, keep, max_rows, max_bytes, slow, li
             if cell_list is not None:
                 scanned += 1
                 read_bytes += pk_size(zip(pk_names, values)) + size
+                page_bytes += pk_size(zip(pk_names, values)) + size + CELL_TS_BYTES * len(cell_list)
                 rows.append(Row(list(zip(pk_names, values)), cell_list))
             continue
         parts, size, exists = slow(row_key, values, group)
@@ -103,5 +105,6 @@ def range_page(entries, npk, pk_names, fast, keep, max_rows, max_bytes, slow, li
             scanned += 1
         if parts is not None:
             read_bytes += pk_size(zip(pk_names, values)) + size
+            page_bytes += pk_size(zip(pk_names, values)) + size + CELL_TS_BYTES * len(parts[1])
             rows.append(Row(parts[0], parts[1]))
     return rows, None, read_bytes

@@ -187,13 +187,21 @@ def test_filters_on_reads(server):
         "absent", 1, ts.ComparatorType.EQUAL))[1] is not None
 
 
-def test_paging_through_xget_range(server, monkeypatch):
+def _small_pages(server, monkeypatch, limit, value, n):
+    """An SDK client of table "t" holding rows (gid i, uid "u"; v i) for i <
+    ``n``, the server's GetRange page ``limit`` (RANGE_ROWS, RANGE_BYTES) set
+    to ``value``."""
     import regions.tablestore.client as emb_client
-    monkeypatch.setattr(emb_client, "RANGE_ROWS", 4)  # small pages: several round trips
+    monkeypatch.setattr(emb_client, limit, value)
     c = sdk(server)
     create(c)
-    for i in range(11):
+    for i in range(n):
         c.put_row("t", ts.Row([("gid", i), ("uid", "u")], [("v", i, T0)]))
+    return c
+
+
+def test_paging_through_xget_range(server, monkeypatch):
+    c = _small_pages(server, monkeypatch, "RANGE_ROWS", 4, 11)  # several round trips
     lo, hi = [("gid", ts.INF_MIN), ("uid", ts.INF_MIN)], [("gid", ts.INF_MAX), ("uid", ts.INF_MAX)]
     consumed, next_pk, rows, _ = c.get_range("t", ts.Direction.FORWARD, lo, hi)
     assert len(rows) == 4 and next_pk == [("gid", 4), ("uid", "u")]
@@ -202,6 +210,20 @@ def test_paging_through_xget_range(server, monkeypatch):
     assert got == list(range(11)) and counter.read >= 3
     got = [r.primary_key[0][1] for r in c.xget_range("t", ts.Direction.BACKWARD, hi, lo, counter, count=6)]
     assert got == [10, 9, 8, 7, 6, 5]
+
+
+def test_a_range_page_ends_after_the_row_that_crosses_its_bytes(server, monkeypatch):
+    """The page's bytes count each cell's timestamp (the Java SDK's
+    RestrictedItemTest 35): a row of "gid" 1 "uid" "u" with one cell "v" 1
+    is 24 bytes of CU and 32 on the page, so with a 100-byte page the 4th
+    row crosses it (by CU alone, the 5th) and the next page starts after."""
+    c = _small_pages(server, monkeypatch, "RANGE_BYTES", 100, 6)
+    lo, hi = [("gid", ts.INF_MIN), ("uid", ts.INF_MIN)], [("gid", ts.INF_MAX), ("uid", ts.INF_MAX)]
+    consumed, next_pk, rows, _ = c.get_range("t", ts.Direction.FORWARD, lo, hi)
+    assert [r.primary_key[0][1] for r in rows] == [0, 1, 2, 3]
+    assert next_pk == [("gid", 4), ("uid", "u")] and cu(consumed) == (1, 0)
+    _, next_pk, rows, _ = c.get_range("t", ts.Direction.FORWARD, next_pk, hi)
+    assert [r.primary_key[0][1] for r in rows] == [4, 5] and next_pk is None
 
 
 # ------------------------------------------------------------------ batches

@@ -449,6 +449,33 @@ def test_get_range_page_is_cut_at_5000_rows(client):
     assert len(rows) == 3 and nxt is None
 
 
+def test_get_range_page_is_cut_after_the_row_that_crosses_4mb(client):
+    """The Java SDK's RestrictedItemTest 35: 2,081 rows of 2,016 bytes
+    ("pk_0" and an INTEGER, "attr" and 2,000 characters), written until they
+    pass 4 MB.  A page counts each cell's timestamp too (2,024 a row), so the
+    2,073rd row crosses 4,194,304 and ends the page; the next starts after it."""
+    client.create_table(TableMeta("r35", [("pk_0", "INTEGER")]))
+    value = "a" * 2000
+    for start in range(0, 2081, 200):
+        req = BatchWriteRowRequest()
+        req.add(TableInBatchWriteRowItem("r35", [
+            PutRowItem(Row([("pk_0", i)], [("attr", value)]), None)
+            for i in range(start, min(start + 200, 2081))]))
+        assert client.batch_write_row(req).is_all_succeed()
+    lo, hi = [("pk_0", INF_MIN)], [("pk_0", INF_MAX)]
+    for columns in (None, ["pk_0", "attr"]):          # the C decode and assemble's
+        _, nxt, rows, _ = client.get_range("r35", "FORWARD", lo, hi, columns,
+                                           max_version=2 ** 31 - 1)
+        assert len(rows) == 2073 and nxt == [("pk_0", 2073)]
+        assert rows[-1].primary_key == [("pk_0", 2072)]
+        consumed, nxt, rest, _ = client.get_range("r35", "FORWARD", nxt, hi, columns,
+                                                  max_version=2 ** 31 - 1)
+        assert [r.primary_key for r in rest] == [[("pk_0", i)] for i in range(2073, 2081)]
+        assert nxt is None and consumed.read == -(-8 * 2016 // 4096)   # CU: no timestamps
+        _, nxt, rows, _ = client.get_range("r35", "BACKWARD", hi, lo, columns)
+        assert len(rows) == 2073 and nxt == [("pk_0", 2081 - 2074)]
+
+
 def test_get_range_filter_skips_rows(client):
     _fill(client, 6)
     f = SingleColumnCondition("v", 3, ComparatorType.GREATER_EQUAL)

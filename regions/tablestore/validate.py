@@ -27,9 +27,12 @@ MAX_VALUE_BYTES = 2 << 20
 MAX_COLUMNS_TO_GET = 1024     # (the Java SDK's RestrictedItemTest: 1,024 taken, 1,025 refused)
 BATCH_WRITE_ROWS = 200
 BATCH_WRITE_BYTES = 4 << 20
-# BatchWriteRow's data size (BATCH_WRITE_BYTES) counts a cell's timestamp,
-# when the request gives one, as 8 bytes more than its CU size (the Java
-# SDK's RestrictedItemTest 48: key + name + value + 8 per cell, 4,194,305 refused)
+# The 4 MB limits count a cell's timestamp as 8 bytes more than its CU size:
+# BatchWriteRow's data size (BATCH_WRITE_BYTES) where the request gives one
+# (the Java SDK's RestrictedItemTest 48: key + name + value + 8 a cell,
+# 4,194,305 refused), a GetRange page's (RANGE_BYTES) for every cell returned
+# (RestrictedItemTest 35: 2,081 rows of 2,016 bytes, more than 4 MB with their
+# timestamps before the last row, take two pages)
 CELL_TS_BYTES = 8
 MAX_ROW_WRITE_BYTES = 4 << 20  # the data of one PutRow / UpdateRow (reference section 5)
 # Attribute cells one PutRow / UpdateRow (alone or in a batch) may give: the

@@ -20,6 +20,7 @@ from regions.tablestore._rowcodec cimport (_as_bytes, _decode_one, _head_cells, 
 
 from regions.tablestore.capacity import UNIT
 from regions.tablestore.metadata import RowDataItem
+from regions.tablestore.validate import CELL_TS_BYTES
 
 cdef extern from "Python.h":
     int PyGC_Enable()
@@ -28,6 +29,7 @@ cdef extern from "Python.h":
 cdef object _new_object = object.__new__
 cdef object _RowDataItem = RowDataItem
 cdef Py_ssize_t _UNIT = UNIT
+cdef Py_ssize_t _CELL_TS_BYTES = CELL_TS_BYTES
 
 
 # -- one GetRange page ------------------------------------------------------
@@ -35,16 +37,19 @@ cdef class RangePage:
     """One GetRange page built from a scan's entries (twin of rows_reference.range_page).
 
     ``RangePage(npk, pk_names, fast, keep, max_rows, max_bytes, slow, live)``;
-    ``run(entries)`` -> (rows, next start PK values or None, bytes read).
+    ``run(entries)`` -> (rows, next start PK values or None, bytes read: the
+    rows' CU size).
     Entries are grouped into rows (a row's entries are contiguous and start
     with its self-delimiting row key).  When ``fast`` (no columns_to_get,
     filter, time_range or TTL) every row is merged and decoded here
     (row_cells); otherwise rows go to ``slow(row_key, values, group)`` -> (Row
     parts or None, attribute bytes returned, row exists).  Once the page is
-    full (max_rows rows scanned or returned, or max_bytes returned), the first
-    row ``live(row_key, group)`` says exists is the next start.  Not thread-safe: one object per page.
+    full (max_rows rows scanned or returned, or max_bytes returned: the rows'
+    CU size and CELL_TS_BYTES for each cell's timestamp, so the row that
+    crosses max_bytes is the page's last), the first row ``live(row_key,
+    group)`` says exists is the next start.  Not thread-safe: one object per page.
     """
-    cdef Py_ssize_t npk, keep, max_rows, max_bytes, names_size, scanned, read_bytes
+    cdef Py_ssize_t npk, keep, max_rows, max_bytes, names_size, scanned, read_bytes, page_bytes
     cdef bint fast, done
     cdef list pk_names, rows
     cdef object slow, live, next_values
@@ -60,7 +65,7 @@ cdef class RangePage:
         """Account one complete row; sets ``done`` when it is the next start."""
         cdef Py_ssize_t size = 0
         cdef list cells
-        if (self.scanned >= self.max_rows or self.read_bytes >= self.max_bytes
+        if (self.scanned >= self.max_rows or self.page_bytes >= self.max_bytes
                 or PyList_GET_SIZE(self.rows) >= self.max_rows):
             if group is None:
                 group = [(first_key, first_value)]
@@ -76,7 +81,7 @@ cdef class RangePage:
                                    else [(first_key, first_value)], self.keep, &size)
             if cells is not None:
                 self.scanned += 1
-                self.read_bytes += self.names_size + vsize + size
+                self._returned(vsize + size, PyList_GET_SIZE(cells))
                 self.rows.append(_make_row(_pk_list(self.pk_names, values), cells))
             return 0
         if group is None:
@@ -85,9 +90,15 @@ cdef class RangePage:
         if exists:
             self.scanned += 1
         if parts is not None:
-            self.read_bytes += self.names_size + vsize + size
+            self._returned(vsize + size, len(parts[1]))
             self.rows.append(_make_row(parts[0], parts[1]))
         return 0
+
+    cdef inline void _returned(self, Py_ssize_t size, Py_ssize_t ncells):
+        """Count a row returned: its key's values and cells of CU ``size``
+        (the key's names added here), and ``ncells`` cells' timestamps."""
+        self.read_bytes += self.names_size + size
+        self.page_bytes += self.names_size + size + ncells * _CELL_TS_BYTES
 
     def run(self, entries):
         """(rows, next start PK values or None, bytes read) of the page.
@@ -115,7 +126,7 @@ cdef class RangePage:
         cdef list group = None, values = None
         first_value = None
         self.rows = []
-        self.scanned = self.read_bytes = 0
+        self.scanned = self.read_bytes = self.page_bytes = 0
         self.done = False
         self.next_values = None
         for key, value in entries:
