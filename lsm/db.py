@@ -5,7 +5,8 @@ memtable -> when full, frozen and flushed to an L0 table in the background
 -> leveled compaction (lsm/background.py runs what lsm/compaction.py picks;
 lsm/builder.py writes the tables).  Read path: memtable, frozen memtable, L0
 tables newest first, then one table per deeper level; scans merge all of
-them (ext/lsm/_iter.pyx, _db_iter.pyx).  docs/impl.md walks through both.
+them (ext/lsm/_iter.pyx, _db_iter.pyx).  docs/impl.md gives the model,
+docs/walkthrough.md ("Inside the engine") the code that runs.
 
 Durability contract:
   * ``sync=False`` (default): a write returns once its WAL record has been
@@ -583,8 +584,8 @@ class DB(BackgroundWork):
         The memtable, the frozen memtable, then the current version's tables
         (L0 newest first, one table per deeper level): one C call,
         ``lsm._read.PointPath.get``, which each DB also binds as its ``get``.
-        The tables are searched with the GIL released (docs/impl.md, "A
-        point read").
+        The GIL is held throughout; ``multi_get`` releases it once for many
+        keys (docs/walkthrough.md, "Inside the engine: A point read").
         """
         return self._point.get(key, snapshot)
 

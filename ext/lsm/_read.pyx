@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""``DB.get`` in one C call (docs/impl.md, "A point read").
+"""``DB.get`` in one C call (docs/walkthrough.md, "Inside the engine: A point read").
 
 ``PointPath(db, state, tables, cache, max_open).get(key, snapshot=None)``
 walks what ``DB.get`` reads, in order, and stops at the first entry of

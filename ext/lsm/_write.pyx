@@ -1,6 +1,6 @@
 # cython: language_level=3
-"""``DB.put``, ``DB.delete`` and ``DB.write`` in one C call each (docs/impl.md,
-"A put").
+"""``DB.put``, ``DB.delete`` and ``DB.write`` in one C call each
+(docs/walkthrough.md, "Inside the engine: A put").
 
 ``WritePath(state, lock, stats, options, current, admit, wal_failed,
 sync_log)`` is handed everything it uses of its DB at construction
