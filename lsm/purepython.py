@@ -12,7 +12,10 @@ It is read here, once, at import; every fork reads ``PUREPYTHON`` from here
 The forks it turns: lsm's DB binding its write methods to the C write path;
 a region's gate calling its store's C point read, scan and put directly;
 regions.tablestore's C row writer (``writes.RowWriter``), C row reader and C
-decoding of rows read whole (``reads.row_reader``, ``reads.decode_in_c``).  Code that has no Python twin (the engine's
+decoding of rows read whole (``reads.row_reader``, ``reads.decode_in_c``);
+regions.otsserver's C PlainBuffer encoder and CRC-8 of a whole buffer
+(``plainbuffer.PlainBufferCodec``'s ``compiled``, ``plainbuffer.crc8_buffer``).
+Code that has no Python twin (the engine's
 blocks, tables, memtable, WAL writer; the row codec) runs in C either way:
 the switch turns choices, it does not make a second engine.
 """

@@ -13,7 +13,7 @@ from regions.otsserver.plainbuffer import (
 )
 
 MARKERS = Markers(tablestore.INF_MIN, tablestore.INF_MAX, tablestore.PK_AUTO_INCR)
-CODEC = PlainBufferCodec(MARKERS)
+CODEC = PlainBufferCodec(MARKERS, compiled=True)
 PURE = PlainBufferCodec(MARKERS, compiled=False)
 
 
@@ -279,8 +279,11 @@ def test_sdk_filter_value_is_our_bare_variant():
 def test_the_compiled_encoder_is_in_use():
     import importlib.machinery
     from regions.otsserver import _plainbuffer
+    from regions import PUREPYTHON
     assert _plainbuffer.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
     assert CODEC.compiled and not PURE.compiled
+    # the default follows the switch (lsm/purepython.py; tests/test_purepython.py)
+    assert PlainBufferCodec(MARKERS).compiled is not PUREPYTHON
 
 
 def _random_value(rnd, markers=False):

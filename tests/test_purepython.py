@@ -35,6 +35,11 @@ with OTSClient(None) as client:
     assert client._row_reader.get("t", [("k", 1)]) is None      # the C reader declines
     assert not reads.decode_in_c(client._schemas["t"], None, None, None)   # reads.py's fork
     assert client.get_row("t", [("k", 1)])[1].attribute_columns[0][:2] == ("a", 1)
+from regions.otsserver import convert, plainbuffer, rowmatrix
+assert not convert.CODEC.compiled                                # the wire's row encoder
+assert plainbuffer.crc8_buffer is plainbuffer.crc8               # the block checksum
+block = rowmatrix.encode_rows([([("k", 1)], [("a", 2, 1)])])
+assert block[-1] == plainbuffer.crc8(0, block[:-1])
 """
 
 

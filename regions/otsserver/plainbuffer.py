@@ -46,9 +46,13 @@ compared by identity.
 
 Encoding runs in C (``regions.otsserver._plainbuffer``, built from
 ext/regions/otsserver/_plainbuffer.pyx) when the codec is built with
-``compiled=True`` (the default): it writes the same bytes, and hands anything
-unusual (an error to report, a value type it does not know) back to the
-Python encoder here, which stays the reference.  Decoding is Python.
+``compiled=True``: it writes the same bytes, and hands anything unusual (an
+error to report, a value type it does not know) back to the Python encoder
+here, which stays the reference.  Decoding is Python.  The fork is here, in
+one place for the package (``compiled`` for rows, ``crc8_buffer`` for a
+whole buffer), and LSM_REGIONS_PUREPYTHON (lsm/purepython.py) sends both
+down the Python path: a codec's ``compiled`` defaults to ``not
+PUREPYTHON``.
 
 Thread-safety: a codec holds no mutable state; share one freely.
 """
@@ -57,6 +61,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple, Sequence
 
+from regions import PUREPYTHON
 from regions.otsserver import _plainbuffer
 from regions.otsserver.errors import DATA_FORMAT_INVALID
 
@@ -118,6 +123,12 @@ def crc8(crc: int, data) -> int:
     return crc
 
 
+#: ``crc8`` of a long buffer (a SimpleRowMatrix block, regions/otsserver/rowmatrix.py):
+#: the C twin (``_plainbuffer.crc8``, the same values: tests/test_otsserver_rowmatrix.py),
+#: or this module's ``crc8`` under LSM_REGIONS_PUREPYTHON.
+crc8_buffer = crc8 if PUREPYTHON else _plainbuffer.crc8
+
+
 class PlainBufferError(ValueError):
     """The bytes are not a well-formed PlainBuffer (or a value cannot be encoded).
 
@@ -174,9 +185,10 @@ _F64 = struct.Struct("<d")
 class PlainBufferCodec:
     """Encode and decode PlainBuffer rows, checking both checksum levels."""
 
-    def __init__(self, markers: Markers, compiled: bool = True):
+    def __init__(self, markers: Markers, compiled: bool = None):
         self.markers = markers
-        self.compiled = compiled
+        # None: the C encoder unless LSM_REGIONS_PUREPYTHON (module docstring)
+        self.compiled = (not PUREPYTHON) if compiled is None else bool(compiled)
         self._marker_vt = {id(markers.inf_min): VT_INF_MIN,
                            id(markers.inf_max): VT_INF_MAX,
                            id(markers.auto_increment): VT_AUTO_INCREMENT}

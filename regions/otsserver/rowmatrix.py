@@ -24,7 +24,7 @@ renumbered)::
             | VT_STRING(0x3) int32 length, UTF-8 | VT_BLOB(0x7) int32 length, bytes
             | VT_NULL(0x6)                        # the row has no such column
 
-``crc`` is PlainBuffer's CRC-8 (plainbuffer.crc8) over every byte of the
+``crc`` is PlainBuffer's CRC-8 (plainbuffer.crc8_buffer) over every byte of the
 block before it, TAG_CHECKSUM included.  A block carries one value per
 column, no timestamps: the newest version a row returns.  The attribute
 names are every column any row of the page has, in name order; the primary
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import struct
 
-from regions.otsserver._plainbuffer import crc8
+from regions.otsserver.plainbuffer import crc8_buffer
 
 API_VERSION = 0x304D5253
 TAG_CHECKSUM = 0x01
@@ -119,5 +119,5 @@ def encode_rows(rows) -> bytes:
     block += options
     block += b"".join(body)
     block.append(TAG_CHECKSUM)
-    block.append(crc8(0, block))
+    block.append(crc8_buffer(0, block))
     return bytes(block)

@@ -78,7 +78,8 @@ def crc8(unsigned int crc, data):
     """``plainbuffer.crc8`` in C: ``data`` (bytes or bytearray) folded into the
     running CRC-8 ``crc`` (0..255).  The SimpleRowMatrix block's checksum
     covers the whole block (regions/otsserver/rowmatrix.py), megabytes that a
-    Python loop would take a fraction of a second over."""
+    Python loop would step through a byte at a time.  plainbuffer.crc8_buffer
+    is the fork between the two."""
     if crc > 0xFF:
         raise ValueError(f"crc must be in 0..255, got {crc}")
     if type(data) is bytes:
