@@ -70,7 +70,7 @@ def extensions():
         headers = [d for d in deps if d.endswith(".h")] + [SETUP]
         current = (os.path.exists(c_file) and generated_by_this_cython(c_file)
                    and not newer(deps, c_file))
-        # zlib: the WAL's CRC (lsm._record) is zlib's crc32, as in lsm/wal.py.
+        # zlib: the CRC (lsm._crc32) is zlib's crc32, as in lsm/wal.py.
         ext = Extension(name, [c_file if current else pyx], depends=headers,
                         extra_compile_args=["-O3"], libraries=["z"])
         (fresh if current else stale).append(ext)

@@ -12,7 +12,7 @@ per field, which is what Python does fastest.
 """
 import struct
 
-from ._record import WriteBatch  # in C (ext/lsm/_record.pyx): the write path reads it
+from ._write_batch import WriteBatch  # in C (ext/lsm/_write_batch.pyx): the write path reads it
 from .arguments import check_bound, check_key, check_value  # noqa: F401 -- re-exported
 from .dbformat import KIND_DELETE, KIND_VALUE
 from .errors import CorruptionError
@@ -39,7 +39,7 @@ def encode_record(seq: int, ops) -> bytes:
 
 def encode_single(seq: int, kind: int, key: bytes, value: bytes) -> bytes:
     """``encode_record(seq, [(kind, key, value)])``: the reference the C writer's
-    record of one put or delete (ext/lsm/_record.pyx) is tested against."""
+    record of one put or delete (ext/lsm/_log_writer.pyx, _write_batch.pxd) is tested against."""
     if kind == KIND_VALUE:
         return b"".join((_HEADER.pack(seq, 1), _KIND_LEN.pack(kind, len(key)), key, _LEN.pack(len(value)), value))
     return b"".join((_HEADER.pack(seq, 1), _KIND_LEN.pack(kind, len(key)), key))

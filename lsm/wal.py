@@ -31,14 +31,14 @@ record torn at the tail whose payload embeds a valid log record is refused
 rather than dropped (loud, never silent).
 
 The writer is ``LogWriter``, in C with the format's constants (declared once,
-ext/lsm/_record.pxd, re-exported here); this module is the format's prose
+ext/lsm/_log_writer.pxd, re-exported here); this module is the format's prose
 and its reader.
 """
 import re
 import struct
 from typing import Iterator
 
-from ._record import BLOCK_SIZE, FIRST, FULL, HEADER_SIZE, LAST, LogWriter, MIDDLE
+from ._log_writer import BLOCK_SIZE, FIRST, FULL, HEADER_SIZE, LAST, LogWriter, MIDDLE
 from .crc import MASK_DELTA, crc32, mask_crc
 from .errors import CorruptionError
 

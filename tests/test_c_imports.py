@@ -7,8 +7,8 @@ imports its caller; the data API reaches the engine only through regions.
   of lsm).  Within a package, modules cimport each other freely.
 * No Cython module in ext/ imports at function level.  That is how a C module
   reached back into the Python module that imports it (lsm.fs from _fileio,
-  lsm.batch from _record, writes.py from tablestore/_writes), a cycle the
-  import graph does not show.  What C needs of a caller is handed in at
+  lsm.batch from the batch's C module, writes.py from tablestore/_writes), a
+  cycle the import graph does not show.  What C needs of a caller is handed in at
   construction, or lives in a lower module it imports at load time
   (lsm/errors.py's storage_error, lsm/arguments.py's checks)."""
 import pathlib

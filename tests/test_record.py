@@ -5,7 +5,7 @@ import random
 
 from lsm._memtable import add_entries, add_version
 from lsm.memtable import MemTable
-from lsm._record import encode_batch
+from lsm._write_batch import encode_batch
 from lsm.batch import decode_record, encode_record, encode_single
 from lsm.memfs import MemoryAppendFile
 from lsm.wal import BLOCK_SIZE, HEADER_SIZE, LogReader, LogWriter
@@ -166,7 +166,7 @@ def _xpow_mod_p(e):
 
 
 def test_the_crc_folds_with_constants_that_are_powers_of_x_mod_p():
-    from lsm._record import FOLD_CONSTANTS
+    from lsm._crc32 import FOLD_CONSTANTS
     reflected = [int(format(_xpow_mod_p(e), "032b")[::-1], 2) << 1 for e in (544, 480, 160, 96)]
     assert list(FOLD_CONSTANTS) == reflected
 
@@ -176,7 +176,7 @@ def test_the_crc_is_zlibs_on_every_length_offset_and_start_value():
     same value as zlib.crc32, for every length up to 300 at three
     alignments, random long buffers, and memoryviews."""
     import zlib
-    from lsm._record import _crc32_with, crc32
+    from lsm._crc32 import _crc32_with, crc32
     rnd = random.Random(11)
     lengths = list(range(301)) + [rnd.randrange(300, 70000) for _ in range(40)] + [1 << 20]
     for n in lengths:

@@ -1,4 +1,4 @@
-# The OS file system's append file, for the WAL writer (lsm._record.LogWriter).
+# The OS file system's append file, for the WAL writer (lsm._log_writer.LogWriter).
 
 cdef class OSAppendFile:
     cdef readonly object path

@@ -1,4 +1,4 @@
-# The memtable's point read (_memtable.pyx), for lsm._read, and its writes, for lsm._record.
+# The memtable's point read (_memtable.pyx), for lsm._read, and its writes, for lsm._write.
 from libc.stdint cimport uint32_t, uint64_t
 from cpython.ref cimport PyObject
 

@@ -17,7 +17,7 @@ it).  Only this module looks inside:
 ``add_version``, ``add_entry``, ``add_entries``, ``get_version`` and
 ``MemTableIterator``; ``add_entry`` and ``add_entries`` also keep the
 memtable's pending keys and charge (``MemTable.add`` and ``add_all`` are
-them, and so is the DB's write path, lsm/_record.pyx).
+them, and so is the DB's write path, lsm/_write.pyx).
 
 Thread-safety: one writer (the DB's write lock) and any number of readers;
 replacing a dict value and appending to the pending list are atomic under the GIL.

@@ -17,7 +17,7 @@ DB's write lock:
   memtable or waits); otherwise the current WAL;
 - the next sequence number(s);
 - the WAL record, built, framed and appended in one C call
-  (``lsm._record.LogWriter.add_single`` / ``add_batch``).  A failed append
+  (``lsm._log_writer.LogWriter.add_single`` / ``add_batch``).  A failed append
   marks the WAL and the DB failed (``DB._wal_failed``): every later write is
   refused until the DB resumes (lsm/health.py);
 - the memtable (``_memtable.add_entry`` / ``add_entries``), the last
@@ -37,8 +37,9 @@ from libc.stdint cimport uint64_t
 
 from lsm._keys cimport KIND_DELETE, KIND_VALUE
 from lsm._memtable cimport MemTable, add_entries, add_entry
-from lsm._record cimport LogWriter, WriteBatch
+from lsm._log_writer cimport LogWriter
 from lsm._state cimport CurrentVersion, DBState
+from lsm._write_batch cimport WriteBatch
 
 from lsm.arguments import check_key, check_value
 

@@ -1,5 +1,5 @@
-# The log writer and the WAL record of a write, in C (lsm._record), for the
-# write path (lsm._write) and lsm.wal.
+# The log writer, in C (lsm._log_writer; LevelDB's log_writer.cc), for the
+# write path (lsm._write) and lsm.wal, which holds its reader.
 from libc.stdint cimport uint64_t
 cimport cython
 
@@ -14,13 +14,6 @@ cdef enum:
     LOG_FIRST = 2
     LOG_MIDDLE = 3
     LOG_LAST = 4
-
-cdef bytes _encode_batch(uint64_t seq, list ops)
-
-
-cdef class WriteBatch:
-    cdef list _ops
-    cdef Py_ssize_t _bytes
 
 
 @cython.final

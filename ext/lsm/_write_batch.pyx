@@ -1,0 +1,129 @@
+# cython: language_level=3
+"""The batch of a write, in C (``lsm.WriteBatch``; LevelDB's write_batch.cc),
+and its WAL record's payload.
+
+``WriteBatch`` holds the ``(kind, key, value)`` operations that ``DB.write``
+applies atomically; it is in C so that the write path (lsm._write) and the
+log writer (lsm._log_writer) read its operations without a Python call.
+The record's payload (lsm/batch.py owns and documents the format; the grammar
+is at the top of _write_batch.pxd, whose inline functions build it in place
+for the log writer) is ``encode_batch`` here: ``lsm.batch.encode_record`` in
+one C buffer, which tests/test_record.py checks byte for byte.
+"""
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport uint64_t
+
+from lsm._keys cimport KIND_DELETE, KIND_VALUE
+
+from lsm.arguments import check_key, check_value
+
+
+def encode_batch(uint64_t seq, list ops not None):
+    """``lsm.batch.encode_record(seq, ops)``: ops are (kind, key, value) tuples
+    of bytes (``WriteBatch`` checked them)."""
+    return encode_payload(seq, ops)
+
+
+cdef bytes encode_payload(uint64_t seq, list ops):
+    cdef Py_ssize_t n = batch_size(ops)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, n)
+    put_batch(<unsigned char*>PyBytes_AS_STRING(out), seq, ops)
+    return out
+
+
+def ops_bytes(list ops not None):
+    """The key and value bytes of ``ops``, ``(kind, key, value)`` tuples that
+    ``WriteBatch.of_ops`` takes, checked as ``put`` and ``delete`` check
+    theirs: raises TypeError or ValueError naming the first bad one."""
+    cdef Py_ssize_t total = 0, i
+    cdef object op, kind, key, value
+    for i in range(len(ops)):
+        op = ops[i]
+        if type(op) is not tuple or len(<tuple>op) != 3:
+            raise TypeError(f"operation {i} must be a (kind, key, value) tuple, got {op!r}")
+        kind, key, value = <tuple>op
+        if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0:
+            check_key(key, 1 << 62)
+        if type(value) is not bytes:
+            check_value(value, 1 << 62)
+        if type(kind) is not int or (kind != KIND_VALUE and kind != KIND_DELETE):
+            raise ValueError(f"operation {i}: kind must be {KIND_VALUE} (put) or "
+                             f"{KIND_DELETE} (delete), got {kind!r}")
+        if kind == KIND_DELETE and PyBytes_GET_SIZE(value):
+            raise ValueError(f"operation {i}: a delete carries no value, got {len(value)} bytes")
+        total += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value)
+    return total
+
+
+# -- the batch ---------------------------------------------------------------
+cdef class WriteBatch:
+    """Puts and deletes applied atomically by ``DB.write``, in order.
+
+    Arguments are checked when added, so a bad one raises at once and the
+    batch stays as it was.  Not thread-safe; reusable after ``clear()``.
+    (In C, so that the write path and the region server read its operations
+    without a Python call; ``lsm.batch`` owns its record format.)
+
+    >>> b = WriteBatch().put(b"k", b"v").delete(b"old")
+    >>> len(b), b.ops[1]
+    (2, (0, b'old', b''))
+    >>> b.ops[0][0] == WriteBatch.PUT
+    True
+    """
+
+    #: The kinds of ``ops`` (lsm/dbformat.py's, never renumbered): what a
+    #: caller of ``of_ops`` or a reader of ``ops`` needs of the record kinds.
+    PUT = KIND_VALUE
+    DELETE = KIND_DELETE
+
+    #: Limits checked when the batch is written (the DB's Options apply);
+    #: here only types and emptiness, so a batch can be built without a DB.
+    def __init__(self):
+        self._ops = []
+        self._bytes = 0
+
+    def put(self, key, value):
+        if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0 or type(value) is not bytes:
+            check_key(key, 1 << 62)
+            check_value(value, 1 << 62)
+        self._ops.append((KIND_VALUE, key, value))
+        self._bytes += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value)
+        return self
+
+    @classmethod
+    def of_ops(cls, ops):
+        """A batch of ``ops``, a list of ``(KIND_VALUE, key, value)`` and
+        ``(KIND_DELETE, key, b"")`` tuples (lsm.dbformat's kinds), checked
+        as ``put`` and ``delete`` check theirs in one C pass: how a caller
+        with many rows builds a batch without a method call a row.  The
+        batch takes ``ops`` over: the caller must not change it after."""
+        cdef WriteBatch b
+        if type(ops) is not list:
+            raise TypeError(f"ops must be a list, got {type(ops).__name__}")
+        b = cls.__new__(cls)
+        b._bytes = ops_bytes(ops)
+        b._ops = ops
+        return b
+
+    def delete(self, key):
+        if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0:
+            check_key(key, 1 << 62)
+        self._ops.append((KIND_DELETE, key, b""))
+        self._bytes += PyBytes_GET_SIZE(key)
+        return self
+
+    def clear(self):
+        self._ops = []
+        self._bytes = 0
+
+    def __len__(self):
+        return len(self._ops)
+
+    @property
+    def approximate_bytes(self):
+        return self._bytes
+
+    @property
+    def ops(self):
+        """The (kind, key, value) operations, in order (read-only use)."""
+        return self._ops
