@@ -189,6 +189,9 @@ def cases():
          "No version condition is specified."),
         ("no version in a batch get", lambda c: c.batch_get_row(_bget(1, max_version=None)), *P,
          "No version condition is specified while querying row."),
+        # RestrictedItemTest 12: an invalid column name to get is found first
+        ("no version and a bad column in a batch get", lambda c: c.batch_get_row(
+            _bget(1, max_version=None, columns=["#a"])), *P, "Invalid column name: '#a'."),
         ("time range half", lambda c: c.get_row("t", PK, time_range=(1, None)), *P,
          "Start and end time must be given at the same time."),
         ("specific time with max versions", lambda c: c.get_range(
@@ -249,9 +252,9 @@ def _composite(op, n):
     return c
 
 
-def _bget(n, max_version=1):
+def _bget(n, max_version=1, columns=None):
     r = BatchGetRowRequest()
-    r.add(TableInBatchGetRowItem("t", [[("PK1", i), ("PK2", "a")] for i in range(n)],
+    r.add(TableInBatchGetRowItem("t", [[("PK1", i), ("PK2", "a")] for i in range(n)], columns,
                                  max_version=max_version))
     return r
 

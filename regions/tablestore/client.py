@@ -941,15 +941,14 @@ class OTSClient:
         for table_name, item in request.items.items():
             check_name(table_name, "table")       # these fail the whole batch, as the service's
             check_node_count(item.column_filter)
-            if item.max_version is None and item.time_range is None:
-                raise service_error("batch_get_no_version_condition")
         result = {}
         for table_name, item in request.items.items():
             items = result[table_name] = []
             try:
                 name, schema = self._schema(table_name)
-                names, max_version, rng = check_read_params(item.columns_to_get, item.max_version,
-                                                            item.time_range)
+                names, max_version, rng = check_read_params(
+                    item.columns_to_get, item.max_version, item.time_range,
+                    "batch_get_no_version_condition")
                 window, column_filter = read_window(item.start_column, item.end_column,
                                                     item.token, item.column_filter, names)
                 table_error = None

@@ -186,7 +186,8 @@ ERRORS = {
     # reads
     # A read that gives neither max_versions nor time_range: the Java SDK's
     # ParameterLegalityTest reads the first text from GetRow and GetRange, the
-    # second (the error-code page's) from BatchGetRow, which fails whole.
+    # second (the error-code page's) from BatchGetRow, which fails whole
+    # (BATCH_WIDE), after an invalid column name (its RestrictedItemTest 12).
     "no_version_condition": _P + ("No version condition is specified.",),
     "batch_get_no_version_condition": _P + ("No version condition is specified while querying "
                                             "row.",),
@@ -429,7 +430,7 @@ def storage_error(exc):
 #: row by row; its RestrictedItemTest expects a key too long, too many columns
 #: written or asked for, an invalid column name, a timestamp out of range, a
 #: key of more than 4 columns, to fail the batch; its ParameterLegalityTest an
-#: INF_MIN in a key).
+#: INF_MIN in a key, and a BatchGetRow without a version condition).
 BATCH_WIDE = frozenset({"attr_too_long", "pk_too_long", "write_columns_limit",
                         "columns_to_get_limit", "invalid_column_name", "invalid_pk_type",
-                        "timestamp_range", "pk_count"})
+                        "timestamp_range", "pk_count", "batch_get_no_version_condition"})

@@ -566,8 +566,11 @@ def _check_repeated_cell(seen, op, name, ts):
     versions.add(ts)
 
 
-def check_read_params(columns_to_get, max_version, time_range):
-    """Validate read parameters; returns (columns set or None, max_version, (lo, hi) or None)."""
+def check_read_params(columns_to_get, max_version, time_range, no_version="no_version_condition"):
+    """Validate read parameters; returns (columns set or None, max_version, (lo, hi) or None).
+
+    ``no_version``: the error of a read that gives neither max_version nor
+    time_range (BatchGetRow's has its own text), raised after the columns'."""
     if columns_to_get is not None and not isinstance(columns_to_get, (list, tuple)):
         raise OTSClientError("expect list or tuple for value, not %s"
                              % columns_to_get.__class__.__name__)
@@ -597,7 +600,7 @@ def check_read_params(columns_to_get, max_version, time_range):
     if max_version is not None and max_version <= 0:
         raise service_error("max_version_invalid")
     if max_version is None and rng is None:
-        raise service_error("no_version_condition")
+        raise service_error(no_version)
     if max_version is not None and isinstance(time_range, int):
         raise service_error("specific_time_and_max_versions")
     return names, max_version, rng
