@@ -606,45 +606,47 @@ class OTSClient:
         if type(search_query).__name__ != "SearchQuery":
             raise OTSClientError("search_query should be an instance of SearchQuery, not %s"
                                  % type(search_query).__name__)
+        schema = self._schemas[name]
         limit = search_query.limit
         offset = search_query.offset or 0
         if limit is None:
             limit = DEFAULT_SEARCH_LIMIT
-        # up to 1,000 rows when every column returned comes from the index
-        # (the service's FAQ), else 100
-        cap = MAX_INDEX_ONLY_LIMIT if from_index_only(
-            columns_to_get, definition, self._schemas[name].names) else MAX_SEARCH_LIMIT
-        if not isinstance(limit, int) or limit < 0 or limit > cap:
-            raise service_error("search_limit", limit=limit, max=cap)
+        if not isinstance(limit, int) or limit < 0 or limit > MAX_SEARCH_LIMIT:
+            # up to 1,000 rows when every column returned comes from the
+            # index (the service's FAQ), else 100
+            cap = MAX_INDEX_ONLY_LIMIT if from_index_only(
+                columns_to_get, definition, schema.names) else MAX_SEARCH_LIMIT
+            if not isinstance(limit, int) or limit < 0 or limit > cap:
+                raise service_error("search_limit", limit=limit, max=cap)
         if not isinstance(offset, int) or offset < 0 or offset + limit > MAX_OFFSET_LIMIT:
             raise service_error("search_offset", offset=offset, max=MAX_OFFSET_LIMIT)
-        schema = self._schemas[name]
-        ttls = [t for t in (definition.ttl, schema.ttl) if t is not None and t > 0]
+        ttl = _shorter_ttl(definition.ttl, schema.ttl)
+        query, sort, token_in = search_query.query, search_query.sort, search_query.next_token
+        counted = bool(search_query.get_total_count)
         collapse = getattr(getattr(search_query, "collapse", None), "field_name", None)
-        hits, total, token = engine.search(search_query.query, search_query.sort, offset, limit,
-                                           search_query.next_token or None,
-                                           min(ttls) if ttls else -1, collapse,
-                                           bool(search_query.get_total_count))
-        if definition.nested and search_query.sort is None:
-            token = None       # an index with NESTED fields has no index sort: no paging token
         highlighting = getattr(search_query, "highlight", None)
         highlight = getattr(highlighting, "highlight_parameters", None)
-        nested = engine.inner_hit_queries(search_query.query)
-        sorters = getattr(token_sort(search_query.sort, search_query.next_token or None),
-                          "sorters", None) or ()
-        by_score = any(type(s).__name__ == "ScoreSort" for s in sorters) or (
-            not sorters and type(search_query.query).__name__ == "FunctionsScoreQuery")
+        nested = engine.inner_hit_queries(query)
         kind = return_type_name(getattr(columns_to_get, "return_type", None))
+        keys_only = kind in (None, "NONE") and not nested and not highlight
+        hits, total, token = engine.search(query, sort, offset, limit, token_in or None, ttl,
+                                           collapse, counted, keys_only)
+        if definition.nested and sort is None:
+            token = None       # an index with NESTED fields has no index sort: no paging token
+        sorters = getattr(sort, "sorters", None) or (
+            token_in and getattr(token_sort(sort, token_in), "sorters", None)) or ()
+        by_score = "ScoreSort" in [type(s).__name__ for s in sorters] or (
+            not sorters and type(query).__name__ == "FunctionsScoreQuery")
         agg_results, group_by_results = [], []
         if getattr(search_query, "aggs", None) or getattr(search_query, "group_bys", None):
             aggregator = Aggregator(engine, lambda keys: [
                 r for r in (self._search_row(name, schema, definition, k, kind, columns_to_get)
-                            for k in keys) if r is not None], search_query.sort)
+                            for k in keys) if r is not None], sort)
             agg_results, group_by_results = aggregator.run(
-                engine.scope(search_query.query, min(ttls) if ttls else -1),
-                search_query.aggs, search_query.group_bys)
-        total = total if search_query.get_total_count else -1
-        if kind in (None, "NONE") and not nested and not highlight:
+                engine.scope(query, ttl), search_query.aggs, search_query.group_bys)
+        if not counted:
+            total = -1
+        if keys_only:
             # keys only (the common page): the rows straight from the keys
             rows = _searchpage.key_rows(schema.names, hits)
             scores = [h[1] for h in hits] if by_score else [math.nan] * len(rows)
@@ -1141,6 +1143,13 @@ def _error_code(exc):
     if isinstance(exc, OTSClientError):
         return "OTSParameterInvalid"     # what the endpoint answers for it
     return getattr(exc, "code", None) or "OTSInternalServerError"
+
+
+def _shorter_ttl(a, b):
+    """The shorter of two TTLs in seconds (None or <= 0: none), -1 for none."""
+    if a is None or a <= 0:
+        return b if b is not None and b > 0 else -1
+    return a if b is None or b <= 0 or a < b else b
 
 
 #: method -> the wire API name it counts under

@@ -44,7 +44,7 @@ import uuid
 import zlib
 
 from . import cells, pkcodec, searchscore
-from ._searchpage import Stored, load as _load_page
+from ._searchpage import Stored, load as _load_page, window as _window_page
 from .errors import OTSClientError, service_error
 
 __all__ = ["SearchIndexDef", "Engine", "SEARCH_INFIX", "SEARCH_ATTRIBUTE", "FIELD_TYPES",
@@ -119,7 +119,9 @@ class SearchIndexDef:
 
     def __init__(self, name, base, fields, ttl=-1, created=0, phase="FULL", cursor=None,
                  index_sort=None, routing=()):
-        self.name, self.base, self.fields = name, base, list(fields)
+        self.name, self.base, self.fields = name, base, tuple(fields)
+        self._by_name = {f.name: f for f in reversed(self.fields)}    # the first of a name
+        self.nested = any(f.type == "NESTED" for f in self.fields)
         self.ttl, self.created, self.phase, self.cursor = ttl, created, phase, cursor
         # [[sorter kind, field or None, "ASC"|"DESC"]]: the order of a search without a sort
         self.index_sort = index_sort or [["PrimaryKeySort", None, "ASC"]]
@@ -144,15 +146,11 @@ class SearchIndexDef:
         """The index's sort as the SDK's Sort-like object (the default order)."""
         return _IndexSort(self.index_sort)
 
-    @property
-    def nested(self):
-        return any(f.type == "NESTED" for f in self.fields)
-
     def field(self, name):
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise service_error("search_field_not_exist", field=name, index=self.name)
+        f = self._by_name.get(name)
+        if f is None:
+            raise service_error("search_field_not_exist", field=name, index=self.name)
+        return f
 
 
 def _enum_name(value, names):
@@ -497,13 +495,14 @@ class Engine:
 
     # -- reading ------------------------------------------------------------------
     def search(self, query, sort=None, offset=0, limit=DEFAULT_LIMIT, token=None, ttl=-1,
-               collapse=None, count=True):
+               collapse=None, count=True, keys=False):
         """(row keys with scores [(row_key, score)], total count, next token) of
         ``query`` sorted by ``sort`` (the SDK's Sort or None: by primary key),
         ``offset``/``limit`` or ``token``; rows whose newest cell is older than
         ``ttl`` seconds (the index's or the table's TTL) are not there;
         ``collapse``: a field, the first row of each of its values only;
-        ``count`` False: the total is not counted where that costs (None)."""
+        ``count`` False: the total is not counted where that costs (None);
+        ``keys``: the page's hits may be (row key, score) alone."""
         searcher = self.index.searcher()
         tq, vector = self._query(query)
         start = offset if token is None else _decode_token(token)[0]
@@ -522,7 +521,7 @@ class Engine:
             sort = _BY_SCORE                   # the functions' scores order its rows
         if vector is None and collapse is None \
                 and type(query).__name__ not in ("FunctionScoreQuery", "FunctionsScoreQuery"):
-            top = self._top(searcher, tq, sort, start + limit, start, count)
+            top = self._top(searcher, tq, sort, start + limit, start, count, keys)
         if top is not None:
             page, total, more = top
         else:
@@ -558,21 +557,21 @@ class Engine:
     def top_keys(self, searcher, tq, sort, limit):
         """The row keys of the first ``limit`` rows ``tq`` matches in the order
         of ``sort`` (the SDK's Sort; None: the index's): top_rows."""
-        top = self._top(searcher, tq, sort, limit)
+        top = self._top(searcher, tq, sort, limit, keys=True)
         if top is not None:
             return [h[0] for h in top[0]]
         hits = self._hits(searcher, tq, None)
         self._order(hits, sort)
         return [h[0] for h in hits[:limit]]
 
-    def _top(self, searcher, tq, sort, need, skip=0, count=True):
+    def _top(self, searcher, tq, sort, need, skip=0, count=True, keys=False):
         """(hits ``skip`` to ``need`` of ``tq`` in the order of ``sort``, the
         number of hits (None unless ``count``), whether more hits follow), reading only those documents (and the rows tied
         with them): tantivy's top-k by ``_pko`` (the row key's first bytes
         after its tag: rows sharing them are ordered by their whole key), by
         a single-valued numeric field's column, or by score; None when the
         order needs every document (a distance, several sorters, an
-        ascending score)."""
+        ascending score); ``keys``: hits (row key, value) alone."""
         sorters = list(getattr(sort, "sorters", None) or ()) or self.definition.sort().sorters
         if len(sorters) != 1:
             return None
@@ -584,10 +583,10 @@ class Engine:
                                   order=tv.Order.Desc if desc else tv.Order.Asc)
             ties = lambda value: self._tied(searcher, tq, "_pko", tv.FieldType.Unsigned,
                                             _pko_of(value, desc))
-            return (self._window(searcher, res.hits, need, skip, ties, desc), res.count,
+            return (self._window(searcher, res.hits, need, skip, ties, desc, keys), res.count,
                     len(res.hits) > need)
         if kind == "FieldSort":
-            return self._top_by_field(searcher, tq, s, desc, need, skip, count)
+            return self._top_by_field(searcher, tq, s, desc, need, skip, count, keys)
         if kind == "ScoreSort" and (getattr(s, "sort_order", None) is None or desc):
             # scores tie often (BM25 of equal term frequencies and lengths), and
             # a search again costs the query's whole evaluation: ask for twice
@@ -603,11 +602,11 @@ class Engine:
                 if not need or found[-1][0] < found[need - 1][0]:
                     break
                 fetch *= 4
-            return (self._window(searcher, found, need, skip, None, False), res.count,
+            return (self._window(searcher, found, need, skip, None, False, keys), res.count,
                     len(found) > need)
         return None
 
-    def _top_by_field(self, searcher, tq, s, desc, need, skip, count):
+    def _top_by_field(self, searcher, tq, s, desc, need, skip, count, keys=False):
         """``_top`` for a FieldSort on a single-valued LONG, DOUBLE or DATE
         field: tantivy's top k by the field's fast column, which puts the
         rows without a value last in either order (its value 0 there: a
@@ -634,17 +633,17 @@ class Engine:
                 found += [(0, a) for _, a in self._tied(
                     searcher, tq, tname, ftype, _sort_value(0, desc, False))]
             if len(found) < need:                        # then the rows without it, by key
-                hits = self._window(searcher, found, len(found), skip, None, False)
+                hits = self._window(searcher, found, len(found), skip, None, False, keys)
                 missing = self._top(searcher, tv.Query.boolean_query([
                     (tv.Occur.Must, tq),
                     (tv.Occur.MustNot, tv.Query.term_query(self.schema, "_has", f.name))]),
-                    _BY_KEY, need - len(found), max(0, skip - len(found)))
+                    _BY_KEY, need - len(found), max(0, skip - len(found)), keys=keys)
                 return hits + missing[0], res.count, missing[2]
             more = more or len(found) > need
 
         def ties(value):       # tantivy's sort value is the field's, mapped to a u64
             return self._tied(searcher, tq, tname, ftype, _sort_value(value, desc, floats))
-        return self._window(searcher, found, need, skip, ties, False), res.count, more
+        return self._window(searcher, found, need, skip, ties, False, keys), res.count, more
 
     def _tied(self, searcher, tq, tname, ftype, value):
         """tantivy's hits of ``tq`` whose ``tname`` is ``value``."""
@@ -654,7 +653,7 @@ class Engine:
             (tv.Occur.Must, tv.Query.range_query(self.schema, tname, ftype, value, value))]),
             limit=max(1, searcher.num_docs), count=False).hits
 
-    def _window(self, searcher, found, need, skip, ties, key_desc):
+    def _window(self, searcher, found, need, skip, ties, key_desc, keys=False):
         """Hits ``skip`` to ``need`` as (row key, score, document) of
         ``found``, tantivy's (value, address) hits in its order (at most
         ``need + 1`` of them, or every one at least as good as the
@@ -662,26 +661,16 @@ class Engine:
         ``key_desc``).  Only the documents of the page and of the runs of
         equal values that cross its edges are read; ``ties(value)`` gives
         every hit of the ``need``-th value when ``found`` stops inside its
-        run."""
-        end = min(need, len(found))
-        if skip >= end:
-            return []
-        lo, hi = skip, end
-        while lo and found[lo - 1][0] == found[skip][0]:
-            lo -= 1
-        edge = found[end - 1][0]
-        while hi < len(found) and found[hi][0] == edge:
-            hi += 1
-        window = self._loaded(searcher, found[lo:hi])
-        if hi > end and hi == len(found) and ties is not None:
-            seen = {h[0] for h in window}
-            window += [(k, edge, d) for k, _, d in self._loaded(searcher, ties(edge))
-                       if k not in seen]
-        values = [h[1] for h in window]
-        if len(set(values)) < len(values):          # ties: by row key
-            window.sort(key=_row_key_of, reverse=key_desc)
-            window.sort(key=_value_of, reverse=True)
-        return window[skip - lo:end - lo]
+        run; ``keys``: (row key, score) alone."""
+        values = None if keys else self._values
+        page = _window_page(searcher.doc, values, found, need, skip, key_desc, ties is None)
+        if page is None:                 # found stops inside the need-th value's run
+            edge = found[min(need, len(found)) - 1][0]
+            run = next(i for i, h in enumerate(found) if h[0] == edge)
+            page = _window_page(searcher.doc, values,
+                                found[:run] + [(edge, a) for _, a in ties(edge)],
+                                need, skip, key_desc, True)
+        return page
 
     def stored(self, searcher, address):
         """The stored document at ``address``: its ``row_key``, ``get(field)``
@@ -2018,14 +2007,6 @@ def _as_column(value):
     """A nested object's value as its column would hold it (arrays and
     objects as JSON text)."""
     return json.dumps(value) if isinstance(value, (list, dict)) else value
-
-
-def _row_key_of(hit):
-    return hit[0]
-
-
-def _value_of(hit):
-    return hit[1]
 
 
 def _sort_value(raw, desc, floats):
