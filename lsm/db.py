@@ -244,8 +244,10 @@ class DB(BackgroundWork):
             else BlockCache(options.block_cache_bytes)
         self._tables = TableCache(self._open_table, options.max_open_files,    # file number -> table
                                   options.shared_tables)
-        self._point = PointPath(self, self._s, self._tables.peek.__self__, self.block_cache,
-                                options.max_open_files)
+        # what the C read paths need of this DB, handed in (they hold no DB)
+        self._point = PointPath(self._s, self._tables.peek.__self__, self.block_cache,
+                                options.max_open_files, options, lambda: self.versions.cell,
+                                self._check_open, self._snapshot_seq, self._table)
         self.get = self._point.get      # the point read, one C call (lsm/_read.pyx); DB.get documents it
         self.multi_get = self._point.multi_get  # likewise; DB.multi_get documents it
         self.scan_chunk = self._point.scan_chunk    # likewise; DB.scan_chunk documents it

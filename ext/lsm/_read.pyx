@@ -1,7 +1,7 @@
 # cython: language_level=3
 """``DB.get`` in one C call (docs/walkthrough.md, "Inside the engine: A point read").
 
-``PointPath(db, state, tables, cache, max_open).get(key, snapshot=None)``
+``PointPath(state, tables, cache, max_open, ...).get(key, snapshot=None)``
 walks what ``DB.get`` reads, in order, and stops at the first entry of
 ``key`` visible at the read's sequence: the memtable and the frozen
 memtable (``_memtable.get_version``), then the current version's L0 tables
@@ -9,7 +9,7 @@ newest first and one table per deeper level (binary search of the level's
 largest keys against a lookup key built on the stack), each through
 ``_table.PointReader`` (bloom, index, block cache, in-block search).  It
 builds no Python object but the value found; only a table not yet open
-(the DB's ``_table``) or a block-cache miss (the table's ``_fill``) calls
+(``open_table``) or a block-cache miss (the table's ``_fill``) calls
 back into Python.
 
 The tables are searched in C: the version's ``ReadView`` (its files as C
@@ -232,17 +232,28 @@ cdef inline int _vanished(CurrentVersion cur, object v, exc) except -1:
 
 
 cdef class PointPath:
-    """The point read of one ``DB`` (see the module doc)."""
-    cdef object _db
+    """The point read of one ``DB`` (see the module doc).
+
+    What it needs of its DB beyond ``state`` is handed in at construction,
+    as lsm._write's ``WritePath`` has it: ``options`` (the key limit),
+    ``current()`` (the VersionSet's ``CurrentVersion`` cell, read once),
+    ``check_open()`` (raises for a closed store), ``snapshot_seq(snapshot)``
+    (a snapshot's sequence, checked) and ``open_table(f)`` (the table or
+    view of FileMeta ``f``, through the table cache).  It holds no DB."""
+    cdef object _options, _current_cell, _check_open, _snapshot_seq, _open_table
     cdef DBState _s            # the DB's memtables, last sequence, closed flag
     cdef object _tables        # the TableCache's OrderedDict: number -> Table/TableView
     cdef BlockCache _cache     # the tables' block cache (hits taken without the GIL are added here)
     cdef Py_ssize_t _max_open  # a version with more files keeps no readers (ReadView.keep)
     cdef CurrentVersion _cur   # the DB's VersionSet's current version and view, once it has one
 
-    def __init__(self, db, DBState state not None, tables_map, BlockCache cache=None,
-                 Py_ssize_t max_open=0):
-        self._db = db
+    def __init__(self, DBState state not None, tables_map, BlockCache cache, Py_ssize_t max_open,
+                 options, current, check_open, snapshot_seq, open_table):
+        self._options = options
+        self._current_cell = current
+        self._check_open = check_open
+        self._snapshot_seq = snapshot_seq
+        self._open_table = open_table
         self._s = state
         self._tables = tables_map
         self._cache = cache
@@ -251,7 +262,7 @@ cdef class PointPath:
     cdef inline CurrentVersion _current(self):
         """The DB's current version and view (its VersionSet's cell, kept once seen)."""
         if self._cur is None:
-            self._cur = <CurrentVersion?>self._db.versions.cell
+            self._cur = <CurrentVersion?>self._current_cell()
         return self._cur
 
     def get(self, key, snapshot=None):
@@ -259,7 +270,6 @@ cdef class PointPath:
         return self._get(key, snapshot)
 
     cdef object _get(self, object key, object snapshot):
-        cdef object db = self._db
         cdef DBState s = self._s
         cdef uint64_t seq
         cdef object v, r
@@ -267,10 +277,10 @@ cdef class PointPath:
         cdef CurrentVersion cur
         cdef int attempt
         if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0:
-            check_key(key, db.options.max_key_bytes)
+            check_key(key, self._options.max_key_bytes)
         if s.closed:
-            db._check_open()
-        seq = s.last_seq if snapshot is None else db._snapshot_seq(snapshot)
+            self._check_open()
+        seq = s.last_seq if snapshot is None else self._snapshot_seq(snapshot)
         mv = get_version(s.mem_versions, <bytes>key, seq)
         if mv is not None:
             return mv.value if mv.kind == KIND_VALUE else None
@@ -296,7 +306,6 @@ cdef class PointPath:
         return self._multi_get(keys, snapshot)
 
     cdef list _multi_get(self, object keys, object snapshot):
-        cdef object db = self._db
         cdef DBState s = self._s
         cdef list ks = list(keys)   # held here: the caller's list may change while the GIL is out
         cdef Py_ssize_t n = len(ks), i, m = 0
@@ -310,10 +319,10 @@ cdef class PointPath:
         cdef int attempt
         for k in ks:
             if type(k) is not bytes or PyBytes_GET_SIZE(k) == 0:
-                check_key(k, db.options.max_key_bytes)
+                check_key(k, self._options.max_key_bytes)
         if s.closed:
-            db._check_open()
-        seq = s.last_seq if snapshot is None else db._snapshot_seq(snapshot)
+            self._check_open()
+        seq = s.last_seq if snapshot is None else self._snapshot_seq(snapshot)
         # After seq: every entry at or below it is in these memtables by now.
         mem, imm = s.mem_versions, s.imm_versions
         todo = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
@@ -460,7 +469,6 @@ cdef class PointPath:
         read again on the new version when a compaction deleted a table under
         them.  ``short``: each range that can be (two bytes bounds, start <
         end) is read as ``scan_short`` reads it."""
-        cdef object db = self._db
         cdef DBState s = self._s
         cdef uint64_t seq
         cdef object v, got
@@ -469,8 +477,8 @@ cdef class PointPath:
         cdef list out
         cdef int attempt
         if s.closed:
-            db._check_open()
-        seq = s.last_seq if snapshot is None else db._snapshot_seq(snapshot)
+            self._check_open()
+        seq = s.last_seq if snapshot is None else self._snapshot_seq(snapshot)
         # After seq: every entry at or below it is in these memtables by now.
         mem, imm = s.mem, s.imm
         cur = self._current()
@@ -622,7 +630,7 @@ cdef class PointPath:
         cdef PyObject* t = PyDict_GetItem(self._tables, f.number)
         if t != NULL:
             return (<object>t).iterator()
-        return self._db._table(f).iterator()
+        return self._open_table(f).iterator()
 
     cdef object _from_version(self, object v, object view, bytes key, uint64_t seq):
         cdef const unsigned char* uk = <const unsigned char*>PyBytes_AS_STRING(key)
@@ -715,7 +723,7 @@ cdef class PointPath:
         cdef PyObject* t = PyDict_GetItem(self._tables, number)
         if t != NULL:
             return <PointReader>(<object>t).point
-        return <PointReader>self._db._table(f).point
+        return <PointReader>self._open_table(f).point
 
 
 cdef inline bint _lt(bytes a, bytes b):
