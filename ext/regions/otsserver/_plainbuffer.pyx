@@ -19,7 +19,7 @@ thread-safe (the GIL is held throughout).
 """
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from regions._buf cimport Buf, buf_put as _bytes, buf_reserve as _reserve
+from regions._api cimport Buf, buf_put as _bytes, buf_reserve as _reserve
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
