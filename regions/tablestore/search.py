@@ -588,7 +588,7 @@ class Engine:
         if kind == "FieldSort":
             return self._top_by_field(searcher, tq, s, desc, need, skip, count, keys)
         if kind == "ScoreSort" and (getattr(s, "sort_order", None) is None or desc):
-            fetch = _fetch(need)
+            fetch = _fetch(need, scored=True)
             while True:      # a tie at the k-th score: every row with that score is read
                 res = searcher.search(tq, limit=fetch, count=count)
                 found = res.hits
@@ -2004,17 +2004,20 @@ def _as_column(value):
     return json.dumps(value) if isinstance(value, (list, dict)) else value
 
 
-def _fetch(need):
-    """How many of tantivy's top hits a page of ``need`` asks for: values tie
-    (BM25 scores of equal term frequencies and lengths; a number's value
-    among many rows) and a run of the ``need``-th value that reaches past
-    the hits asked for is a search again, which costs the query's whole
-    evaluation; hits cost no document read, so twice the page is asked at
-    once (at 100,000 documents, 11 hits left a quarter of the match queries
-    to search again, 22 none, and 64 cost a match 20% more: less pruning;
-    a 1% range sorted by a number uniform in 0..999,999 at 1,000,000 rows
-    searched again for most pages with 11)."""
-    return 2 * (need + 1)
+def _fetch(need, scored=False):
+    """How many of tantivy's top hits a page of ``need`` asks for.  Values
+    tie, and a run of the ``need``-th value that reaches past the hits
+    asked for is a search again, which costs the query's whole evaluation;
+    hits cost no document read, but each one more costs tantivy's top-k
+    collector a little.  Scores (BM25 of equal term frequencies and
+    lengths) tie in long runs: twice the page (at 100,000 documents, 11
+    hits left a quarter of the match queries to search again, 22 none, and
+    64 cost a match 20% more: less pruning).  A number's or a key's runs
+    are mostly short: three more (a 1% range sorted by a number uniform in
+    0..999,999 at 1,000,000 rows searched again for most pages with one
+    more; 22 hits cost a term query sorted by a number a quarter more
+    than 11 at 100,000)."""
+    return 2 * (need + 1) if scored else need + 4
 
 
 def _sort_value(raw, desc, floats):
