@@ -155,6 +155,54 @@ def test_pages_by_key_when_keys_share_their_first_bytes():
         client.close()
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_pages_when_keys_share_long_prefixes(seed, monkeypatch):
+    """Row keys sharing 5, 12, 20 and 30 bytes (past each 8-byte part of the
+    index's key order, and past all three), values of n in long runs of
+    ties: random pages by key and by n either way are slices of the
+    table's order, and the key parts' refinement is what reads them (a run
+    of ties is asked again by the next part, down to the documents)."""
+    from regions.tablestore import search as search_module
+    levels = []
+    key_run = search_module.Engine._key_run
+
+    def spy(self, searcher, tq, m, desc, level=0):
+        levels.append(level)
+        return key_run(self, searcher, tq, m, desc, level)
+    monkeypatch.setattr(search_module.Engine, "_key_run", spy)
+    rng = random.Random(seed)
+    client = OTSClient(None)
+    try:
+        client.create_table(TableMeta("p", [("k", "STRING")]), TableOptions(),
+                            ReservedThroughput(CapacityUnit(0, 0)))
+        client.create_search_index("p", "idx", SearchIndexMeta([
+            FieldSchema("n", FieldType.LONG)]))
+        keys = [p + "%03d" % i for p in ("a" * 5, "b" * 12, "c" * 20, "d" * 30)
+                for i in rng.sample(range(1000), 40)]
+        ns = {k: rng.randrange(3) for k in keys}
+        rng.shuffle(keys)
+        for k in keys:
+            client.put_row("p", Row([("k", k)], [("n", ns[k])]), IGNORE)
+        assert client.wait_for_search_index("p", "idx")
+        for _ in range(60):
+            desc = rng.random() < 0.5
+            order = SortOrder.DESC if desc else SortOrder.ASC
+            if rng.random() < 0.5:
+                sort, expected = Sort([PrimaryKeySort(order)]), sorted(keys, reverse=desc)
+            else:
+                sort = Sort([FieldSort("n", order)])
+                expected = sorted(keys, key=lambda k: (-ns[k] if desc else ns[k], k))
+            offset, limit = rng.randrange(len(keys)), rng.randrange(1, 30)
+            resp = client.search("p", "idx", SearchQuery(RangeQuery("n", 0, 9), sort=sort,
+                                                         offset=offset, limit=limit),
+                                 ColumnsToGet(return_type=ColumnReturnType.NONE))
+            got = [r[0][0][1] for r in resp.rows]
+            assert got == expected[offset:offset + limit], (sort, offset, limit)
+    finally:
+        client.close()
+    assert {0, 1, 2, 3} <= set(levels)     # every part, and past them the documents
+
+
 def model(client, old):
     """The table's rows as the index should see them: {id: {column: value}},
     the rows whose newest cell is older than the TTL left out."""

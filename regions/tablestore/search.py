@@ -61,8 +61,8 @@ MAX_LIMIT = 100
 MAX_INDEX_ONLY_LIMIT = 1000        # when every column returned comes from the index
 MAX_OFFSET_LIMIT = 100_000         # offset + limit (paging past it: next_token)
 MAX_TOP_K = 1000                   # KnnVectorQuery's top_k
-LAYOUT = 5          # the engine's schema (2: GEO_POINT text fast; 3: _pko, TEXT not stored;
-#                    4: one stored field, _doc; 5: _doc the key alone)
+LAYOUT = 6          # the engine's schema (2: GEO_POINT text fast; 3: _pko, TEXT not stored;
+#                    4: one stored field, _doc; 5: _doc the key alone; 6: _pko2, _pko3)
 LAYOUT_FILE = "LAYOUT"             # in the engine's directory
 _KEYWORDS_MAX = 200_000            # distinct values a keyword range reads from the column
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
@@ -288,7 +288,8 @@ class Engine:
         sb.add_bytes_field("_doc", stored=True)
         sb.add_text_field("_has", tokenizer_name="raw")
         sb.add_integer_field("_ts", indexed=True, fast=True)   # newest cell (ms)
-        sb.add_unsigned_field("_pko", indexed=True, fast=True)   # the row key's order (_order_of)
+        for part in _KEY_PARTS:     # the row key's order, 8 bytes a part (_order_of)
+            sb.add_unsigned_field(part, indexed=True, fast=True)
         self._names = {}                 # index field name -> tantivy field name
         for i, f in enumerate(definition.fields):
             tname = self._names[f.name] = "f%d" % i
@@ -370,7 +371,8 @@ class Engine:
         {column: [(ts, value)]} (newest first)."""
         doc = self._tv.Document()
         doc.add_text("_pk", row_key.hex())
-        doc.add_unsigned("_pko", _order_of(row_key))
+        for i, part in enumerate(_KEY_PARTS):
+            doc.add_unsigned(part, _order_of(row_key, i))
         doc.add_integer("_ts", max((v[0][0] for v in live.values() if v), default=0))
         stored = self._fill(doc, pk_values, live)
         doc.add_bytes("_doc", Stored.pack(row_key))
@@ -581,8 +583,10 @@ class Engine:
         if kind in ("PrimaryKeySort", "DocSort"):
             res = searcher.search(tq, limit=_fetch(need), count=count, order_by_field="_pko",
                                   order=tv.Order.Desc if desc else tv.Order.Asc)
-            ties = lambda value: self._tied(searcher, tq, "_pko", tv.FieldType.Unsigned,
-                                            _pko_of(value, desc))
+            def ties(value, m):        # the rows sharing the key's first 8 bytes
+                return [((value,) + v, a) for v, a in self._key_run(
+                    searcher, self._tied_query(tq, _KEY_PARTS[0], tv.FieldType.Unsigned,
+                                               _pko_of(value, desc)), m, desc, 1)]
             return (self._window(searcher, res.hits, need, skip, ties, desc, keys), res.count,
                     len(res.hits) > need)
         if kind == "FieldSort":
@@ -636,17 +640,48 @@ class Engine:
                 return hits + missing[0], res.count, missing[2]
             more = more or len(found) > need
 
-        def ties(value):       # tantivy's sort value is the field's, mapped to a u64
-            return self._tied(searcher, tq, tname, ftype, _sort_value(value, desc, floats))
+        def ties(value, m):    # tantivy's sort value is the field's, mapped to a u64
+            return [((value,) + v, a) for v, a in self._key_run(
+                searcher, self._tied_query(tq, tname, ftype, _sort_value(value, desc, floats)),
+                m, False)]
         return self._window(searcher, found, need, skip, ties, False, keys), res.count, more
+
+    def _tied_query(self, tq, tname, ftype, value):
+        """``tq``'s rows whose ``tname`` is ``value``."""
+        tv = self._tv
+        return tv.Query.boolean_query([
+            (tv.Occur.Must, tq),
+            (tv.Occur.Must, tv.Query.range_query(self.schema, tname, ftype, value, value))])
 
     def _tied(self, searcher, tq, tname, ftype, value):
         """tantivy's hits of ``tq`` whose ``tname`` is ``value``."""
+        return searcher.search(self._tied_query(tq, tname, ftype, value),
+                               limit=max(1, searcher.num_docs), count=False).hits
+
+    def _key_run(self, searcher, tq, m, desc, level=0):
+        """The first ``m`` hits of ``tq`` by row key (descending: ``desc``)
+        as far as the key's parts from ``_KEY_PARTS[level]`` on tell them
+        apart, each (the tuple of its parts' sort values, address), and
+        every hit that shares all of them with the ``m``-th (a run the
+        window orders by the keys it reads).  A part's run of ties that
+        reaches past the hits asked for is asked again by the next part,
+        restricted to it: the rows of a long common key prefix cost a search
+        a part, not a document read each."""
         tv = self._tv
-        return searcher.search(tv.Query.boolean_query([
-            (tv.Occur.Must, tq),
-            (tv.Occur.Must, tv.Query.range_query(self.schema, tname, ftype, value, value))]),
-            limit=max(1, searcher.num_docs), count=False).hits
+        if level == len(_KEY_PARTS):
+            return [((), a) for _, a in searcher.search(tq, limit=max(1, searcher.num_docs),
+                                                        count=False).hits]
+        part, fetch = _KEY_PARTS[level], _fetch(m)
+        hits = searcher.search(tq, limit=fetch, count=False, order_by_field=part,
+                               order=tv.Order.Desc if desc else tv.Order.Asc).hits
+        if len(hits) < fetch or hits[m - 1][0] != hits[-1][0]:
+            return [((v,), a) for v, a in hits]
+        edge = hits[m - 1][0]          # its run reaches past the hits: the next part's order
+        head = [((v,), a) for v, a in hits if v != edge]
+        rest = self._key_run(searcher, self._tied_query(tq, part, tv.FieldType.Unsigned,
+                                                        _pko_of(edge, desc)),
+                             m - len(head), desc, level + 1)
+        return head + [((edge,) + v, a) for v, a in rest]
 
     def _window(self, searcher, found, need, skip, ties, key_desc, keys=False):
         """Hits ``skip`` to ``need`` as (row key, score, document) of
@@ -654,16 +689,16 @@ class Engine:
         ``need + 1`` of them, or every one at least as good as the
         ``need``-th), rows of equal value ordered by row key (descending:
         ``key_desc``).  Only the documents of the page and of the runs of
-        equal values that cross its edges are read; ``ties(value)`` gives
-        every hit of the ``need``-th value when ``found`` stops inside its
-        run; ``keys``: (row key, score) alone."""
+        equal values that cross its edges are read; ``ties(value, m)`` gives
+        the first ``m`` hits of the ``need``-th value in key order (values:
+        tuples that tie only where the keys' first bytes do: _key_run) when
+        ``found`` stops inside its run; ``keys``: (row key, score) alone."""
         values = None if keys else self._values
         page = _window_page(searcher.doc, values, found, need, skip, key_desc, ties is None)
         if page is None:                 # found stops inside the need-th value's run
             edge = found[min(need, len(found)) - 1][0]
             run = next(i for i, h in enumerate(found) if h[0] == edge)
-            page = _window_page(searcher.doc, values,
-                                found[:run] + [(edge, a) for _, a in ties(edge)],
+            page = _window_page(searcher.doc, values, found[:run] + ties(edge, need - run),
                                 need, skip, key_desc, True)
         return page
 
@@ -2035,11 +2070,17 @@ def _pko_of(value, desc):
     return value if desc else ~value & 0xFFFF_FFFF_FFFF_FFFF
 
 
-def _order_of(row_key):
-    """A u64 in the order of row keys (never decreasing as they grow): the 8
-    bytes after the first column's tag (every row key of a table has the same
-    first tag), zero-padded."""
-    return int.from_bytes(row_key[1:9].ljust(8, b"\0"), "big")
+#: the fast fields that hold a row key's order, 8 bytes each after its tag
+_KEY_PARTS = ("_pko", "_pko2", "_pko3")
+
+
+def _order_of(row_key, part=0):
+    """A u64 in the order of row keys (never decreasing as they grow): the
+    ``part``-th 8 bytes after the first column's tag (every row key of a
+    table has the same first tag), zero-padded; keys equal in every part
+    before it are ordered by this one."""
+    start = 1 + 8 * part
+    return int.from_bytes(row_key[start:start + 8].ljust(8, b"\0"), "big")
 
 
 def row_key_values(row_key, pk_names):
