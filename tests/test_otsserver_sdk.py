@@ -445,3 +445,30 @@ def test_pk_projection_requested_over_the_wire(tmp_path):
             ([("uid", "a")], [("x", 1, rows[0].attribute_columns[0][2])]), ([("uid", "b")], [])]
     finally:
         srv.stop()
+
+
+def test_max_partitions_refuses_as_the_service_does(tmp_path):
+    """regions-server --max-partitions 10: a CreateTable of 11 partitions is
+    refused with the service's text (the Java SDK's SplitPointTest), 10 are
+    taken; the default takes any number (regions-import --split-points)."""
+    from regions.otsserver.cli import build_parser
+    assert build_parser().parse_args(["--in-memory", "--max-partitions", "10"]).max_partitions == 10
+    assert build_parser().parse_args(["--in-memory"]).max_partitions is None
+    srv = make_server(str(tmp_path / "data"), "127.0.0.1", 0, INSTANCE, KEY_ID, SECRET,
+                      max_partitions=10).start()
+    try:
+        c = sdk(srv)
+        with pytest.raises(ts.OTSServiceError) as info:
+            create(c, "eleven", split_points=list(range(1, 11)))
+        assert (info.value.get_error_code(), info.value.get_error_message()) == (
+            "OTSParameterInvalid", "The count of partitions cannot be greater than 10")
+        assert "eleven" not in c.list_table()
+        create(c, "ten", split_points=list(range(1, 10)))
+        assert "ten" in c.list_table()
+    finally:
+        srv.stop()
+    with emb.OTSClient(None) as c:        # the embedded default: any number
+        create(c, "many", split_points=list(range(1, 64)), lib=emb)
+        assert len(c.describe_table("many").shard_splits) == 63
+    with pytest.raises(ValueError):
+        emb.OTSClient(None, max_partitions=0)

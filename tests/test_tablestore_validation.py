@@ -465,8 +465,8 @@ def test_a_row_incremented_in_a_batch_is_refused_if_it_is_written_twice_there(en
 ])
 def test_split_points_the_service_refuses(env, pk_type, points, message):
     """The service's checks of pre-split points (the Java SDK's SplitPointTest);
-    more than 10 partitions are taken (ours: pre-splitting is how a keyspace
-    is loaded here)."""
+    more than 10 partitions are taken unless the client is made with
+    max_partitions (ours: pre-splitting is how a keyspace is loaded here)."""
     e, L = env, env.lib
     create = getattr(e.client, "_create_table_ex", None) or e.client.create_table   # the SDK's
     with pytest.raises(L.OTSServiceError) as info:

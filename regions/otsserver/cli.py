@@ -88,6 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pk-projection", choices=("full", "requested"), default="full",
                    help="primary key of returned rows: full (the service's) or only the key "
                         "columns columns_to_get names (the 2017 guide's examples)")
+    p.add_argument("--max-partitions", type=cliutil.int_in(1, None, "a number of partitions"),
+                   default=None, metavar="N",
+                   help="refuse a CreateTable of more than N partitions, as the service does "
+                        "with 10 (default: any number: regions-import --split-points pre-splits "
+                        "into many)")
     p.add_argument("--no-console", action="store_true",
                    help="answer GET with 405 instead of serving the web console and /metrics")
     p.add_argument("-D", "--server-option", dest="server_options", action="append", default=[],
@@ -124,11 +129,11 @@ def check_address(host: str, port: int) -> str | None:
 def make_server(data: str | None, host: str, port: int, instance: str, key_id: str, secret: str,
                 any_instance: bool = False, max_body: int | None = None,
                 timeout_s: float | None = None, pk_projection: str = "full", server_options=None,
-                console: bool = True, limits=None):
+                console: bool = True, limits=None, max_partitions: int | None = None):
     """Open the store in ``data`` (None: in memory) and wrap it in a (not yet
     started) OTSServer; ``server_options``: a regions.ServerOptions (tests make regions split early);
     ``limits``: more of OTSServer's keyword arguments (head_deadline_s, body_deadline_s,
-    max_connections, allowed_hosts)."""
+    max_connections, allowed_hosts); ``max_partitions``: OTSClient's."""
     from regions.otsserver.auth import Authenticator
     from regions.otsserver.console import Console
     from regions.otsserver.hosts import is_loopback
@@ -136,7 +141,8 @@ def make_server(data: str | None, host: str, port: int, instance: str, key_id: s
     from regions.otsserver.protocol import TablestoreService
     from regions.tablestore import OTSClient
 
-    client = OTSClient(data, pk_projection=pk_projection, server_options=server_options)
+    client = OTSClient(data, pk_projection=pk_projection, server_options=server_options,
+                       max_partitions=max_partitions)
     web = None
     try:
         # The web console and /metrics answer GET on the same port; open on a
@@ -184,7 +190,8 @@ def main(argv=None) -> int:
         server = make_server(args.data, args.host, args.port, args.instance, args.access_key_id,
                              args.access_key_secret, args.any_instance, args.max_body, args.timeout,
                              args.pk_projection, server_options=options,
-                             console=not args.no_console, limits=_limits(args))
+                             console=not args.no_console, limits=_limits(args),
+                             max_partitions=args.max_partitions)
     except (OSError, RegionError, lsm.LSMError) as e:
         what = cliutil.os_error(e) if isinstance(e, OSError) else e
         where = f"cannot open the store in {args.data}" if args.data else "cannot start"

@@ -75,7 +75,8 @@ _SDK_CONNECTION_OPTIONS = frozenset((
     "sts_token", "sign_date", "auto_update_v4_sign", "encoding", "socket_timeout",
     "max_connection", "logger_name", "retry_policy", "ssl_version", "extra_headers",
     "enable_native", "native_fallback", "keepalive_timeout", "force_close"))
-_CLIENT_OPTIONS = frozenset(("server", "server_options", "pk_projection", "transaction_timeout"))
+_CLIENT_OPTIONS = frozenset(("server", "server_options", "pk_projection", "transaction_timeout",
+                             "max_partitions"))
 #: ``OTSClient(MEMORY)`` (or None): an instance in memory, gone at close.
 MEMORY = ":memory:"
 
@@ -108,6 +109,14 @@ class OTSClient:
             raise ValueError("pk_projection must be one of %s, not %r"
                              % (", ".join(PK_PROJECTIONS), pk_projection))
         self._pk_projection = pk_projection
+        # CreateTable's partitions (split points + 1) at most: None, any
+        # number (pre-splitting into many regions is this store's way to
+        # load a keyspace: regions.presplit); the service's is 10
+        self._max_partitions = options.pop("max_partitions", None)
+        if self._max_partitions is not None and (
+                not isinstance(self._max_partitions, int) or self._max_partitions < 1):
+            raise ValueError("max_partitions must be a positive int or None, not %r"
+                             % (self._max_partitions,))
         self._api_metrics = ApiMetrics()
         server = options.pop("server", None)
         self._owns_server = server is None
@@ -250,6 +259,9 @@ class OTSClient:
             reserved_throughput = ReservedThroughput(CapacityUnit(0, 0))
         reserved = self._check_reserved(reserved_throughput, create=True)
         split_keys = self._split_keys(split_points, types[0])
+        if split_keys and self._max_partitions is not None \
+                and len(split_keys) + 1 > self._max_partitions:
+            raise service_error("partition_count", limit=self._max_partitions)
         schema = Schema(names, types, auto_incr, opts.get("ttl", -1), opts.get("max_versions", 1),
                         opts.get("deviation", 86400), opts.get("allow_update", True), defined,
                         update_full_row=opts.get("update_full_row", False))
@@ -1108,8 +1120,9 @@ def _validate_split_points(split_points, pk_type):
         if split_points[i - 1] >= split_points[i]:
             raise OTSClientError("The split-point list isn't strictly increasing.")
     # the service's own checks (the Java SDK's SplitPointTest); its limit of 10
-    # partitions is not applied: pre-splitting into many regions is this
-    # store's way to load a keyspace (regions.presplit)
+    # partitions only with OTSClient(max_partitions=10) (regions-server
+    # --max-partitions): pre-splitting into many regions is this store's way
+    # to load a keyspace (regions.presplit, regions-import --split-points)
     for point in split_points:
         if pk_type == "INTEGER":
             if point in (INT64_MIN, INT64_MAX):

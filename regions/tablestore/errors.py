@@ -341,6 +341,7 @@ ERRORS = {
     "split_point_int64_bound": _P + ("The value of partition range can not be INT64_MIN or "
                                      "INT64_MAX.",),
     "split_point_empty": _P + ("The value of partition range can not be empty {type}.",),
+    "partition_count": _P + ("The count of partitions cannot be greater than {limit}",),
     "split_point_length": _P + ("The value of partition range exceeds the MaxLength:{limit} with "
                                 "CurrentLength:{size}.",),
     # streams (streams.py)
