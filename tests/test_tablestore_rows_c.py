@@ -481,16 +481,20 @@ def test_plain_update_leaves_everything_but_plain_puts_to_the_python_checks():
     assert _writes.plain_update(schema, pk, wide) == _python_update(schema, pk, wide)
 
 
-def test_an_update_expecting_no_row_is_refused_as_before_the_plain_path():
+def test_an_update_expecting_no_row_is_checked_after_the_plain_path():
+    """A plain update (the C path's checks) with EXPECT_NOT_EXIST still has
+    its condition checked: a missing row is made, a row that is there fails
+    and keeps its columns."""
     from regions.tablestore import (OTSClient, Row, TableMeta, Condition, RowExistenceExpectation,
                                     OTSServiceError)
+    expect_none = Condition(RowExistenceExpectation.EXPECT_NOT_EXIST)
     with OTSClient(":memory:") as client:
         client.create_table(TableMeta("t", [("k", "INTEGER")]))
+        client.update_row("t", Row([("k", 1)], {"put": [("a", 1)]}), expect_none)
         with pytest.raises(OTSServiceError) as e:
-            client.update_row("t", Row([("k", 1)], {"put": [("a", 1)]}),
-                              Condition(RowExistenceExpectation.EXPECT_NOT_EXIST))
-        assert e.value.code == "OTSParameterInvalid"
-        assert client.get_row("t", [("k", 1)])[1] is None
+            client.update_row("t", Row([("k", 1)], {"put": [("a", 2)]}), expect_none)
+        assert e.value.code == "OTSConditionCheckFail"
+        assert [c[:2] for c in client.get_row("t", [("k", 1)])[1].attribute_columns] == [("a", 1)]
 
 
 @client_c_path

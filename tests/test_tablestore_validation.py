@@ -102,23 +102,30 @@ OK = (True, None, None)
 
 # ------------------------------------------------------------ expectations
 
-def test_update_and_delete_refuse_expect_not_exist(env):
+def test_update_and_delete_take_expect_not_exist(env):
+    """EXPECT_NOT_EXIST on UpdateRow and DeleteRow (and their batch rows): a
+    row that is there fails the condition and is left alone; a missing one
+    passes (the update makes it; the delete of nothing costs a read for the
+    check), as the Java SDK's CapacityUnitTest and DeleteRowTest see."""
     e, L = env, env.lib
     cond = L.Condition(L.RowExistenceExpectation.EXPECT_NOT_EXIST)
-    refused(e, lambda: e.client.update_row("t", L.Row(PK, {"PUT": [("b", 1)]}), cond), *P,
-            "Invalid condition: EXPECT_NOT_EXIST while updating row.")
-    refused(e, lambda: e.client.delete_row("t", L.Row(PK), cond), *P,
-            "Invalid condition: EXPECT_NOT_EXIST while deleting row.")
-    missing = [("PK1", 2), ("PK2", "a")]  # refused whether or not the row exists
-    refused(e, lambda: e.client.delete_row("t", L.Row(missing), cond), *P,
-            "Invalid condition: EXPECT_NOT_EXIST while deleting row.")
+    failed = ("OTSConditionCheckFail", "Condition check failed.")
+    refused(e, lambda: e.client.update_row("t", L.Row(PK, {"PUT": [("b", 1)]}), cond),
+            403, *failed)
+    refused(e, lambda: e.client.delete_row("t", L.Row(PK), cond), 403, *failed)
+    missing = [("PK1", 2), ("PK2", "a")]
+    consumed, _ = e.client.delete_row("t", L.Row(missing), cond)
+    assert (consumed.read, consumed.write) == (1, 1)
+    e.client.update_row("t", L.Row(missing, {"PUT": [("b", 2)]}), cond)
+    assert [c[:2] for c in columns(e, missing)] == [("b", 2)]
+    other = [("PK1", 3), ("PK2", "a")]
     assert batch(e, L.UpdateRowItem(L.Row(PK, {"PUT": [("b", 1)]}), cond),
-                 L.DeleteRowItem(L.Row(PK), cond),
-                 L.PutRowItem(L.Row(missing, [("b", 1)]), cond)) == [
-        (False, "OTSParameterInvalid", "Invalid condition: EXPECT_NOT_EXIST while updating row."),
-        (False, "OTSParameterInvalid", "Invalid condition: EXPECT_NOT_EXIST while deleting row."),
-        OK]
+                 L.DeleteRowItem(L.Row(missing), cond),          # there now
+                 L.UpdateRowItem(L.Row(other, {"PUT": [("b", 3)]}), cond)) == [
+        (False, *failed), (False, *failed), OK]
     assert columns(e)[0][:2] == ("a", 1) and len(columns(e)) == 2
+    assert [c[:2] for c in columns(e, missing)] == [("b", 2)]
+    assert [c[:2] for c in columns(e, other)] == [("b", 3)]
 
 
 # --------------------------------------------------------------- INCREMENT
@@ -278,7 +285,7 @@ def test_every_row_of_a_batch_gets_its_own_result(env):
         OK,
         (False, "OTSConditionCheckFail", "Condition check failed."),
         (False, "OTSParameterInvalid", "Value of column a must be UTF8 encoding."),
-        (False, "OTSParameterInvalid", "Invalid condition: EXPECT_NOT_EXIST while deleting row."),
+        OK,                                    # EXPECT_NOT_EXIST of a missing row
         OK,                                    # a PUT then a DELETE_ALL of one column
         OK,
     ]

@@ -165,10 +165,6 @@ ERRORS = {
                           "{limit} , data size: {size}.",),  # (error-code page)
     "update_row_size": _P + ("The total data size of UpdateRow request exceeds the limit, limit "
                              "size: {limit} , data size: {size}.",),  # (error-code page)
-    "update_expect_not_exist": _P + ("Invalid condition: EXPECT_NOT_EXIST while updating "
-                                     "row.",),  # (SDK tests)
-    "delete_expect_not_exist": _P + ("Invalid condition: EXPECT_NOT_EXIST while deleting "
-                                     "row.",),  # (SDK tests)
     "update_duplicated_column": _P + ("Duplicated attribute column name: '{column}' while updating "
                                       "row.",),  # (SDK tests)
     "increment_with_ts": _P + ("Timestamp cannot be given when type is INCREMENT. "
