@@ -18,7 +18,6 @@ holds the paired figures (``--benchmark-json`` keeps them).
     pytest bench/test_bench_rows.py --benchmark-only
     BENCH_ROWS_N=50000 pytest bench/test_bench_rows.py --benchmark-only -k get_row
 """
-import gc
 import itertools
 import random
 import os
@@ -33,6 +32,7 @@ from regions.tablestore import (INF_MAX, INF_MIN, BatchGetRowRequest, BatchGetRo
                                 BatchWriteRowRequest, CapacityUnit, OTSClient, PutRowItem, Row,
                                 RowDataItem, TableInBatchGetRowItem, TableInBatchWriteRowItem,
                                 TableMeta)
+from regions.tablestore._reads import result_rows
 
 N = int(os.environ.get("BENCH_ROWS_N", "20000"))
 ROUNDS = int(os.environ.get("BENCH_ROWS_ROUNDS", "3"))
@@ -316,46 +316,37 @@ def test_batch_write_row_200_request_floor(benchmark, stores, tmp_path):
 class ResultsOnly:
     """The results of ``Ours.read_all`` and ``Ours.batch_get`` alone: the
     objects the SDK's API returns for the same rows, built from values in
-    hand (each row's string decoded from bytes and its timestamp a new int,
-    as any store that reads them must) by the classes' constructors, the
-    cyclic GC paused while a page or a batch is built (as ours does), no
-    store read at all.  (Ours builds them in C without calling ``__init__``:
-    a Row about 8% cheaper than its constructor in a scratch loop.)  Its rate bounds
-    what any implementation of GetRange and BatchGetRow that returns the
-    SDK's objects can reach; sqlite3's rows are plain tuples."""
+    hand by the C code ours builds them with (``_reads.result_rows``: the
+    tuples and lists made directly, each Row, RowDataItem and CapacityUnit
+    made without running its ``__init__``, the column names the same str
+    objects on every row, each row's string decoded from bytes and its key,
+    its INTEGER cell and its one timestamp new ints, as any store that reads
+    them makes them; all untracked by the GC, which is paused while a page or
+    a batch is built, as ours does), no store read and no row decoded.  A
+    page is that list in the tuple GetRange returns, a batch that list in a
+    BatchGetRowResponse.  Its rate bounds what any implementation of GetRange
+    and BatchGetRow that returns the SDK's objects can reach; sqlite3's rows
+    are plain tuples.  (Until issue 34 the floor built these with the
+    classes' constructors in Python: 0.78-0.93 of sqlite3.)"""
     name = "results_only"
     stamp = 1_700_000_000_000
+    names = ("a", "b", "c")
 
     def __init__(self):
         self.raw = b"x" * 60
 
-    def _row(self, i):
-        ts = self.stamp + i
-        return Row([("id", i)], [("a", i, ts), ("b", self.raw.decode(), ts), ("c", 1.5, ts)])
-
     def read_all(self):
         got = 0
         for start in range(0, N, PAGE):
-            gc.disable()
-            try:
-                page = [self._row(i) for i in range(start, min(N, start + PAGE))]
-                result = (CapacityUnit(len(page), 0), [("id", start + PAGE)], page, b"")
-            finally:
-                gc.enable()
+            page = result_rows("id", self.names, range(start, min(N, start + PAGE)), self.raw,
+                               1.5, self.stamp)
+            result = (CapacityUnit(len(page), 0), [("id", start + PAGE)], page, b"")
             got += len(result[2])
         return got
 
     def batch_get(self, ids):
-        gc.disable()
-        try:
-            items = []
-            for i in ids:
-                row = self._row(i)
-                items.append(RowDataItem(True, None, None, "b", CapacityUnit(1, 0),
-                                         row.primary_key, row.attribute_columns))
-            return BatchGetRowResponse({"b": items})
-        finally:
-            gc.enable()
+        return BatchGetRowResponse({"b": result_rows("id", self.names, ids, self.raw, 1.5,
+                                                     self.stamp, "b")})
 
     def close(self):
         pass

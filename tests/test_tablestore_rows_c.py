@@ -572,6 +572,33 @@ def test_read_results_are_untracked_and_still_freed():
             assert done.is_ok and not gc.is_tracked(done) and not gc.is_tracked(done.consumed)
 
 
+@client_c_path
+def test_the_benchs_result_floor_builds_what_the_reads_return():
+    """_reads.result_rows (bench/test_bench_rows.py's floor) builds the rows
+    and BatchGetRow items the client returns for the same rows, as untracked."""
+    import gc
+    import time
+    from regions.tablestore import (OTSClient, Row, TableMeta, BatchGetRowRequest,
+                                    TableInBatchGetRowItem)
+    raw, stamp = "x" * 7, int(time.time() * 1000) - 10    # within the table's time deviation
+    with OTSClient(":memory:") as client:
+        client.create_table(TableMeta("t", [("id", "INTEGER")]))
+        for i in range(4):
+            client.put_row("t", Row([("id", i)], [("a", i, stamp + i), ("b", raw, stamp + i),
+                                                  ("c", 1.5, stamp + i)]))
+        _, _, rows, _ = client.get_range("t", "FORWARD", [("id", INF_MIN)], [("id", INF_MAX)])
+        req = BatchGetRowRequest()
+        req.add(TableInBatchGetRowItem("t", [[("id", i)] for i in (3, 1)], max_version=1))
+        items = client.batch_get_row(req).get_result_by_table("t")
+    floor = _reads.result_rows("id", ("a", "b", "c"), range(4), raw.encode(), 1.5, stamp)
+    assert floor == rows
+    floor_items = _reads.result_rows("id", ("a", "b", "c"), [3, 1], raw.encode(), 1.5, stamp, "t")
+    assert floor_items == items
+    assert not any(gc.is_tracked(x) for it in floor_items
+                   for x in (it, it.consumed, it.row, it.row.primary_key,
+                             it.row.attribute_columns, *it.row.attribute_columns))
+
+
 # -- PlainWriter: put_row of a plain row in one C call ---------------------------
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 5), st.text("abc", max_size=3),

@@ -4,17 +4,20 @@
     RangePage                   the GetRange page loop (range_page, tests/rows_reference.py)
     RowReader                   OTSClient.get_row of a whole row by a plain key (OTSClient._get),
                                 and BatchGetRow's items of plain keys
+    result_rows                 no twin: the bench's floor of the results (ResultsOnly)
 
 Tests run each against its Python twin on the same random inputs
 (tests/test_tablestore_rows_c.py); rows are decoded by _rowcodec.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int64_t
 from regions._api cimport Buf, buf_put_byte as _put_byte
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp
 from regions.tablestore._layout cimport *
-from regions.tablestore._rowcodec cimport (_as_bytes, _decode_one, _head_cells, _make_cu,
+from regions.tablestore._rowcodec cimport (_as_bytes, _atomic, _decode_one, _head_cells, _make_cu,
                                            _make_row, _maybe_atomic, _names_size, _pk_list, _plain_key,
                                            _row_cells, _untracked)
 
@@ -252,14 +255,7 @@ cdef class RowReader:
                 csize = 0
                 row = _read_row(names, values, j * npk, rklen[i], got[j], &csize)
                 j += 1
-                item = _untracked(_new_object(_RowDataItem))
-                item.is_ok = True
-                item.error_code = None
-                item.error_message = None
-                item.table_name = item_table_name
-                item.consumed = _row_cu(row, ksize[i], csize)
-                item.row = row
-                out[i] = item
+                out[i] = _make_item(item_table_name, _row_cu(row, ksize[i], csize), row)
             return out
         finally:
             free(b.p)
@@ -276,6 +272,21 @@ cdef class RowReader:
         if schema is None or schema.ttl > 0:
             return None
         return schema
+
+
+cdef object _make_item(table_name, consumed, row):
+    """``RowDataItem(True, None, None, table_name, consumed, ...)`` of ``row``
+    (a Row or None) without the Python-level __init__: its attributes set in
+    the order its ``__init__`` sets them; untracked, as the row and its CU are
+    (see _rowcodec.pxd)."""
+    item = _untracked(_new_object(_RowDataItem))
+    item.is_ok = True
+    item.error_code = None
+    item.error_message = None
+    item.table_name = table_name
+    item.consumed = consumed
+    item.row = row
+    return item
 
 
 cdef tuple _bounds(Buf* b):
@@ -309,3 +320,46 @@ cdef object _row_cu(row, Py_ssize_t ksize, Py_ssize_t csize):
     if row is None:
         return _make_cu(1, 0)
     return _make_cu(max(1, (ksize + csize + _UNIT - 1) // _UNIT), 0)
+
+
+# -- the results' floor (bench/test_bench_rows.py) ---------------------------
+def result_rows(str pk_name not None, tuple names not None, keys, bytes raw not None,
+                double real, int64_t stamp, item_table_name=None):
+    """The results a read of the rows of INTEGER ``keys`` returns, built from
+    values in hand by the C code our reads build them with, and nothing else
+    (no store read, no row's layout decoded): the floor that
+    bench/test_bench_rows.py's ``ResultsOnly`` measures.
+
+    Row ``i`` is a Row of ``[(pk_name, i)]`` and the cells ``(names[0], i,
+    ts)``, ``(names[1], raw decoded as UTF-8, ts)``, ``(names[2], real, ts)``:
+    ``ts = stamp + i`` is one new int its cells share, the key's ``i`` and
+    the cell's are new ints (``keys`` read as C integers), the string a new
+    str, as any store that reads them makes them; the names are the ones
+    handed in, the tuples and lists made directly, the Row made without its
+    ``__init__``, all untracked by the GC (``_make_row``, ``_atomic``,
+    ``_maybe_atomic``: RangePage's and RowReader's).  With
+    ``item_table_name`` each row comes in its BatchGetRow item with its
+    CapacityUnit(1, 0), as ``RowReader.items`` makes them (``_make_item``,
+    ``_make_cu``).  Built with the cyclic GC paused, as a page and a batch
+    are."""
+    cdef int64_t i
+    cdef list out = []
+    cdef const char* p = PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw)
+    cdef object ts
+    cdef int was_enabled = PyGC_Disable()
+    name_a, name_b, name_c = names
+    try:
+        for k in keys:
+            i = k
+            ts = stamp + i
+            row = _make_row([_maybe_atomic((pk_name, i))],
+                            [_atomic((name_a, i, ts)),
+                             _atomic((name_b, PyUnicode_DecodeUTF8(p, n, NULL), ts)),
+                             _atomic((name_c, real, ts))])
+            out.append(row if item_table_name is None
+                       else _make_item(item_table_name, _make_cu(1, 0), row))
+        return out
+    finally:
+        if was_enabled:
+            PyGC_Enable()
