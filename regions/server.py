@@ -555,9 +555,12 @@ class RegionServer(Router, ServerReports):
             if ops:
                 batch = _batch_of(ops)
 
-    def scan(self, table: str, start=None, end=None, reverse=False):
+    def scan(self, table: str, start=None, end=None, reverse=False, expect=0):
         """Iterate ``(key, value)`` over ``[start, end)`` of the table in key order
         (descending with ``reverse``), across regions and through splits.
+        ``expect``: how many entries the caller expects to take (a GetRange
+        page: its rows and the next start's); the first chunks add up to it,
+        so a caller that stops there has read no entry past it.
 
         Not a point-in-time snapshot across regions: rows are read in chunks,
         each from one region under its gate, so a long scan never holds a
@@ -569,21 +572,24 @@ class RegionServer(Router, ServerReports):
         # Chunks flattened by itertools.chain, in C: a generator that yielded
         # each entry cost a resumption an entry (~9% of a GetRange page).
         if reverse:
-            return _chain(self._chunks_reverse(table, start or b"", end))
-        return _chain(self._chunks_forward(table, start or b"", end))
+            return _chain(self._chunks_reverse(table, start or b"", end, expect))
+        return _chain(self._chunks_forward(table, start or b"", end, expect))
 
-    def _chunks_forward(self, table, lo, hi):
-        """The entries of ``[lo, hi)``, ascending, as lists (scan's chunks)."""
+    def _chunks_forward(self, table, lo, hi, expect=0):
+        """The entries of ``[lo, hi)``, ascending, as lists (scan's chunks),
+        none of the first ones past ``expect`` entries in all (see ``scan``)."""
         chunk = _FIRST_CHUNK
         while hi is None or lo < hi:
             r = self._enter(table, lo, False)
+            n = min(chunk, expect) if expect > 0 else chunk
             try:
                 sub_hi = hi if not r.end or (hi is not None and hi < r.end) else r.end
-                items = r.db.scan_chunk(lo or None, sub_hi, chunk)
+                items = r.db.scan_chunk(lo or None, sub_hi, n)
             finally:
                 r.exit()
+            expect -= len(items)
             yield items
-            if len(items) == chunk:
+            if len(items) == n:
                 lo = items[-1][0] + b"\x00"
                 chunk = min(chunk * 2, _MAX_CHUNK)
             elif not r.end or (hi is not None and r.end >= hi):
@@ -591,18 +597,21 @@ class RegionServer(Router, ServerReports):
             else:
                 lo = r.end
 
-    def _chunks_reverse(self, table, lo, hi):
-        """The entries of ``[lo, hi)``, descending, as lists (scan's chunks)."""
+    def _chunks_reverse(self, table, lo, hi, expect=0):
+        """The entries of ``[lo, hi)``, descending, as lists (scan's chunks),
+        none of the first ones past ``expect`` entries in all (see ``scan``)."""
         chunk = _FIRST_CHUNK
         while hi is None or lo < hi:
             r = self._enter_slow(table, hi, False, before=True)
+            n = min(chunk, expect) if expect > 0 else chunk
             try:
                 sub_lo = max(lo, r.start) or None
-                items = r.db.scan_chunk(sub_lo, hi, chunk, reverse=True)
+                items = r.db.scan_chunk(sub_lo, hi, n, reverse=True)
             finally:
                 r.exit()
+            expect -= len(items)
             yield items
-            if len(items) == chunk:
+            if len(items) == n:
                 hi = items[-1][0]
                 chunk = min(chunk * 2, _MAX_CHUNK)
             elif r.start <= lo:

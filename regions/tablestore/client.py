@@ -884,12 +884,17 @@ class OTSClient:
             raise service_error("forward_range")
         if not forward and not s > e:
             raise service_error("backward_range")
+        max_rows = min(limit or RANGE_ROWS, RANGE_ROWS)
+        # A row is one entry or more; the page reads the next start's row too,
+        # and knows a row whole at the entry after it: max_rows + 2 entries.
+        expect = max_rows + 2
         if forward:
-            entries = self._server.scan(name, s, e)
+            entries = self._server.scan(name, s, e, expect=expect)
         else:
-            entries = self._server.scan(name, cells.row_end(e), cells.row_end(s), reverse=True)
+            entries = self._server.scan(name, cells.row_end(e), cells.row_end(s), reverse=True,
+                                        expect=expect)
         return self._range_page(schema, entries, forward, names, max_version, rng,
-                                column_filter, min(limit or RANGE_ROWS, RANGE_ROWS), window)
+                                column_filter, max_rows, window)
 
     def _range_page(self, schema, entries, forward, names, max_version, rng, column_filter,
                     max_rows, window=None):
@@ -973,6 +978,9 @@ class OTSClient:
                 table_error = exc
             plain = (self._row_reader.items(name, item.primary_keys, table_name)
                      if table_error is None and whole else None)
+            if plain is not None and all(plain):     # every row read in C (items are true)
+                result[table_name] = plain
+                continue
             for i, pk in enumerate(item.primary_keys):
                 error = table_error
                 if plain is not None and plain[i] is not None:

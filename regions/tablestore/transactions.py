@@ -112,10 +112,11 @@ class Transaction:
             return self.overlay[key]
         return self._server.get(table, key)
 
-    def scan(self, table, start=None, end=None, reverse=False):
-        """The view's entries in ``[start, end)``; both bounds must lie in the partition."""
+    def scan(self, table, start=None, end=None, reverse=False, expect=0):
+        """The view's entries in ``[start, end)``; both bounds must lie in the
+        partition (``expect``: RegionServer.scan's)."""
         _check_scope(self, table, (start or b"\x00", end or b"\xff"))
-        committed = self._server.scan(table, start, end, reverse=reverse)
+        committed = self._server.scan(table, start, end, reverse=reverse, expect=expect)
         mine = [(k, self.overlay[k]) for k in
                 self.overlay.irange(start, end, inclusive=(True, False), reverse=reverse)]
         return _merge(committed, mine, reverse) if mine else committed

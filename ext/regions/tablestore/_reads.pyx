@@ -18,7 +18,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp
 from regions.tablestore._layout cimport *
 from regions.tablestore._rowcodec cimport (_as_bytes, _atomic, _decode_one, _head_cells, _make_cu,
-                                           _make_row, _maybe_atomic, _names_size, _pk_list, _plain_key,
+                                           _make_row, _maybe_atomic, _names_size, _plain_key,
                                            _row_cells, _untracked)
 
 from regions.tablestore.capacity import UNIT
@@ -63,9 +63,10 @@ cdef class RangePage:
         self.max_rows, self.max_bytes, self.slow, self.live = max_rows, max_bytes, slow, live
         self.names_size = _names_size(self.pk_names)
 
-    cdef int _row(self, bytes first_key, first_value, Py_ssize_t rklen, list values,
+    cdef int _row(self, bytes first_key, first_value, Py_ssize_t rklen, list pk,
                   Py_ssize_t vsize, list group) except -1:
-        """Account one complete row; sets ``done`` when it is the next start."""
+        """Account one complete row (``pk``: its primary key, the list a Row
+        returns); sets ``done`` when it is the next start."""
         cdef Py_ssize_t size = 0
         cdef list cells
         if (self.scanned >= self.max_rows or self.page_bytes >= self.max_bytes
@@ -73,7 +74,7 @@ cdef class RangePage:
             if group is None:
                 group = [(first_key, first_value)]
             if self.live(first_key[:rklen], group):
-                self.next_values = values
+                self.next_values = _pk_values(pk)
                 self.done = True
             return 0
         if self.fast:
@@ -85,11 +86,11 @@ cdef class RangePage:
             if cells is not None:
                 self.scanned += 1
                 self._returned(vsize + size, PyList_GET_SIZE(cells))
-                self.rows.append(_make_row(_pk_list(self.pk_names, values), cells))
+                self.rows.append(_make_row(pk, cells))
             return 0
         if group is None:
             group = [(first_key, first_value)]
-        parts, size, exists = self.slow(first_key[:rklen], values, group)
+        parts, size, exists = self.slow(first_key[:rklen], _pk_values(pk), group)
         if exists:
             self.scanned += 1
         if parts is not None:
@@ -125,8 +126,8 @@ cdef class RangePage:
         cdef bytes key, first_key = None
         cdef const unsigned char* kp
         cdef const unsigned char* rp = NULL
-        cdef Py_ssize_t rklen = 0, pos, vsize = 0
-        cdef list group = None, values = None
+        cdef Py_ssize_t rklen = 0, pos, vsize = 0, i
+        cdef list group = None, pk = None, names = self.pk_names
         first_value = None
         self.rows = []
         self.scanned = self.read_bytes = self.page_bytes = 0
@@ -141,17 +142,18 @@ cdef class RangePage:
                 group.append((key, value))
                 continue
             if first_key is not None:
-                self._row(first_key, first_value, rklen, values, vsize, group)
+                self._row(first_key, first_value, rklen, pk, vsize, group)
                 if self.done:
                     break
             pos = vsize = 0
-            values = []
-            for _ in range(self.npk):
-                values.append(_decode_one(kp, PyBytes_GET_SIZE(key), &pos, &vsize))
+            pk = []                     # the row's key decoded into the list its Row holds
+            for i in range(self.npk):
+                pk.append(_maybe_atomic((names[i], _decode_one(kp, PyBytes_GET_SIZE(key), &pos,
+                                                               &vsize))))
             first_key, first_value, rklen, rp, group = key, value, pos, kp, None
         else:
             if first_key is not None:
-                self._row(first_key, first_value, rklen, values, vsize, group)
+                self._row(first_key, first_value, rklen, pk, vsize, group)
         return self.rows, self.next_values, self.read_bytes
 
 
@@ -272,6 +274,11 @@ cdef class RowReader:
         if schema is None or schema.ttl > 0:
             return None
         return schema
+
+
+cdef list _pk_values(list pk):
+    """The values of a primary key's (name, value) list."""
+    return [(<tuple>col)[1] for col in pk]
 
 
 cdef object _make_item(table_name, consumed, row):

@@ -69,6 +69,30 @@ cdef inline object _name(const unsigned char* p, Py_ssize_t n):
     _names[h & 255] = (PyBytes_FromStringAndSize(<const char*>p, n), s)
     return s
 cdef object _INF_MAX = INF_MAX
+
+
+# -- cell timestamps, made once while they repeat -------------------------------
+# A row's cells mostly share one timestamp, and so do the rows one batch wrote
+# (a PutRow stamps its cells with the one clock read): each would be a new int
+# to allocate, and to free with the page.  The last timestamp's int is kept
+# and handed out again while the next cells carry the same value.  ints are
+# immutable, so rows share them safely; the slot's two fields are replaced
+# together under the GIL, with no Python code between (freeing the old int
+# runs none), so threads need no lock.
+cdef uint64_t _last_raw = 0
+cdef object _last_ts = None
+
+
+cdef inline object _ts(uint64_t raw):
+    """The int of the cell timestamp ``raw`` (the uint64 of its int64)."""
+    global _last_raw, _last_ts
+    cdef object ts
+    if raw == _last_raw and _last_ts is not None:
+        return _last_ts
+    ts = <int64_t>raw
+    _last_ts = ts
+    _last_raw = raw
+    return ts
 cdef object _Row = Row
 cdef object _CapacityUnit = CapacityUnit
 cdef object _new_object = object.__new__
@@ -354,8 +378,6 @@ cdef object _head_cells(bytes data, Py_ssize_t keep, Py_ssize_t* size):
     cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 9, ln, count = 0
     cdef Py_ssize_t prev = -1, prev_len = 0, skip = 0, name_pos
-    cdef uint64_t raw_ts, last_raw_ts = 0
-    ts = None
     cdef list out
     _need(0, 9, n)
     if p[0] == KIND_DELETED:
@@ -369,9 +391,7 @@ cdef object _head_cells(bytes data, Py_ssize_t keep, Py_ssize_t* size):
         else:
             prev, prev_len, count = pos + 1, ln, 1
         name_pos = pos + 1
-        raw_ts = _get_le(p + pos + 1 + ln, 8)
-        if ts is None or raw_ts != last_raw_ts:  # a row's cells mostly share one ts
-            ts, last_raw_ts = <int64_t>raw_ts, raw_ts
+        ts = _ts(_get_le(p + pos + 1 + ln, 8))
         pos += 9 + ln
         if count > keep:
             value = _decode_value(p, n, &pos, &skip)
@@ -452,7 +472,7 @@ cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize
             decoded.append((gen, name, D_DELETE_ALL, None, None))
             continue
         _need(1, 8, vn)
-        ts = <int64_t>_get_le(vp + 1, 8)
+        ts = _ts(_get_le(vp + 1, 8))
         if vp[0] == D_DELETE_ONE:
             decoded.append((gen, name, D_DELETE_ONE, ts, None))
         else:
