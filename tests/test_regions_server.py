@@ -147,6 +147,34 @@ def test_long_scans_cross_chunks_and_regions(server):
     got = [k for k, _ in server.scan("t")]
     assert got == [key(i) for i in range(10000)]
     assert [k for k, _ in server.scan("t", reverse=True)] == got[::-1]
+    for expect in (1, 2, 63, 64, 65, 2999, 3000, 3001, 5002, 20000):   # chunk sizes only
+        assert [k for k, _ in server.scan("t", expect=expect)] == got
+        assert [k for k, _ in server.scan("t", reverse=True, expect=expect)] == got[::-1]
+
+
+def test_a_scan_reads_no_entry_past_what_its_caller_expects(server):
+    """The first chunks add up to ``expect`` (a GetRange page's rows + 2),
+    within a region and across regions, forward and backward."""
+    server.create_table("t", [key(3000)])
+    fill(server, "t", 8000)
+    read = []
+
+    def counted(scan_chunk):
+        def chunk(*args, **kwargs):
+            got = scan_chunk(*args, **kwargs)
+            read.append(len(got))
+            return got
+        return chunk
+
+    for r in server._table("t").layout[1]:
+        r.db.scan_chunk = counted(r.db.scan_chunk)
+    for reverse, lo, hi, first in ((False, key(2000), None, 2000), (True, None, key(6000), 5999)):
+        read.clear()
+        it = server.scan("t", lo, hi, reverse=reverse, expect=5002)
+        got = [k for _, (k, _) in zip(range(5002), it)]
+        step = -1 if reverse else 1
+        assert got == [key(i) for i in range(first, first + step * 5002, step)]
+        assert sum(read) == 5002
 
 
 def test_read_range_is_the_scan_as_a_list_within_and_across_regions(server):
