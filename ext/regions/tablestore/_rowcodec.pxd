@@ -94,6 +94,7 @@ cdef bint _plain_key(list names, list types, primary_key, Buf* b, Py_ssize_t* si
 cdef bytes _delta_key(bytes row_key, bytes name, uint64_t gen)
 cdef int64_t _now_ms() noexcept nogil
 cdef bytes _put_delta(int64_t ts, value)
+cdef bytes _put_head(uint64_t gen, cells, int64_t now_ms)
 cdef object _make_row(primary_key, attribute_columns)
 cdef object _make_cu(Py_ssize_t read, Py_ssize_t write)
 cdef list _pk_list(list names, list values)

@@ -327,6 +327,11 @@ def put_head(uint64_t gen, cells, int64_t now_ms):
     """Head of a PutRow from validated (name, value, ts or None) cells (twin of
     cells.put_head).  Cells whose names strictly increase are already in read
     order and are encoded here; any other list takes the reference path."""
+    return _put_head(gen, cells, now_ms)
+
+
+cdef bytes _put_head(uint64_t gen, cells, int64_t now_ms):
+    """``put_head`` for C callers (the plain writer), without a Python call."""
     prev = None
     for cell in cells:
         if prev is not None and not prev < cell[0]:

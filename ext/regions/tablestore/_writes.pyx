@@ -17,13 +17,12 @@ from regions._api cimport Buf
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free
 from regions.tablestore._rowcodec cimport (_delta_key, _make_cu, _make_row, _now_ms, _plain_key,
-                                           _put_delta, _untracked, _utf8_len)
+                                           _put_delta, _put_head, _untracked, _utf8_len)
 
 import logging
 
 from regions import WriteBatch as _WriteBatch
 from regions.tablestore import cells as _cells_module
-from regions.tablestore._rowcodec import put_head
 from regions.tablestore.capacity import UNIT
 from regions.tablestore.metadata import (BatchWriteRowResponseItem, BatchWriteRowType,
                                          Condition, PutRowItem, ReturnType, Row,
@@ -294,7 +293,7 @@ cdef class PlainWriter:
             except Exception as exc:
                 results[i] = self._failed(table_name, exc, i)
                 continue
-            ops.append((_PUT_KIND, <bytes>r[0] + _HEAD, put_head(self._gens.next(), r[1], now)))
+            ops.append((_PUT_KIND, <bytes>r[0] + _HEAD, _put_head(self._gens.next(), r[1], now)))
             written.append(i)
         if not written:
             return 0
@@ -348,7 +347,7 @@ cdef class PlainWriter:
             if table_name in self._indexed:
                 feed = self._indexer.before_write(table_name, [row_key])
             if not update:
-                head = put_head(self._gens.next(), got[2], _now_ms())
+                head = _put_head(self._gens.next(), got[2], _now_ms())
                 self._server.put(table_name, row_key + _HEAD, head)
             else:
                 # writes.RowWriter._update_ops of puts: EXISTS first, then the columns
