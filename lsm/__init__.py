@@ -9,6 +9,7 @@ b'v'
 Keys and values are ``bytes``; keys sort bytewise.  See ``lsm.db`` for the
 durability contract and ``lsm.options.Options`` for every tunable.
 """
+from .background import CompactionPacer
 from .batch import WriteBatch
 from .db import DB, Snapshot
 from .errors import ClosedError, CorruptionError, LSMError, ReadOnlyError, StorageError
@@ -17,7 +18,7 @@ from .options import Options
 from .purepython import PUREPYTHON
 
 __all__ = [
-    "DB", "Snapshot", "WriteBatch", "Options", "PrefixExtractor", "fixed_prefix",
+    "DB", "Snapshot", "WriteBatch", "Options", "CompactionPacer", "PrefixExtractor", "fixed_prefix",
     "LSMError", "CorruptionError", "StorageError", "ClosedError", "ReadOnlyError",
     "PUREPYTHON",
 ]

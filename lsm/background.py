@@ -40,18 +40,43 @@ import contextlib
 import logging
 import os
 import threading
+import time
 
 from . import filenames
 from ._compaction_stream import CompactionAborted, CompactionStream
 from .builder import build_tables
-from .compaction import input_iterator, pick_compaction
+from .compaction import idle_compaction, input_iterator, pacing_limit, pick_compaction
 from .errors import LSMError, StorageError
 from .memtable import MemTable
 from .version import VersionEdit
 
-__all__ = ["BackgroundWork"]
+__all__ = ["BackgroundWork", "CompactionPacer"]
 
 log = logging.getLogger("lsm")
+
+
+class CompactionPacer:
+    """One timeline for the paced compactions of the stores that share it
+    (``Options.compaction_pacer``; a region server gives its regions one,
+    as HBase's compaction throughput controller is per region server and
+    RocksDB's rate limiter is shared through its options): together they
+    read no more bytes a second than the limit of each reservation, however
+    many stores compact at once.  Thread-safe."""
+
+    #: Seconds of pace a compaction may run ahead of the timeline (a burst).
+    BURST = 0.05
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._next = 0.0            # when the bytes reserved so far are due
+
+    def reserve(self, nbytes: float, limit: float) -> float:
+        """Reserve ``nbytes`` at ``limit`` bytes a second; returns the
+        seconds the caller should sleep before going on (0: none)."""
+        now = time.monotonic()
+        with self._lock:
+            self._next = max(self._next, now - self.BURST) + nbytes / limit
+            return max(0.0, self._next - now - self.BURST)
 
 
 class BackgroundWork:
@@ -135,10 +160,23 @@ class BackgroundWork:
         return self._imm is not None or (not self._bg_busy and self._compaction_due() is not None)
 
     def _compaction_due(self):
-        """The compaction to run next, or None (also while auto compactions are off)."""
+        """The compaction to run next, or None (also while auto compactions
+        are off): ``pick_compaction``'s, else L0's once no write has come for
+        ``Options.l0_idle_seconds`` (the last sequence number unchanged that
+        long, seen by the background thread's wake-ups, at least once a
+        second)."""
         if not self._auto_compactions:
             return None
-        return pick_compaction(self.versions.current, self.options, self._pointers)
+        v = self.versions.current
+        c = pick_compaction(v, self.options, self._pointers)
+        idle = self.options.l0_idle_seconds
+        if c is None and idle and v.levels[0]:
+            seq, now = self._last_seq, time.monotonic()
+            if self._idle_since[0] != seq:
+                self._idle_since = (seq, now)
+            elif now - self._idle_since[1] >= idle:
+                c = idle_compaction(v)
+        return c
 
 
     def _background_step(self):
@@ -302,6 +340,9 @@ class BackgroundWork:
         factory = self.options.compaction_filter_factory
         filter_fn = factory() if factory is not None else None
         check = self._auto_compaction_check if allow_move else self._compaction_check
+        limit = pacing_limit(c, v, self.options) if allow_move else None
+        if limit is not None:
+            check = self._paced(c, limit, check, lambda: stream.entries_in)
         stream = CompactionStream(it, self._smallest_snapshot(), not deeper, filter_fn, check)
         try:
             metas = self._build_tables(stream, cut=True, level=c.output_level)
@@ -336,6 +377,40 @@ class BackgroundWork:
         if self._imm is not None and not self._closing:
             self._flush_imm()
         return self._closing
+
+    def _paced(self, c, limit, check, entries_done):
+        """``check`` that also paces compaction ``c`` to ``limit`` bytes of
+        input a second on the store's ``CompactionPacer``
+        (``Options.compaction_throughput_lower`` says which compactions and
+        why): when the work is ahead of the pace it sleeps, the GIL
+        released, in steps of at most 50 ms so that a close or a frozen
+        memtable is seen soon.  While L0 holds ``l0_compaction_trigger``
+        tables or more it neither sleeps nor reserves: the compaction holds
+        the one background thread, and an urgent one waits."""
+        files = c.inputs[0] + c.inputs[1]
+        per_entry = sum(f.size for f in files) / max(1, sum(f.entries for f in files))
+        trigger = self.options.l0_compaction_trigger
+        self._stats["paced_compactions"] += 1
+        done = 0.0          # input bytes accounted for so far
+
+        def paced():
+            nonlocal done
+            if check():
+                return True
+            now = entries_done() * per_entry
+            if len(self.versions.current.levels[0]) >= trigger:
+                done = now
+                return False
+            wait, done = self._pacer.reserve(now - done, limit), now
+            while wait > 0:
+                step = min(wait, 0.05)
+                time.sleep(step)
+                self._stats["paced_seconds"] += step
+                wait -= step
+                if check():
+                    return True
+            return False
+        return paced
 
     def _auto_compaction_check(self):
         """``_compaction_check`` of an automatic compaction: it also aborts

@@ -22,7 +22,7 @@ never spans two tables of a level.  Running a compaction: lsm/background.py.
 """
 from ._iter import LevelIterator, MergingIterator
 
-__all__ = ["Compaction", "pick_compaction", "range_compactions", "input_iterator"]
+__all__ = ["Compaction", "pick_compaction", "idle_compaction", "pacing_limit", "range_compactions", "input_iterator"]
 
 
 class Compaction:
@@ -108,6 +108,33 @@ def pick_compaction(version, options, pointers: dict):
         if f.is_view:
             return _expand(version, level, [f], min(level + 1, last), "rewrite view")
     return None
+
+
+def idle_compaction(version):
+    """L0 pushed into L1 once writes have stopped (``Options.l0_idle_seconds``),
+    or None when L0 is empty: a read of a range (a row of the data API) has
+    no bloom filter to skip a table with, so each L0 table below the
+    trigger costs every such read one more table search, for as long as no
+    write brings L0 to its trigger (LevelDB compacts a table that reads
+    search in vain: its seek compaction).  A pure query."""
+    if not version.levels[0]:
+        return None
+    return _expand(version, 0, version.levels[0], 1, "L0 idle")
+
+
+def pacing_limit(c: Compaction, version, options):
+    """Bytes of input a second to pace automatic compaction ``c`` to, or
+    None when it is urgent (``Options.compaction_throughput_lower`` says
+    which are).  A pure query."""
+    lower, higher = options.compaction_throughput_lower, options.compaction_throughput_higher
+    if not lower or c.level == 0 or not c.reason.endswith(("size", "view")):
+        return None
+    pressure = 0.0                      # a view's rewrite
+    if c.reason.endswith("size"):       # a level over its target: 1x-2x -> 0-1
+        pressure = version.level_bytes(c.level) / max_bytes_for_level(options, c.level) - 1.0
+    if pressure >= 1.0:
+        return None
+    return lower + max(0, higher - lower) * max(0.0, pressure)
 
 
 def range_compactions(version, options, lo, hi):

@@ -43,7 +43,7 @@ from ._iter import LevelIterator, ListIterator, MergingIterator
 from ._read import PointPath
 from ._state import DBState
 from ._write import WritePath
-from .background import BackgroundWork
+from .background import BackgroundWork, CompactionPacer
 from .batch import WriteBatch, check_bound, replay
 from .cache import BlockCache, TableCache
 from .check import check_db
@@ -232,9 +232,11 @@ class DB(BackgroundWork):
         self._closing = False
         self._snapshots = {}                        # seq -> count
         self._pointers = {}
+        self._idle_since = (None, 0.0)              # (last sequence seen, since when): _compaction_due
         self.pending_outputs = set()
         self._stats = {"flushes": 0, "compactions": 0, "trivial_moves": 0, "bytes_flushed": 0, "bytes_compacted": 0,
-                       "bytes_read_compaction": 0, "wal_appends": 0, "wal_fsyncs": 0}
+                       "bytes_read_compaction": 0, "wal_appends": 0, "wal_fsyncs": 0,
+                       "paced_compactions": 0, "paced_seconds": 0.0}
         self._health = Health(path, options.resume_retry_seconds, options.resume_retry_max_seconds)
         self._unlogged = set()                      # outputs of a failed edit (_log_edit)
         self._lock_file = None
@@ -242,6 +244,7 @@ class DB(BackgroundWork):
         self.versions = None
         self.block_cache = options.block_cache if options.block_cache is not None \
             else BlockCache(options.block_cache_bytes)
+        self._pacer = options.compaction_pacer or CompactionPacer()
         self._tables = TableCache(self._open_table, options.max_open_files,    # file number -> table
                                   options.shared_tables)
         # what the C read paths need of this DB, handed in (they hold no DB)
@@ -795,6 +798,9 @@ class DB(BackgroundWork):
             "last_sequence": self._last_seq,
             "wal_appends": s["wal_appends"],     # WAL records written (one per write or batch)
             "wal_fsyncs": s["wal_fsyncs"],       # WAL fsyncs (group commit: one may cover many)
+            # compactions paced (not urgent: Options.compaction_throughput_lower), seconds slept
+            "paced_compactions": s["paced_compactions"],
+            "paced_seconds": round(s["paced_seconds"], 3),
             "block_cache": self.block_cache.stats() if hasattr(self.block_cache, "stats") else None,
         }
 

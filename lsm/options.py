@@ -116,6 +116,33 @@ class Options:
     #: any extractor, or none, reads the same data.  ``DB.set_prefix_extractor``
     #: changes it on an open DB.
     prefix_extractor: object = None
+    #: Seconds without a write after which the tables left in L0 (fewer than
+    #: ``l0_compaction_trigger``) are compacted into L1: a range read (a row
+    #: of the data API) searches every L0 table, bloom filters answer for
+    #: keys only, so after a load in random key order two L0 tables a region
+    #: made row reads 0.7x of those of a store without (docs/performance.md,
+    #: issue 34).  0: never.
+    l0_idle_seconds: float = 2.0
+    #: Compaction throughput control (HBase's pressure-aware compaction
+    #: throughput controller, RocksDB's rate limiter), in bytes of input a
+    #: second.  A compaction that is not urgent is paced to
+    #: ``lower + (higher - lower) * pressure`` and sleeps, the GIL released,
+    #: when it runs ahead, so that foreground reads and writes keep the
+    #: interpreter: a size compaction of a level at 1x-2x its target
+    #: (pressure 0 to 1: above 2x it is urgent) and a rewrite of a split's
+    #: views (pressure 0: a view reads as fast as an own table; its rewrite
+    #: only frees the parent's files).  Urgent, never paced: flushes, L0
+    #: compactions (a range read, a row of the data API, searches every L0
+    #: table: six of them made row reads 3.4x slower, docs/performance.md,
+    #: issue 34), ``compact_range``, and any compaction while L0 holds
+    #: ``l0_compaction_trigger`` tables or more (it holds the one background
+    #: thread).  Unpaced, a compaction here reads about 60 MB/s.  0: no pacing.
+    compaction_throughput_lower: int = 16 << 20
+    compaction_throughput_higher: int = 48 << 20
+    #: The timeline paced compactions share (an ``lsm.CompactionPacer``):
+    #: a region server gives all its regions one, so the limits above are
+    #: per server, not per region.  None: the store's own.
+    compaction_pacer: object = None
     #: Run flush and compaction in a background thread.  Off only in tests
     #: that want every step to happen inline.
     background: bool = True
@@ -162,6 +189,13 @@ class Options:
         v = self.wal_preallocate_bytes
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
             raise ValueError(f"Options.wal_preallocate_bytes must be None or an int >= 0, got {v!r}")
+        for name in ("compaction_throughput_lower", "compaction_throughput_higher"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"Options.{name} must be an int >= 0, got {v!r}")
+        if self.compaction_pacer is not None and not callable(getattr(self.compaction_pacer, "reserve", None)):
+            raise TypeError("Options.compaction_pacer must be an lsm.CompactionPacer or None, "
+                            f"got {type(self.compaction_pacer).__name__}")
         if self.bloom_bits_per_key < 0 or self.block_cache_bytes < 0:
             raise ValueError("Options.bloom_bits_per_key and block_cache_bytes must be >= 0")
         if not (self.l0_compaction_trigger <= self.l0_slowdown_trigger <= self.l0_stop_trigger):
@@ -170,6 +204,9 @@ class Options:
                                                                 PrefixExtractor):
             raise TypeError("Options.prefix_extractor must be an lsm.PrefixExtractor or None, "
                             f"got {type(self.prefix_extractor).__name__}")
+        v = self.l0_idle_seconds
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise ValueError(f"Options.l0_idle_seconds must be a number >= 0, got {v!r}")
         for name in ("resume_retry_seconds", "resume_retry_max_seconds"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:

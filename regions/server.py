@@ -219,6 +219,7 @@ class RegionServer(Router, ServerReports):
         self._memory = memory       # the MemoryFileSystem of open(None), emptied at close
         self._fs = options.fs if options.fs is not None else lsm.fs.OSFileSystem()
         self._block_cache = None      # shared by every region's store (see _store_options)
+        self._pacer = lsm.CompactionPacer()     # likewise: compaction pacing is per server
         # one descriptor budget and one table cache for every region (regions/descriptors.py)
         limit = raise_nofile_limit() if memory is None else None
         self._descriptors = DescriptorBudget(limit, options.descriptor_reserve)
@@ -293,6 +294,7 @@ class RegionServer(Router, ServerReports):
                          fs=self._fs, compaction_filter_factory=table.hooks.filter_factory,
                          prefix_extractor=table.hooks.prefix_extractor,
                          block_cache=self._block_cache, shared_tables=self._shared_tables,
+                         compaction_pacer=base.compaction_pacer or self._pacer,
                          **changes)
 
     def _open_stores(self) -> int:
