@@ -194,7 +194,7 @@ class BackgroundWork:
                 c = self._compaction_due()
                 if c is not None:
                     c.advance_pointer(self._pointers)
-                    self._run_compaction(c, allow_move=True)
+                    self._run_compaction(c, allow_move=True, paced=True)
 
     @contextlib.contextmanager
     def _background_job(self, where):
@@ -326,10 +326,11 @@ class BackgroundWork:
         return True
 
 
-    def _run_compaction(self, c, allow_move=False):
+    def _run_compaction(self, c, allow_move=False, paced=False):
         # Only background compactions move tables; a manual one (compact_range)
         # rewrites, so the compaction filter and view rewriting see the data
-        # (LevelDB's rule too).
+        # (LevelDB's rule too).  Only the background step's may be paced: a
+        # resume runs its compaction holding the write lock.
         if allow_move and self._trivial_move(c):
             return
         v = self.versions.current
@@ -340,7 +341,7 @@ class BackgroundWork:
         factory = self.options.compaction_filter_factory
         filter_fn = factory() if factory is not None else None
         check = self._auto_compaction_check if allow_move else self._compaction_check
-        limit = pacing_limit(c, v, self.options) if allow_move else None
+        limit = pacing_limit(c, v, self.options) if paced else None
         if limit is not None:
             check = self._paced(c, limit, check, lambda: stream.entries_in)
         stream = CompactionStream(it, self._smallest_snapshot(), not deeper, filter_fn, check)
