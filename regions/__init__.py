@@ -2,8 +2,11 @@
 
 Guide to modules (see docs/regions.md):
 
-- ``server``      RegionServer: tables -> regions, routing, stores; its split host
-- ``region``      Region (one lsm store over [start, end), its gate) and RegionInfo
+- ``server``      RegionServer: tables -> regions, stores, scans; its split host
+- ``_router``     (C) Table (a table's layout, hooks, split lock) and Router: routing
+                  and the single-key data operations, which RegionServer binds as its own
+- ``_region``     (C) Region: one lsm store over [start, end) and its gate
+- ``reports``     RegionServer.regions() (RegionInfo) and metrics()
 - ``meta``        the atomic catalogue of tables, regions, split parents, procedures
 - ``procedure``   the split procedure (persisted steps, recovery, kill points) and
                   the janitor (split parents' garbage collection)
@@ -14,8 +17,8 @@ Guide to modules (see docs/regions.md):
 - ``options``   ServerOptions
 - ``errors``    RegionError and its subclasses
 
-Importing this package imports the lsm engine (a region's gate is C that calls
-its store, and the engine's errors are passed on by ``errors``); RegionServer
+Importing this package imports the lsm engine (a region, in C, knows its
+store's C paths, and the engine's errors are passed on by ``errors``); RegionServer
 itself is loaded on first use.
 """
 from .adjust import DelimitedKeyPrefix, KeyPrefix
@@ -25,7 +28,7 @@ from .errors import (HotPartitionError, InvariantError, MetaCorruptionError, Par
 from .options import ServerOptions
 from .policy import (ConstantSizeSplitPolicy, DisabledSplitPolicy,
                      IncreasingToUpperBoundSplitPolicy, SplitPolicy, SteppingSplitPolicy)
-from .region import RegionInfo
+from .reports import RegionInfo
 
 __all__ = [
     "RegionServer", "ServerOptions", "RegionInfo",

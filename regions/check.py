@@ -9,7 +9,7 @@ split host (procedure.py) and waits for splits in progress to finish.
 """
 import os
 
-from . import region as _region
+from . import _region
 from .errors import InvariantError
 from .meta import check_layout, region_dir_name
 

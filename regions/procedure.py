@@ -65,7 +65,7 @@ import os
 import signal
 import time
 
-from . import meta as _meta, region as _region
+from . import _region, meta as _meta
 from .meta import RegionRecord
 from lsm.health import is_retryable
 from lsm.views import narrow_views

@@ -10,12 +10,63 @@ RegionServer's; reading a region's stats enters its gate as internal work.
 """
 import time
 
+from ._region import OPEN
 from .policy import (ConstantSizeSplitPolicy, DisabledSplitPolicy,
                      IncreasingToUpperBoundSplitPolicy, SteppingSplitPolicy)
 
-__all__ = ["ServerReports", "human_bytes", "describe_policy"]
+__all__ = ["ServerReports", "RegionInfo", "region_info", "human_bytes", "describe_policy"]
 
 _UNITS = ("KiB", "MiB", "GiB", "TiB")
+
+
+class RegionInfo:
+    """A read-only snapshot of one region, as ``RegionServer.regions()`` reports it.
+
+    ``size_bytes``: bytes of the region's table files (views counted by their
+    range); ``key_count``: the store's entry-count estimate; ``reads``: read
+    operations served since the region was opened, ``writes``: keys written
+    since then (each key of a batch counts);
+    ``split_blocker``: why the region cannot split (e.g. a hot partition key),
+    or None.
+    """
+
+    __slots__ = ("table", "region_id", "start_key", "end_key", "state", "size_bytes",
+                 "key_count", "reads", "writes", "split_blocker")
+
+    def __init__(self, table, region_id, start_key, end_key, state, size_bytes=0,
+                 key_count=0, reads=0, writes=0, split_blocker=None):
+        self.table = table
+        self.region_id = region_id
+        self.start_key = start_key
+        self.end_key = end_key
+        self.state = state
+        self.size_bytes = size_bytes
+        self.key_count = key_count
+        self.reads = reads
+        self.writes = writes
+        self.split_blocker = split_blocker
+
+    # check_layout() reads these names
+    start = property(lambda self: self.start_key)
+    end = property(lambda self: self.end_key)
+
+    def contains(self, key: bytes) -> bool:
+        """HBase's ``containsRow``: ``start <= key < end`` (empty end: unbounded)."""
+        return key >= self.start_key and (not self.end_key or key < self.end_key)
+
+    def __repr__(self):
+        return (f"RegionInfo(table={self.table!r}, region_id={self.region_id}, "
+                f"start_key={self.start_key!r}, end_key={self.end_key!r}, state={self.state}, "
+                f"size_bytes={self.size_bytes}, key_count={self.key_count}, reads={self.reads}, "
+                f"writes={self.writes}, split_blocker={self.split_blocker!r})")
+
+
+def region_info(r, stats=None) -> RegionInfo:
+    """The ``RegionInfo`` of region ``r`` (``stats``: its store's, as ``_stats`` reads them)."""
+    stats = stats or {}
+    return RegionInfo(r.table, r.id, r.start, r.end, OPEN if r.state is OPEN else r.state,
+                      int(stats.get("table_bytes", 0)), int(stats.get("num_entries", 0)),
+                      r.reads, r.writes, r.split_blocker)
 
 
 def human_bytes(n) -> str:
@@ -71,7 +122,7 @@ class ServerReports:
         out = []
         for r in self._table(name).layout[1]:
             stats = self._stats(r)
-            out.append(r.info(stats))
+            out.append(region_info(r, stats))
         return out
 
     def _stats(self, r):

@@ -8,9 +8,11 @@ Directory layout (under the server's ``path``)::
     regions/r<id>/    one lsm store per region (and per split parent still
                       referred to by its daughters)
 
-Routing is a bisect over the start keys of a table's regions.  A table's
-``layout`` (start keys, regions) is replaced whole under the server lock and
-read without it, so lookups never wait for a lock.
+Routing is a bisect over the start keys of a table's regions, in C (the
+server's ``Router``, ext/regions/_router.pyx; the regions are
+ext/regions/_region.pyx's).  A table's ``layout`` (start keys, regions) is
+replaced whole under the server lock and read without it, so lookups never
+wait for a lock.
 
 Thread-safety: every public method may be called from any thread.  Reads and
 writes of one region never wait for another region; a region being split
@@ -42,10 +44,10 @@ from .meta import META_FILE, Meta, RegionRecord, region_dir_name
 from .metrics import RateTracker, SplitHistory
 from .options import ServerOptions
 from .policy import jitter_rate
-from ._gate import FIRST_CHUNK as _FIRST_CHUNK, MAX_CHUNK as _MAX_CHUNK, Router, TableLayout, \
-    check_key as _check_key, route, split_ops
-from .region import Region
-from .reports import ServerReports
+from ._region import Region
+from ._router import FIRST_CHUNK as _FIRST_CHUNK, MAX_CHUNK as _MAX_CHUNK, Router, Table, \
+    check_key as _check_key, split_ops
+from .reports import ServerReports, region_info
 
 __all__ = ["RegionServer", "check_table_name"]
 
@@ -85,19 +87,6 @@ class _Hooks:
 
 
 _chain = itertools.chain.from_iterable
-
-
-class _Table(TableLayout):
-    """A table's in-memory state: layout (a C field of ``_gate.TableLayout``),
-    hooks and the lock that serialises its splits, garbage collection and
-    deletion."""
-
-    def __init__(self, name):
-        self.name = name
-        self.hooks = _Hooks()
-        self.split_lock = threading.Lock()
-        self.layout = ([], [])      # (start keys, regions), replaced whole
-
 
 
 def _check_bound(key, name):
@@ -182,8 +171,16 @@ class _SplitHost:
             self._s._admit_stores(more, what)
 
 
-class RegionServer(Router, ServerReports):
-    """Hosts tables of regions in one directory.  Use ``RegionServer.open``."""
+class RegionServer(ServerReports):
+    """Hosts tables of regions in one directory.  Use ``RegionServer.open``.
+
+    Its single-key data operations (``put``, ``get``, ``delete``, ``write``,
+    ``read_range``, ``read_ranges``) are its router's (``_router``, a
+    ``regions._router.Router``, in C), bound to the instance when it opens
+    so that each is one C call; the methods of the same names below say
+    what they do.  The router holds the tables (read here as ``_tables``)
+    and calls back only into the slow paths this class hands it at
+    construction: ``_enter_slow``, ``_write_parts`` and ``scan``."""
 
     # -- lifecycle --------------------------------------------------------
     @staticmethod
@@ -227,7 +224,11 @@ class RegionServer(Router, ServerReports):
             32768, max(1000, (limit or 0) - self._descriptors.reserve)))
         self._policy = options.make_policy()
         self._lock = threading.RLock()
-        self._tables = {}
+        self._router = Router(self._enter_slow, self._write_parts, self.scan)
+        self._tables = self._router.tables   # changed only through the router: it caches a location
+        r = self._router
+        self.put, self.get, self.delete, self.write = r.put, r.get, r.delete, r.write
+        self.read_range, self.read_ranges = r.read_range, r.read_ranges
         self._closed = False
         self._opened_at = time.time()
         self._split_history = SplitHistory()
@@ -241,11 +242,11 @@ class RegionServer(Router, ServerReports):
             procedure.recover(self._meta)
             self._remove_orphans()
             for name, rec in self._meta.doc.tables.items():
-                t = _Table(name)
+                t = Table(name, _Hooks())
                 regs = [self._make_region(t, r.id, r.start, r.end, self._open_store(t, r.id))
                         for r in rec["regions"]]
                 t.layout = ([r.start for r in regs], regs)
-                self._put_table(name, t)
+                self._router.put_table(name, t)
         except BaseException:
             self._close_regions()
             self._file_lock.release()
@@ -277,7 +278,7 @@ class RegionServer(Router, ServerReports):
             with t.split_lock:
                 for r in t.layout[1]:
                     r.close(self.options.busy_wait_seconds)
-        self._tables = {}
+        self._router.clear_tables()
 
     # -- stores -----------------------------------------------------------
     def _region_path(self, region_id: int) -> str:
@@ -333,7 +334,7 @@ class RegionServer(Router, ServerReports):
                 self._fs.rmtree(os.path.join(root, name), missing_ok=True)
 
     # -- tables -----------------------------------------------------------
-    def _table(self, name) -> _Table:
+    def _table(self, name) -> Table:
         t = self._tables.get(name)
         if t is None:
             if self._closed:
@@ -362,7 +363,7 @@ class RegionServer(Router, ServerReports):
                 raise TableExistsError(f"table {name!r} already exists")
             self._admit_stores(len(bounds) - 1, f"creating table {name!r} with {len(bounds) - 1} "
                                                 f"region{'s' if len(bounds) > 2 else ''}")
-            t = _Table(name)
+            t = Table(name, _Hooks())
             first = self._meta.doc.next_region_id
             regs = []
             try:
@@ -382,7 +383,7 @@ class RegionServer(Router, ServerReports):
                     self._fs.rmtree(self._region_path(first + i), missing_ok=True)
                 raise
             t.layout = (bounds[:-1], regs)
-            self._put_table(name, t)
+            self._router.put_table(name, t)
         log.info("created table %r with %d regions", name, len(regs))
 
     @staticmethod
@@ -441,7 +442,7 @@ class RegionServer(Router, ServerReports):
                     del doc.tables[name]
                     doc.parents = [p for p in doc.parents if p["table"] != name]
                 self._meta.update(change)
-                self._pop_table(name)
+                self._router.pop_table(name)
             for r in t.layout[1]:
                 r.close(self.options.busy_wait_seconds)
             for rid in [r.id for r in t.layout[1]] + parents:
@@ -501,12 +502,42 @@ class RegionServer(Router, ServerReports):
                             pass
 
     # -- data -------------------------------------------------------------
+    # Each instance binds these six to its router's (see the class docstring):
+    # what runs is the same call, without this frame.
+    def put(self, table: str, key: bytes, value: bytes, sync=None) -> None:
+        """Set ``key`` of ``table`` to ``value`` (``sync``: as ``lsm.DB.put``)."""
+        self._router.put(table, key, value, sync)
+
+    def get(self, table: str, key: bytes):
+        """The value of ``key`` of ``table``, or None."""
+        return self._router.get(table, key)
+
+    def delete(self, table: str, key: bytes, sync=None) -> None:
+        """Delete ``key`` of ``table`` (no error if it is absent)."""
+        self._router.delete(table, key, sync)
+
+    def write(self, table: str, batch, sync=None) -> None:
+        """Apply ``batch`` (an ``lsm.WriteBatch``): atomic when its keys lie in
+        one region (always true for one row); a batch spanning regions is
+        applied region by region, each part atomic (``_write_parts``)."""
+        self._router.write(table, batch, sync)
+
+    def read_range(self, table: str, start: bytes, end: bytes) -> list:
+        """``list(scan(table, start, end))``, in one read of one store when the
+        range lies in one region and is shorter than a scan chunk (a row)."""
+        return self._router.read_range(table, start, end)
+
+    def read_ranges(self, table: str, ranges: list) -> list:
+        """``[read_range(table, start, end) for start, end in ranges]``, each
+        region's ranges read in one call of its store, at one sequence (how
+        BatchGetRow reads its rows)."""
+        return self._router.read_ranges(table, ranges)
+
     def _enter(self, table, key, write):
-        """Route to the region holding ``key`` and enter its gate (the hot path,
-        ``_gate.route`` in C: one dict lookup, one bisect, the gate; ``put``,
-        ``get``, ``delete``, ``read_range`` and a one-region ``write`` are
-        ``_gate.Router``'s, all in C)."""
-        return route(self._tables, table, key, write) or self._enter_slow(table, key, write)
+        """Route to the region holding ``key`` and enter its gate (``write``: as
+        ``Region.enter``'s): the router's, in C (one bisect and the gate),
+        falling back to ``_enter_slow``."""
+        return self._router.enter(table, key, write)
 
     def _enter_slow(self, table, key, write, before=False):
         """``_enter`` for every other case: an unknown table, a region in
@@ -526,7 +557,7 @@ class RegionServer(Router, ServerReports):
             r.wait_transition(self.options.busy_wait_seconds)
 
     def _write_parts(self, table: str, batch, sync=None) -> None:
-        """``write`` (``_gate.Router``'s, in C, for a batch inside one region)
+        """``write`` (the router's, in C, for a batch inside one region)
         for everything else: not a WriteBatch, empty, an unknown table, or
         keys in several regions (applied region by region)."""
         if not isinstance(batch, lsm.WriteBatch):
@@ -662,7 +693,7 @@ class RegionServer(Router, ServerReports):
                                  f"{region_id} [{r.start!r}, {r.end!r})")
             point = self._split_point(t, r, split_key)
             daughters = procedure.SplitProcedure(self._host, t, r, point).run()
-        return [d.info() for d in daughters]
+        return [region_info(d) for d in daughters]
 
     def _split_point(self, t, r, proposed):
         """The adjusted split key of region ``r`` (SplitError with the reason if none)."""

@@ -1,4 +1,4 @@
-"""The region gate and routing in C (regions._gate): counts exact under
+"""The region gate (regions._region) and routing (regions._router), in C: counts exact under
 threads, a closing gate waits for the operations in flight and wakes when
 the last one leaves, routing finds the region a bisect over start keys
 finds, and the slow path is taken for unknown tables and closed regions."""
@@ -10,13 +10,28 @@ import time
 import pytest
 
 import regions
-from regions._gate import TableLayout, route, split_ops
+from regions._region import CLOSED, OPEN, SPLITTING, Region
+from regions._router import Router, Table, split_ops
 from regions.errors import RegionBusyError, UnknownTableError
-from regions.region import CLOSED, OPEN, SPLITTING, Region
 
 
 def _region(start=b"", end=b""):
     return Region("t", 1, start, end, db=None, jitter_rate=1.0)
+
+
+class _Slow(Exception):
+    pass
+
+
+def _slow(table, key, write):
+    raise _Slow(table)
+
+
+def _router(table):
+    """A router holding ``table`` as "t", whose slow path raises ``_Slow``."""
+    router = Router(_slow, None, None)
+    router.put_table("t", table)
+    return router
 
 
 def test_enter_counts_reads_and_writes_and_refuses_when_not_open():
@@ -74,19 +89,21 @@ def test_route_agrees_with_a_bisect_over_the_start_keys():
                              for _ in range(40)})
     regs = [_region(s) for s in starts]
 
-    table = TableLayout()
+    table = Table("t", None)
     table.layout = (starts, regs)
-    tables = {"t": table}
+    router = _router(table)
     for _ in range(2000):
         key = bytes(rng.randrange(4) for _ in range(rng.randrange(0, 5)))
-        r = route(tables, "t", key, False)
+        r = router.enter("t", key, False)
         assert r is regs[bisect.bisect_right(starts, key) - 1]
         r.exit()
-    assert route(tables, "other", b"k", False) is None
+    with pytest.raises(_Slow):
+        router.enter("other", b"k", False)
     regs[0].state = SPLITTING
-    assert route(tables, "t", b"", True) is None
+    with pytest.raises(_Slow):
+        router.enter("t", b"", True)
     with pytest.raises(TypeError):
-        route(tables, "t", "not bytes", False)
+        router.enter("t", "not bytes", False)
 
 
 def test_split_ops_is_a_regions_contains_over_the_ops():
@@ -120,20 +137,20 @@ def test_the_servers_single_key_operations_route_through_the_c_path():
 def test_a_malformed_layout_is_refused_when_set():
     """The router bisects a layout's keys and regions without checking them
     again: setting one checks them, and a bad one changes nothing."""
-    table = TableLayout()
+    table = Table("t", None)
     good = ([b"", b"m"], [_region(), _region(b"m")])
     table.layout = good
     bad = [(([b"", b"m"], [_region()]), ValueError, "2 start keys and 1 regions"),
            (([b"", "m"], [_region(), _region(b"m")]), TypeError, "start key must be bytes"),
            (([b"", b"m", b"c"], [_region()] * 3), ValueError, "out of order"),
            (([b"a", b"m"], [_region(b"a"), _region(b"m")]), ValueError, "first start key"),
-           (([b"", b"m"], [_region(), "r"]), TypeError, "must be a Gate"),
+           (([b"", b"m"], [_region(), "r"]), TypeError, "must be a Region"),
            ([[b""], [_region()]], TypeError, "tuple")]
     for layout, error, message in bad:
         with pytest.raises(error, match=message):
             table.layout = layout
         assert table.layout is good
-    assert route({"t": table}, "t", b"z", False) is good[1][1]
+    assert _router(table).enter("t", b"z", False) is good[1][1]
 
 
 def test_the_location_cache_forgets_a_table_with_its_removal():
@@ -147,10 +164,10 @@ def test_the_location_cache_forgets_a_table_with_its_removal():
         s.put(name, b"k", b"1")
         assert s.get(name, b"k") == b"1"        # routed: the cache holds the table
         t = s._tables[name]
-        s._pop_table(name)                       # removed, its region still open
+        s._router.pop_table(name)                     # removed, its region still open
         with pytest.raises(UnknownTableError):
             s.get(name, b"k")
-        s._put_table(name, t)
+        s._router.put_table(name, t)
         assert s.get(name, b"k") == b"1"
         s.delete_table(name)
         s.create_table(name)
@@ -158,11 +175,11 @@ def test_the_location_cache_forgets_a_table_with_its_removal():
         s.put(name, b"k", b"2")
         same = "".join(["ev", "ents"])           # equal, another object: found by the dict
         assert same is not name and s.get(same, b"k") == b"2" and s.get(name, b"k") == b"2"
-        tables = s._tables
-        s._tables = {}
+        t = s._tables[name]
+        s._router.clear_tables()
         with pytest.raises(UnknownTableError):
             s.get(name, b"k")
-        s._tables = tables
+        s._router.put_table(name, t)
 
 
 def test_a_get_a_put_and_a_row_read_reach_the_store_the_region_holds_now():

@@ -1,3 +1,3 @@
-# The write path of lsm._write, for the region server's Router (regions._gate).
+# The write path of lsm._write, for the region server's Router (regions._router).
 
 cdef object write_put(object path, object key, object value, object sync)
