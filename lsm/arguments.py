@@ -3,7 +3,7 @@
 A bad argument raises the built-in ``TypeError`` or ``ValueError`` naming it,
 before anything changes (lsm/errors.py); these are the one text of each.  They
 depend on nothing, so every module that takes keys, the C ones included
-(ext/lsm/_write_batch.pyx, _write.pyx, _read.pyx, _table.pyx), imports them at load
+(ext/lsm/_write_batch.pyx, _write.pyx, _read.pyx, _table_iter.pyx), imports them at load
 time: the cold path of a check written in C calls them for the message.
 """
 

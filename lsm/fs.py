@@ -290,7 +290,7 @@ class _MmapReadFile(BufferReadFile):
                 mm.close()
             except BufferError:
                 # A table's point reader still holds the map for a search
-                # without the GIL in flight (lsm._table.MappedBlocks): it is
+                # without the GIL in flight (lsm._mapped_blocks.MappedBlocks): it is
                 # unmapped when the last holder lets go of it.
                 pass
 

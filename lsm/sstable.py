@@ -47,7 +47,9 @@ import struct
 from . import bloom
 from ._block import decode_handle as _decode_handle
 from ._iter import compare_internal_keys
-from ._table import PointReader, index_boundaries, TableBuildCore, TwoLevelIter
+from ._table import PointReader, index_boundaries
+from ._table_builder import TableBuildCore
+from ._table_iter import TwoLevelIter
 from .block import (BlockBuilder, TRAILER_SIZE, decode_stored_block, decode_varint,
                     encode_stored_block, encode_varint, mask_crc, parse_stored_block, TYPE_RAW, TYPE_ZSTD,
                     unmask_crc)

@@ -19,7 +19,7 @@ import os
 from .arguments import check_bound
 from .dbformat import parse_internal_key
 from .fs import OSFileSystem
-from ._table import BoundedIter
+from ._table_iter import BoundedIter
 from .sstable import Table
 from .version import FileMeta, VersionEdit, VersionSet
 

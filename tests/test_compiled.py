@@ -29,11 +29,16 @@ def test_every_engine_extension_is_compiled_and_wired_in():
     import lsm._crc32
     import lsm._log_writer
     import lsm._write_batch
+    import lsm._mapped_blocks
     import lsm._table
+    import lsm._table_builder
+    import lsm._table_iter
     import lsm._twins
     import lsm.sstable
     for mod in (lsm._block, lsm._bloom, lsm._crc32, lsm._log_writer, lsm._write_batch, lsm._table,
+                lsm._table_builder, lsm._table_iter, lsm._mapped_blocks,
                 lsm._db_iter, lsm._memtable, lsm._compaction_stream, lsm._fileio, lsm._twins):
         assert _is_extension(mod), mod.__file__
-    assert lsm.sstable.TwoLevelIter is lsm._table.TwoLevelIter
+    assert lsm.sstable.TwoLevelIter is lsm._table_iter.TwoLevelIter
+    assert lsm.sstable.TableBuildCore is lsm._table_builder.TableBuildCore
     assert lsm.sstable.PointReader is lsm._table.PointReader

@@ -506,7 +506,7 @@ def test_an_iterator_reads_raw_blocks_of_a_mapped_table_in_place(tmp_path):
 
 def test_a_mapping_still_held_is_unmapped_when_its_last_holder_lets_go(tmp_path):
     """A table closed while a search without the GIL may still read its
-    mapping (lsm._table.MappedBlocks, kept by ``bury``): the file closes,
+    mapping (lsm._mapped_blocks.MappedBlocks, kept by ``bury``): the file closes,
     and the map stays readable to its holder until it lets go."""
     from lsm.fs import OSFileSystem
     path = tmp_path / "f"

@@ -1,5 +1,5 @@
 # Blocks of the SSTable format (grammar at the top of _block.pyx), shared
-# with _table.pyx, which builds tables and two-level iterators on top.
+# with _table_builder.pyx, _table_iter.pyx and _table.pyx, which build and read tables on top.
 from libc.stdint cimport uint32_t, uint64_t
 from lsm._iter cimport InternalIterator
 

@@ -26,7 +26,7 @@ exact under the GIL.
 
 Reads without the GIL.  ``lsm._read`` searches a table's blocks with the GIL
 released, through the blocks' slots (``_Slot.block``, a borrowed pointer),
-or in place in a table file's mapping (``lsm._table.MappedBlocks``).
+or in place in a table file's mapping (``lsm._mapped_blocks.MappedBlocks``).
 Another thread may meanwhile drop a slot's block, replace a reader's slot
 or close a table, which would free what the search reads.  So nothing such a search can reach
 is freed while one is in flight: a search registers with ``read_enter()``

@@ -1,6 +1,7 @@
 # zlib's CRC-32, folded with PCLMULQDQ over long buffers (crc32_fold.h), for
-# the engine's C code that checksums (the log writer, lsm._log_writer);
-# lsm._crc32 gives it to Python (lsm/crc.py).  The same values as zlib.crc32.
+# the engine's C code that checksums (the log writer, lsm._log_writer; a mapped
+# table's blocks, lsm._mapped_blocks); lsm._crc32 gives it to Python (lsm/crc.py).
+# The same values as zlib.crc32.
 from libc.stdint cimport uint32_t
 
 cdef extern from "crc32_fold.h":

@@ -1,5 +1,5 @@
 # The one internal-iterator interface (LevelDB's Iterator), shared by every
-# iterator kind: block, table, bounded view (_block.pyx, _table.pyx),
+# iterator kind: block, table, bounded view (_block.pyx, _table_iter.pyx),
 # memtable (_memtable.pyx), list, level, merging (_iter.pyx).  Entries are
 # (internal key, value) in internal-key order (see lsm/dbformat.py).
 #

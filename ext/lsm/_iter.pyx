@@ -14,7 +14,7 @@ by composition, as in LevelDB:
                         level iterators) into one ordered stream.
 
 Elsewhere: the memtable's iterator in _memtable.pyx, blocks and tables in
-_block.pyx and _table.pyx, the user-visible ``DBIterator`` in _db_iter.pyx,
+_block.pyx and _table_iter.pyx, the user-visible ``DBIterator`` in _db_iter.pyx,
 the drop logic of flush and compaction in _compaction_stream.pyx.
 
 Thread-safety: an iterator is used by one thread at a time.

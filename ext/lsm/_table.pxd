@@ -1,27 +1,10 @@
-# The point-read entry of a table (PointReader in _table.pyx), for
-# lsm._read's DB-level point read.
+# The point reader of a table (PointReader in _table.pyx), for lsm._read's DB-level
+# point read and the table's two-level iterator (_table_iter.pyx).
 from libc.stdint cimport uint64_t
 from libc.stdint cimport uint32_t
 from lsm._block cimport Block
 from lsm._blockcache cimport BlockCache
-
-
-cdef struct MapC:
-    const unsigned char* base    # the file's bytes
-    Py_ssize_t end               # where its data blocks end (within the buffer)
-    bint verify                  # check a block's CRC (once: ``checked``)
-    int raw_type                 # the trailer's type byte of an uncompressed block
-    int zstd_type                # ... of a zstd-compressed one (-1: none read in C)
-    Py_ssize_t trailer           # bytes of a block's trailer
-    Py_ssize_t overhead          # what a block cached costs beyond its bytes
-    uint64_t* checked            # per index entry number: 1 + the offset of its block once found good
-    Py_ssize_t nblocks
-
-
-cdef class MappedBlocks:
-    cdef Py_buffer view
-    cdef bint held
-    cdef MapC c
+from lsm._mapped_blocks cimport MapC, MappedBlocks
 
 
 cdef class PointReader:

@@ -1,6 +1,6 @@
 /* zlib's CRC-32 (the reflected IEEE polynomial 0x04C11DB7) of long buffers,
  * by carry-less multiplication (PCLMULQDQ), declared for Cython in _crc32.pxd
- * (lsm._crc32 gives it to Python; lsm._log_writer and lsm._table checksum with it).
+ * (lsm._crc32 gives it to Python; lsm._log_writer and lsm._mapped_blocks checksum with it).
  *
  * lsm_crc32(crc, p, n) returns what zlib's crc32(crc, p, n) returns.  A
  * buffer of LSM_CRC_FOLD_MIN bytes or more, on a CPU with PCLMULQDQ, is
