@@ -1,5 +1,6 @@
-"""What the region server reports of itself: ``regions()`` and ``metrics()``
-(mixed into RegionServer, as lsm's background work is into DB).
+"""What the region server reports of itself: ``regions()`` (a ``RegionInfo``
+per region: a read-only snapshot, ``region_info``) and ``metrics()`` (mixed
+into RegionServer, as lsm's background work is into DB).
 
 The numbers themselves are counted where they happen (regions/metrics.py,
 the region's gate, each lsm store's stats); this module gathers them into
