@@ -1,4 +1,4 @@
-"""Pure-Python references of the C read paths in regions.tablestore (_rowcodec, _reads).
+"""Pure-Python references of the C read paths in regions.tablestore (_cellcodec, _rowcodec, _reads).
 
 The client reads through the C twins; these are what they are tested
 against, value for value (tests/test_tablestore_rows_c.py), and the plainest
@@ -40,7 +40,7 @@ def row_cells(row_key_len, entries, keep):
     read whole (``whole_read``, keep = min(max_version, the table's
     max_versions)): exactly what ``assemble`` returns then, for any row (head,
     deltas, or both); None when the row does not exist.  A row that is one
-    head takes ``head_cells``.  C twin: ``_rowcodec.row_cells``."""
+    head takes ``head_cells``.  C twin: ``_cellcodec.row_cells``."""
     head, deltas = cells.split_entries(row_key_len, entries)
     if not deltas:
         return (None, 0) if head is None else head_cells(head, keep)

@@ -18,7 +18,7 @@ from regions.tablestore import (BatchWriteRowRequest, Condition, DeleteRowItem, 
                                 SecondaryIndexType, TableInBatchWriteRowItem, TableMeta,
                                 UpdateRowItem)
 from regions.errors import SplitError
-from regions.tablestore import _rowcodec, cells
+from regions.tablestore import _cellcodec, _rowcodec, cells
 from regions.tablestore.indexcheck import check_indexes, main as check_main, read_rows
 from regions.tablestore.indexes import REFS_SUFFIX
 from tablestore_fake import open_client
@@ -435,10 +435,10 @@ def test_the_checker_reports_a_phantom_and_a_wrong_entry(tmp_path):
     server, gens = client._server, client._writer.gens
     now = cells.now_ms()
     # a phantom: an entry for row (3, 'y') under an a it never had
-    server.put("g_a", _index_key(client, "g_a", ("Z", 3, "y")), _rowcodec.put_head(
+    server.put("g_a", _index_key(client, "g_a", ("Z", 3, "y")), _cellcodec.put_head(
         gens.next(), [("b", 3, now)], now))
     # a wrong entry: l_pb's row of (1, 'x') with another value of a
-    server.put("l_pb", _index_key(client, "l_pb", (1, 1, "x")), _rowcodec.put_head(
+    server.put("l_pb", _index_key(client, "l_pb", (1, 1, "x")), _cellcodec.put_head(
         gens.next(), [("a", "Q", now), ("c", "u", now)], now))
     problems = {(p.index, p.kind): p for p in check_indexes(client, TABLE, refs=False)}
     assert set(problems) == {("g_a", "phantom"), ("l_pb", "wrong")}

@@ -1,4 +1,5 @@
-"""The C twins in regions.tablestore (_rowcodec, _reads, _writes) agree with their pure-Python references.
+"""The C twins in regions.tablestore (_rowcodec, _cellcodec, _reads, _writes) agree with their
+pure-Python references.
 
 Same random inputs through both: PK codec, head codec, head_cells, pk_size and
 the GetRange page loop (rows, next start, bytes read); corrupt input raises
@@ -9,8 +10,8 @@ from hypothesis import given, settings, strategies as st
 
 from regions import PUREPYTHON
 
-from regions.tablestore import (INF_MAX, INF_MIN, _reads, _rowcodec, _writes, cells, pkcodec, reads,
-                                writes)
+from regions.tablestore import (INF_MAX, INF_MIN, _cellcodec, _reads, _rowcodec, _writes, cells,
+                                pkcodec, reads, writes)
 from regions.tablestore.capacity import cells_size, pk_size
 from regions.tablestore.errors import OTSServiceError
 from regions.tablestore.schema import Schema
@@ -96,9 +97,9 @@ def test_corrupt_row_keys_raise_value_error_in_both(key):
        st.integers(min_value=1, max_value=4))
 def test_head_codec_and_head_cells_match_the_reference(gen, cell_list, keep):
     head = cells.encode_head(gen, cell_list)
-    assert _rowcodec.encode_head(gen, cell_list) == head
-    assert _rowcodec.decode_head(head) == cells.decode_head(head)
-    assert _rowcodec.head_cells(head, keep) == reference.head_cells(head, keep)
+    assert _cellcodec.encode_head(gen, cell_list) == head
+    assert _cellcodec.decode_head(head) == cells.decode_head(head)
+    assert _cellcodec.head_cells(head, keep) == reference.head_cells(head, keep)
 
 
 @settings(max_examples=300, deadline=None)
@@ -106,14 +107,14 @@ def test_head_codec_and_head_cells_match_the_reference(gen, cell_list, keep):
        st.lists(st.tuples(NAMES, VALUES, st.one_of(st.none(), TS)), max_size=6), TS)
 def test_put_head_and_cells_size_match_the_reference(gen, cell_list, now):
     # any order, repeated names and (name, ts) pairs: the C path or its fallback
-    assert _rowcodec.put_head(gen, cell_list, now) == cells.put_head(gen, cell_list, now)
-    assert _rowcodec.cells_size(cell_list) == cells_size(cell_list)
-    assert _rowcodec.cells_size([(n, None) for n, _, _ in cell_list]) == \
+    assert _cellcodec.put_head(gen, cell_list, now) == cells.put_head(gen, cell_list, now)
+    assert _cellcodec.cells_size(cell_list) == cells_size(cell_list)
+    assert _cellcodec.cells_size([(n, None) for n, _, _ in cell_list]) == \
         cells_size([(n, None) for n, _, _ in cell_list])
 
 
 def test_put_head_golden_bytes_from_the_format():
-    head = _rowcodec.put_head(5, [("b", 1.5, None), ("a", True, 7)], 9)
+    head = _cellcodec.put_head(5, [("b", 1.5, None), ("a", True, 7)], 9)
     assert head == (b"\x01" + (5).to_bytes(8, "little")
                     + b"\x01a" + (7).to_bytes(8, "little") + b"\x02\x01"
                     + b"\x01b" + (9).to_bytes(8, "little")
@@ -128,21 +129,21 @@ def test_column_names_are_decoded_once_and_right_whatever_shares_their_slot():
         ["\U0001F600x%d" % i for i in range(100)]
     heads = [cells.encode_head(1, [(n, i, 5)]) for i, n in enumerate(names)]
     for _ in range(2):
-        got = [_rowcodec.decode_head(h)[1][0][0] for h in heads]
+        got = [_cellcodec.decode_head(h)[1][0][0] for h in heads]
         assert got == names
     h = cells.encode_head(1, [("user_name", 1, 5), ("email", 2, 5)])
-    first, again = _rowcodec.decode_head(h)[1], _rowcodec.decode_head(h)[1]
+    first, again = _cellcodec.decode_head(h)[1], _cellcodec.decode_head(h)[1]
     assert [c[0] for c in first] == ["user_name", "email"]
     assert first[0][0] is again[0][0] and first[1][0] is again[1][0]
 
 
 def test_head_cells_of_deleted_and_empty_heads():
     deleted = cells.encode_deleted_head(7)
-    assert _rowcodec.head_cells(deleted, 1) == reference.head_cells(deleted, 1) == (None, 0)
+    assert _cellcodec.head_cells(deleted, 1) == reference.head_cells(deleted, 1) == (None, 0)
     # A PutRow with no attribute column: the row exists and holds only its key.
     empty = cells.encode_head(7, [])
-    assert _rowcodec.head_cells(empty, 1) == reference.head_cells(empty, 1) == ([], 0)
-    assert _rowcodec.decode_head(cells.encode_deleted_head(7)) == (7, None)
+    assert _cellcodec.head_cells(empty, 1) == reference.head_cells(empty, 1) == ([], 0)
+    assert _cellcodec.decode_head(cells.encode_deleted_head(7)) == (7, None)
 
 
 @pytest.mark.parametrize("head", [b"\x01\x00", cells.encode_head(1, [("a", 1, 5)])[:-3],
@@ -151,7 +152,7 @@ def test_corrupt_heads_raise_in_both(head):
     with pytest.raises(Exception):
         cells.decode_head(head)
     with pytest.raises(ValueError):
-        _rowcodec.decode_head(head)
+        _cellcodec.decode_head(head)
 
 
 # -- the GetRange page loop ---------------------------------------------------
@@ -241,11 +242,11 @@ def test_head_cells_is_what_assemble_returns_for_a_head_read_whole(cell_list, ma
     schema = Schema(["id"], ["INTEGER"], None, max_versions=max_versions)
     assert reads.whole_read(schema, None, None, None)
     row_key = pkcodec.encode_pk(["INTEGER"], [1])
-    head = _rowcodec.put_head(9, cell_list, now)
+    head = _cellcodec.put_head(9, cell_list, now)
     parts, size, exists = reads.assemble(schema, [1], len(row_key), head, [], now, None,
                                          max_version, None, None)
     assert exists
-    got, got_size = _rowcodec.head_cells(head, min(max_version, max_versions))
+    got, got_size = _cellcodec.head_cells(head, min(max_version, max_versions))
     assert got == parts[1]
     assert got_size == size
 
@@ -264,7 +265,7 @@ def test_row_cells_is_what_assemble_returns_for_any_row_read_whole(entries, max_
         assert exists == (parts is not None)  # read whole: an existing row is returned
         want = (parts[1], size) if parts else (None, 0)
         assert reference.row_cells(len(row_key), group, keep) == want
-        assert _rowcodec.row_cells(len(row_key), group, keep) == want
+        assert _cellcodec.row_cells(len(row_key), group, keep) == want
 
 
 def test_the_c_layout_declares_the_bytes_pkcodec_and_cells_own():
@@ -677,9 +678,9 @@ def test_plain_writer_leaves_every_put_that_is_not_plain_to_the_python_path():
 @given(st.binary(min_size=1, max_size=12), st.text(max_size=8), st.integers(0, (1 << 64) - 1),
        INT, PLAIN_VALUES)
 def test_delta_encoders_match_cells(row_key, name, gen, ts, value):
-    assert _rowcodec.delta_key(row_key, name, gen) == cells.delta_key(row_key, name, gen)
-    assert _rowcodec.delta_key(row_key, "", gen) == cells.exists_key(row_key, gen)
-    assert _rowcodec.put_delta(ts, value) == cells.encode_put_delta(ts, value)
+    assert _cellcodec.delta_key(row_key, name, gen) == cells.delta_key(row_key, name, gen)
+    assert _cellcodec.delta_key(row_key, "", gen) == cells.exists_key(row_key, gen)
+    assert _cellcodec.put_delta(ts, value) == cells.encode_put_delta(ts, value)
 
 
 @settings(max_examples=60, deadline=None)
@@ -853,11 +854,11 @@ def test_plain_writer_batch_leaves_what_is_not_plain_and_reports_a_failed_write(
 
 
 def test_the_c_clock_of_cell_versions_reads_what_cells_now_ms_reads():
-    """_rowcodec.now_ms (what the C writers stamp cells with) against
+    """_cellcodec.now_ms (what the C writers stamp cells with) against
     cells.now_ms, read around it: the same wall clock in whole milliseconds
     (1 ms either way for time.time's float rounding)."""
     for _ in range(2000):
         before = cells.now_ms()
-        got = _rowcodec.now_ms()
+        got = _cellcodec.now_ms()
         after = cells.now_ms()
         assert type(got) is int and before - 1 <= got <= after + 1

@@ -1,6 +1,7 @@
 # A growable output buffer for the C encoders of the regions package
-# (regions.tablestore._rowcodec, _reads, _writes; regions.otsserver._plainbuffer): one definition,
-# inline, so no extension module backs it.  The owner frees ``p``.
+# (regions.tablestore._rowcodec, _cellcodec, _reads, _writes;
+# regions.otsserver._plainbuffer): one definition, inline, so no extension
+# module backs it.  The owner frees ``p``.
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, realloc

@@ -40,7 +40,7 @@ row an UpdateRow created outlives the deletion or TTL expiry of all its
 columns), or a cell survives the masks (stores written before EXISTS
 deltas).  Existence ignores TTL and max_versions: they expire versions, not
 rows.  ``row_exists`` is the one statement of the rule; the C twins
-(``_rowcodec``) follow it.
+(``_cellcodec``) follow it.
 
 The constants below are the layout's one statement in Python;
 ext/regions/tablestore/_layout.pxd declares the same for C (pkcodec's tags
@@ -173,7 +173,7 @@ def read_order(cells):
 def put_head(gen, cells, now_ms):
     """Head of a PutRow from its validated (name, value, ts or None) cells:
     missing timestamps become ``now_ms``, cells go in read order.  C twin:
-    ``_rowcodec.put_head``."""
+    ``_cellcodec.put_head``."""
     return encode_head(gen, read_order([(n, v, now_ms if ts is None else ts)
                                         for n, v, ts in cells]))
 

@@ -61,7 +61,7 @@ import time
 
 from regions.errors import UnknownTableError
 
-from . import _rowcodec, cells, pkcodec
+from . import _cellcodec, _rowcodec, cells, pkcodec
 from .errors import OTSClientError, service_error
 from .metadata import SecondaryIndexMeta, SecondaryIndexType
 from .reads import row_entries
@@ -852,7 +852,7 @@ class Indexer:
         column, decoded in C: an index needs max_versions 1; TTL as
         reads.visible applies it), or None when the row is gone."""
         schema = table.schema
-        row_cells = _rowcodec.row_cells(len(row_key), row_entries(self.server, table.name,
+        row_cells = _cellcodec.row_cells(len(row_key), row_entries(self.server, table.name,
                                                                   row_key), 1)[0]
         if row_cells is None:
             return None
@@ -912,7 +912,7 @@ class Indexer:
             batch.delete(cells.head_key(old))
         if want is not None:
             batch.put(cells.head_key(want[0]),
-                      _rowcodec.put_head(self.gens.next(), sorted(want[1]), now))
+                      _cellcodec.put_head(self.gens.next(), sorted(want[1]), now))
         if len(batch):
             self.server.write(index.name, batch)
         if want is not None and want[0] != old:

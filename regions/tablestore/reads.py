@@ -13,7 +13,7 @@ order and attribute columns sorted by name, versions newest first, as
 its primary key and no attribute column.
 
 The C path: a read that ``whole_read`` allows decodes its rows in C
-(``_rowcodec.row_cells``: a row that is one PutRow head as it lies, another
+(``_cellcodec.row_cells``: a row that is one PutRow head as it lies, another
 merged), and GetRow and BatchGetRow of plain keys run whole in one C call
 (``_reads.RowReader``).  This module is the one place reads choose:
 ``decode_in_c`` for a row's decode (GetRow's ``read_row``, the GetRange
@@ -25,7 +25,7 @@ tests/rows_reference.py.  Pure functions, thread-safe.
 """
 from regions import PUREPYTHON
 
-from . import _reads, _rowcodec, cells
+from . import _cellcodec, _reads, cells
 from .capacity import cells_size
 from .columns import column_window
 from .conditions import evaluate
@@ -167,7 +167,7 @@ def read_row(schema, pk_values, row_key_len, entries, names, max_version, time_r
     """(Row parts or None, bytes returned) of a row read as ``entries`` (GetRow's
     decode): merged and decoded in C when ``decode_in_c``, else ``assemble``."""
     if decode_in_c(schema, names, time_range, column_filter, window):
-        cell_list, size = _rowcodec.row_cells(row_key_len, entries,
+        cell_list, size = _cellcodec.row_cells(row_key_len, entries,
                                               min(max_version, schema.max_versions))
         if cell_list is None:
             return None, 0

@@ -39,7 +39,7 @@ import logging
 
 from regions import PUREPYTHON, WriteBatch
 
-from . import _rowcodec, _writes, cells, pkcodec
+from . import _cellcodec, _rowcodec, _writes, cells, pkcodec
 from ._writes import stripe
 from .capacity import failed_condition_cu, write_cu
 from .conditions import check_condition, evaluate
@@ -131,8 +131,8 @@ def prepare(name, schema, kind, row, condition, return_type, return_column_names
     p.row_key = None if p.auto_incr else _rowcodec.encode_pk(schema.types, values)
     p.pk_bytes = _rowcodec.pk_size(schema.names, [0 if v is PK_AUTO_INCR else v
                                               for v in values] if p.auto_incr else values)
-    p.attr_bytes = _rowcodec.cells_size(p.cells if kind == BatchWriteRowType.PUT
-                                    else [(c[1], c[2]) for c in p.cells])
+    p.attr_bytes = _cellcodec.cells_size(p.cells if kind == BatchWriteRowType.PUT
+                                     else [(c[1], c[2]) for c in p.cells])
     if kind != BatchWriteRowType.DELETE:
         check_row_size(kind, p.pk_bytes + p.attr_bytes)
     return p
@@ -356,7 +356,7 @@ class RowWriter:
                         and not evaluate(cond.column_condition, live or {}))):
                 raise service_error("condition_failed")
         if p.kind == BatchWriteRowType.PUT:
-            return [(cells.head_key(row_key), _rowcodec.put_head(self.gens.next(), p.cells, now))]
+            return [(cells.head_key(row_key), _cellcodec.put_head(self.gens.next(), p.cells, now))]
         if p.kind == BatchWriteRowType.DELETE:
             return [(cells.head_key(row_key), cells.encode_deleted_head(self.gens.next()))]
         return self._update_ops(p, live, now)

@@ -7,7 +7,8 @@
     result_rows                 no twin: the bench's floor of the results (ResultsOnly)
 
 Tests run each against its Python twin on the same random inputs
-(tests/test_tablestore_rows_c.py); rows are decoded by _rowcodec.
+(tests/test_tablestore_rows_c.py); keys are decoded by _rowcodec, cells by
+_cellcodec.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_SIZE
@@ -17,9 +18,9 @@ from regions._api cimport Buf, buf_put_byte as _put_byte
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp
 from regions.tablestore._layout cimport *
-from regions.tablestore._rowcodec cimport (_as_bytes, _atomic, _decode_one, _head_cells, _make_cu,
-                                           _make_row, _maybe_atomic, _names_size, _plain_key,
-                                           _row_cells, _untracked)
+from regions.tablestore._cellcodec cimport (_as_bytes, _atomic, _head_cells, _maybe_atomic,
+                                            _names_size, _row_cells, _untracked)
+from regions.tablestore._rowcodec cimport _decode_one, _make_cu, _make_row, _plain_key
 
 from regions.tablestore.capacity import UNIT
 from regions.tablestore.metadata import RowDataItem
@@ -201,7 +202,7 @@ cdef class RowReader:
         """The BatchGetRow result item of the row (``RowDataItem(True, None,
         None, item_table_name, consumed, ...)``, its attributes set in the
         order its ``__init__`` sets them; untracked by the GC, as the row
-        and its CU are: see _rowcodec.pxd), or None."""
+        and its CU are: see _cellcodec.pxd), or None."""
         return self.items(table_name, [primary_key], item_table_name)[0]
 
     def items(self, table_name, primary_keys, item_table_name):
@@ -285,7 +286,7 @@ cdef object _make_item(table_name, consumed, row):
     """``RowDataItem(True, None, None, table_name, consumed, ...)`` of ``row``
     (a Row or None) without the Python-level __init__: its attributes set in
     the order its ``__init__`` sets them; untracked, as the row and its CU are
-    (see _rowcodec.pxd)."""
+    (see _cellcodec.pxd)."""
     item = _untracked(_new_object(_RowDataItem))
     item.is_ok = True
     item.error_code = None

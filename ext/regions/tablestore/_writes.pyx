@@ -7,17 +7,18 @@
 
 writes.RowWriter owns the PlainWriter and is the one place a write takes
 this path or its own.  Tests run each against its Python twin on the same
-random inputs (tests/test_tablestore_rows_c.py); keys, heads and deltas are
-encoded by _rowcodec.  Nothing here imports writes.py: what it needs of it
-(``failed_item``) is handed in at construction.
+random inputs (tests/test_tablestore_rows_c.py); keys are encoded by
+_rowcodec, heads and deltas by _cellcodec.  Nothing here imports writes.py:
+what it needs of it (``failed_item``) is handed in at construction.
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8String
 from regions._api cimport Buf
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free
-from regions.tablestore._rowcodec cimport (_delta_key, _make_cu, _make_row, _now_ms, _plain_key,
-                                           _put_delta, _put_head, _untracked, _utf8_len)
+from regions.tablestore._cellcodec cimport (_delta_key, _now_ms, _put_delta, _put_head, _untracked,
+                                            _utf8_len)
+from regions.tablestore._rowcodec cimport _make_cu, _make_row, _plain_key
 
 import logging
 
@@ -162,7 +163,7 @@ cdef class PlainWriter:
     condition, ``return_type`` None or RT_NONE.  Under the row's stripe of
     ``locks`` it does what ``RowWriter.run`` does for such a row (its twin):
     the partition checked against the transactions' locks, the head encoded
-    with the next generation and the clock (``_rowcodec._now_ms``, the twin of
+    with the next generation and the clock (``_cellcodec._now_ms``, the twin of
     ``cells.now_ms``), one ``server.put``; it
     returns ``(consumed, None)``.  Anything else returns None before doing
     anything, and the Python path decides.  Thread-safe.
@@ -404,7 +405,7 @@ cdef object _ok_item(Py_ssize_t size, Py_ssize_t index):
     """``BatchWriteRowResponseItem(True, None, None, CU, None)``, its attributes
     set in the order its ``__init__`` sets them, then its ``index`` in its
     table's rows (``BatchWriteRowResponse`` sets it); untracked by the GC, as
-    its CU and row are (_rowcodec.pxd)."""
+    its CU and row are (_cellcodec.pxd)."""
     item = _untracked(_new_object(_BatchWriteRowResponseItem))
     item.is_ok = True
     item.error_code = None
