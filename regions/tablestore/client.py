@@ -638,7 +638,7 @@ class OTSClient:
         collapse = getattr(getattr(search_query, "collapse", None), "field_name", None)
         highlighting = getattr(search_query, "highlight", None)
         highlight = getattr(highlighting, "highlight_parameters", None)
-        nested = engine.inner_hit_queries(query)
+        nested = engine.inner_hit_queries(query) if definition.nested else ()
         kind = return_type_name(getattr(columns_to_get, "return_type", None))
         keys_only = kind in (None, "NONE") and not nested and not highlight
         hits, total, token = engine.search(query, sort, offset, limit, token_in or None, ttl,
@@ -647,8 +647,8 @@ class OTSClient:
             token = None       # an index with NESTED fields has no index sort: no paging token
         sorters = getattr(sort, "sorters", None) or (
             token_in and getattr(token_sort(sort, token_in), "sorters", None)) or ()
-        by_score = "ScoreSort" in [type(s).__name__ for s in sorters] or (
-            not sorters and type(query).__name__ == "FunctionsScoreQuery")
+        by_score = any(type(s).__name__ == "ScoreSort" for s in sorters) if sorters \
+            else type(query).__name__ == "FunctionsScoreQuery"
         agg_results, group_by_results = [], []
         if getattr(search_query, "aggs", None) or getattr(search_query, "group_bys", None):
             aggregator = Aggregator(engine, lambda keys: [

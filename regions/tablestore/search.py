@@ -507,8 +507,11 @@ class Engine:
         ``keys``: the page's hits may be (row key, score) alone."""
         searcher = self.index.searcher()
         tq, vector = self._query(query)
-        start = offset if token is None else _decode_token(token)[0]
-        sort = token_sort(sort, token)
+        kind = type(query).__name__
+        if token is None:
+            start = offset
+        else:
+            start, sort = _decode_token(token)[0], token_sort(sort, token)
         if tq is None:                     # a KNN without a filter: the nearest rows first
             field, q, top_k = vector[:3]
             picked = self._vectors[field.name].search(q, max(top_k, start + limit), None)
@@ -519,10 +522,10 @@ class Engine:
             # no rows asked (aggregations, a count): count, read nothing
             return [], searcher.search(tq, limit=1, count=True).count, None
         top = None
-        if not getattr(sort, "sorters", None) and type(query).__name__ == "FunctionsScoreQuery":
+        if kind == "FunctionsScoreQuery" and not getattr(sort, "sorters", None):
             sort = _BY_SCORE                   # the functions' scores order its rows
         if vector is None and collapse is None \
-                and type(query).__name__ not in ("FunctionScoreQuery", "FunctionsScoreQuery"):
+                and kind != "FunctionScoreQuery" and kind != "FunctionsScoreQuery":
             top = self._top(searcher, tq, sort, start + limit, start, count, keys)
         if top is not None:
             page, total, more = top
@@ -574,12 +577,12 @@ class Engine:
         a single-valued numeric field's column, or by score; None when the
         order needs every document (a distance, several sorters, an
         ascending score); ``keys``: hits (row key, value) alone."""
-        sorters = list(getattr(sort, "sorters", None) or ()) or self.definition.sort().sorters
+        sorters = getattr(sort, "sorters", None) or self.definition.sort().sorters
         if len(sorters) != 1:
             return None
         s, tv = sorters[0], self._tv
         kind = type(s).__name__
-        desc = int(getattr(s, "sort_order", 0) or 0) == 1
+        desc = getattr(s, "sort_order", 0) == 1      # the SDK's SortOrder.DESC (an IntEnum)
         if kind in ("PrimaryKeySort", "DocSort"):
             res = searcher.search(tq, limit=_fetch(need), count=count, order_by_field="_pko",
                                   order=tv.Order.Desc if desc else tv.Order.Asc)
@@ -1041,6 +1044,8 @@ class Engine:
                     return tv.Query.term_query(schema, tname, words[0]), None
                 return tv.Query.phrase_query(schema, tname, words), None
             terms = [tv.Query.term_query(schema, tname, w) for w in dict.fromkeys(words)]
+            if len(terms) == 1:           # one word: its term, scored alike, unwrapped
+                return terms[0], None
             if _enum_name(getattr(q, "operator", None), _OPERATORS) == "AND":
                 return tv.Query.boolean_query([(tv.Occur.Must, t) for t in terms]), None
             msm = getattr(q, "minimum_should_match", None)
@@ -1779,16 +1784,17 @@ def _encode_token(position, sort=None):
         spec.append((kind, getattr(s, "field_name", None), "DESC" if desc else "ASC"))
     if not spec:
         return base64.urlsafe_b64encode(b'{"offset": %d}' % position)    # json.dumps' text
-    spec = tuple(spec)
-    text = _SPEC_TEXT.get(spec)
-    if text is None:                  # a page's next token each search: its sort's JSON kept
-        if len(_SPEC_TEXT) >= 1024:
-            _SPEC_TEXT.clear()
-        text = _SPEC_TEXT[spec] = json.dumps([list(x) for x in spec]).encode()
-    return base64.urlsafe_b64encode(b'{"offset": %d, "sort": %s}' % (position, text))
+    key = (position, tuple(spec))
+    token = _TOKENS.get(key)
+    if token is None:                 # a page's next token each search: the token kept
+        if len(_TOKENS) >= 1024:
+            _TOKENS.clear()
+        token = _TOKENS[key] = base64.urlsafe_b64encode(b'{"offset": %d, "sort": %s}' % (
+            position, json.dumps([list(x) for x in key[1]]).encode()))
+    return token
 
 
-_SPEC_TEXT = {}                       # a token's sort -> its JSON text
+_TOKENS = {}                          # (position, sort) -> its token
 
 
 def _decode_token(token):
@@ -1960,7 +1966,7 @@ def return_type_name(value):
     """ColumnsToGet's ``return_type`` (the SDK's ColumnReturnType) by name; None: absent."""
     if value is None:
         return None
-    name = getattr(value, "name", None)
+    name = getattr(value, "_name_", None)       # an Enum member's (its .name is a property)
     if isinstance(name, str):
         return name
     return _RETURN_TYPES.get(int(value), "NONE")
