@@ -12,7 +12,7 @@ from regions import PUREPYTHON
 
 from regions.tablestore import (INF_MAX, INF_MIN, _cellcodec, _reads, _rowcodec, _writes, cells,
                                 pkcodec, reads, writes)
-from regions.tablestore.capacity import cells_size, pk_size
+from regions.tablestore.capacity import UNIT, cells_size, pk_size, read_cu, write_cu
 from regions.tablestore.errors import OTSServiceError
 from regions.tablestore.schema import Schema
 
@@ -82,6 +82,19 @@ def test_pk_size_matches_the_reference(pk):
     types, values = pk
     names = ["k%d" % i for i in range(len(types))]
     assert _rowcodec.pk_size(names, values) == pk_size(zip(names, values))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=1 << 24), st.integers(min_value=0, max_value=1 << 20))
+def test_the_c_capacity_units_round_as_capacity_py(size, pk):
+    """_rowcodec.read_cu and write_cu (the C reads' and plain writes' CUs)
+    are capacity.read_cu and capacity.write_cu of an unconditional write,
+    around every 4 KB boundary too."""
+    for n in (size, size - size % UNIT, size - size % UNIT + 1, 0, 1, UNIT, UNIT + 1):
+        c, py = _rowcodec.read_cu(n), read_cu(n)
+        assert (c.read, c.write) == (py.read, py.write)
+        c, py = _rowcodec.write_cu(pk + n), write_cu(pk, n, None)
+        assert (c.read, c.write) == (py.read, py.write)
 
 
 @pytest.mark.parametrize("key", [b"\x42", b"\x10\x80", b"\x20abc", b"\x20a\x00\x02", b""])
@@ -845,7 +858,7 @@ def test_plain_writer_batch_leaves_what_is_not_plain_and_reports_a_failed_write(
     schema = Schema(["k"], ["INTEGER"], None, -1, 1, 86400, None, [])
     txns = type("NoTxn", (), {"held": {}})()
     w = _writes.PlainWriter({"t": schema}, Failing(), [threading.Lock()], cells_mod.Generations(),
-                            txns, None, writes.failed_item)
+                            txns, None, writes.failed_item, writes.write_failed)
     got = w.batch(_batch_of([([("k", 1)], [("a", 1)]), ([("k", 2)], [("a", 2)])]).items, 4 << 20)
     first, second = got["t"]
     assert (first.index, second.index) == (0, 1)

@@ -13,7 +13,8 @@ sum over its columns.  One CU is 4 KB (4096 B), rounded up.
   returned.  What is read but not returned (columns left out, versions not
   selected, rows a filter drops) is not counted.
 - GetRange: read = ceil(sum over returned rows / 4K); an empty page costs 1.
-Pure functions.
+Pure functions.  The C paths' twins (_rowcodec.read_cu, write_cu, pk_size;
+_cellcodec.cells_size) are held to these by tests/test_tablestore_rows_c.py.
 """
 from .cells import value_size
 from .metadata import CapacityUnit, RowExistenceExpectation

@@ -64,8 +64,11 @@ _NAME_ERRORS = {"table": ("invalid_table_name", "table"),
 _GOOD_NAMES = {kind: set() for kind in _NAME_ERRORS}
 _GOOD_NAMES_MAX = 4096
 # A str of at most this many characters has at most 4x as many UTF-8 bytes,
-# so it is within MAX_PK_BYTES / MAX_VALUE_BYTES without encoding it.
+# so it is within MAX_PK_BYTES / MAX_VALUE_BYTES without encoding it (the
+# plain checks here and their C twins, _rowcodec._plain_key and
+# _writes._plain_cells, read these two).
 SHORT_PK_STR = 256
+SHORT_VALUE_STR = MAX_VALUE_BYTES // 4
 _PK_TYPES = ("INTEGER", "STRING", "BINARY", "BOOLEAN")
 _DEFINED_TYPES = ("STRING", "INTEGER", "DOUBLE", "BOOLEAN", "BINARY")
 
@@ -380,7 +383,7 @@ def _plain_value(value):
     if kind is int:
         return INT64_MIN <= value <= INT64_MAX
     if kind is str:
-        return len(value) <= MAX_VALUE_BYTES // 4
+        return len(value) <= SHORT_VALUE_STR
     if kind is float:
         return math.isfinite(value)
     return False

@@ -52,7 +52,7 @@ from .validate import (BATCH_WRITE_BYTES, CELL_TS_BYTES, INT64_MAX, INT64_MIN, c
                        check_update_columns)
 
 __all__ = ["Prepared", "prepare", "data_size", "check_repeated", "check_atomic", "RowWriter",
-           "LOCK_STRIPES"]
+           "LOCK_STRIPES", "write_failed", "failed_item"]
 
 log = logging.getLogger("regions.tablestore")
 
@@ -197,6 +197,16 @@ def check_atomic(plans) -> list:
     return plans
 
 
+def write_failed(table, count, exc) -> frozenset:
+    """The keys that a region-server write of ``count`` rows of ``table``
+    applied before it failed with ``exc`` (its ``applied_keys``; none when it
+    names none), the failure logged: the one statement of a failed batch
+    write, for ``RowWriter._run_group`` and the C path's batch
+    (``_writes.PlainWriter``, handed it at construction)."""
+    log.error("BatchWriteRow: writing %d rows of table %r failed: %s", count, table, exc)
+    return getattr(exc, "applied_keys", frozenset())
+
+
 def failed_item(kind, table, exc) -> BatchWriteRowResponseItem:
     """The BatchWriteRow result item of a row of ``kind`` that failed with ``exc``."""
     if isinstance(exc, OTSServiceError):
@@ -246,7 +256,7 @@ class RowWriter:
         if not PUREPYTHON and self.txn is None:
             self.c_path = _writes.PlainWriter(self._c_schemas, self.server, self.locks,
                                               self.gens, self.transactions, self.indexer,
-                                              failed_item)
+                                              failed_item, write_failed)
 
     def stop_c_path(self):
         """From now on every write takes this module's path (the client closed)."""
@@ -534,9 +544,7 @@ class RowWriter:
                 self.server.write(table, batch)
                 applied = None
             except Exception as exc:  # noqa: BLE001 -- reported row by row below
-                log.error("BatchWriteRow: writing %d rows of table %r failed: %s",
-                          len(written), plans[written[0]].table, exc)
-                applied = getattr(exc, "applied_keys", frozenset())
+                applied = write_failed(table, len(written), exc)
                 failure = exc
             finally:
                 if feed is not None:

@@ -20,9 +20,8 @@ from libc.string cimport memcmp
 from regions.tablestore._layout cimport *
 from regions.tablestore._cellcodec cimport (_as_bytes, _atomic, _head_cells, _maybe_atomic,
                                             _names_size, _row_cells, _untracked)
-from regions.tablestore._rowcodec cimport _decode_one, _make_cu, _make_row, _plain_key
+from regions.tablestore._rowcodec cimport _decode_one, _make_cu, _make_row, _plain_key, _read_cu
 
-from regions.tablestore.capacity import UNIT
 from regions.tablestore.metadata import RowDataItem
 from regions.tablestore.validate import CELL_TS_BYTES
 
@@ -32,7 +31,6 @@ cdef extern from "Python.h":
 
 cdef object _new_object = object.__new__
 cdef object _RowDataItem = RowDataItem
-cdef Py_ssize_t _UNIT = UNIT
 cdef Py_ssize_t _CELL_TS_BYTES = CELL_TS_BYTES
 
 
@@ -323,11 +321,9 @@ cdef object _read_row(list names, list values, Py_ssize_t at, Py_ssize_t rklen, 
 
 
 cdef object _row_cu(row, Py_ssize_t ksize, Py_ssize_t csize):
-    """The read CU of a GetRow: 1 for a missing row, else the key's and the
-    cells' sizes in units, at least 1."""
-    if row is None:
-        return _make_cu(1, 0)
-    return _make_cu(max(1, (ksize + csize + _UNIT - 1) // _UNIT), 0)
+    """The read CU of a GetRow (OTSClient._get's): nothing read for a missing
+    row, else the key's and the cells' sizes."""
+    return _read_cu(0 if row is None else ksize + csize)
 
 
 # -- the results' floor (bench/test_bench_rows.py) ---------------------------

@@ -14,4 +14,6 @@ cdef bint _plain_key(list names, list types, primary_key, Buf* b, Py_ssize_t* si
                      list values) except -1
 cdef object _make_row(primary_key, attribute_columns)
 cdef object _make_cu(Py_ssize_t read, Py_ssize_t write)
+cdef object _read_cu(Py_ssize_t size)
+cdef object _write_cu(Py_ssize_t size)
 cdef list _pk_list(list names, list values)

@@ -8,11 +8,13 @@ random inputs, tests/test_tablestore_rows_c.py, test_tablestore_pkcodec.py):
     encode_pk, decode_pk        pkcodec.encode_pk, pkcodec.decode_pk
     _plain_key                  validate._plain_pk, then pkcodec.encode_pk
     pk_size                     capacity.pk_size over zip(names, values)
+    read_cu, write_cu           capacity.read_cu, capacity.write_cu of an unconditional write
     ROW_KEY_PREFIX              pkcodec.row_key_len, as an lsm.PrefixExtractor
 
 and builds the objects the C reads and writes return (``Row``,
 ``CapacityUnit``, a primary key's list) without their Python-level
-``__init__``.  One concept: a row as the API names it, by its primary key
+``__init__``, the capacity units with capacity.py's rounding (the one
+statement of it in C).  One concept: a row as the API names it, by its primary key
 (pkcodec.py owns the format; nothing here defines one); the cells of a row
 are _cellcodec's.  Keys are ``bytes`` (what the region server returns);
 other buffers are copied to bytes first.  The C interface (_rowcodec.pxd)
@@ -30,6 +32,7 @@ from libc.string cimport memchr
 from regions.tablestore._layout cimport *
 from regions._api cimport PrefixExtractor
 
+from regions.tablestore.capacity import UNIT
 from regions.tablestore.metadata import INF_MAX, INF_MIN, CapacityUnit, Row
 from regions.tablestore.validate import SHORT_PK_STR
 
@@ -39,6 +42,7 @@ cdef object _Row = Row
 cdef object _CapacityUnit = CapacityUnit
 cdef object _new_object = object.__new__
 cdef Py_ssize_t _SHORT_PK_STR = SHORT_PK_STR
+cdef Py_ssize_t _UNIT = UNIT
 
 cdef uint64_t _OFFSET = (<uint64_t>1) << 63
 
@@ -280,6 +284,34 @@ cdef object _make_cu(Py_ssize_t read, Py_ssize_t write):
     cu.read = read
     cu.write = write
     return cu
+
+
+cdef inline Py_ssize_t _units(Py_ssize_t size):
+    """capacity.py's rule: ``size`` bytes in units of UNIT (4 KB), rounded up,
+    at least 1."""
+    return max(1, (size + _UNIT - 1) // _UNIT)
+
+
+cdef object _read_cu(Py_ssize_t size):
+    """capacity.read_cu(size) for C callers: a read of ``size`` bytes (0: nothing
+    read, one unit)."""
+    return _make_cu(_units(size), 0)
+
+
+cdef object _write_cu(Py_ssize_t size):
+    """capacity.write_cu(pk, attributes, None) for C callers, ``size`` their sum:
+    an unconditional write's units, no read."""
+    return _make_cu(0, _units(size))
+
+
+def read_cu(Py_ssize_t size):
+    """``_read_cu`` for the tests that hold it to capacity.read_cu."""
+    return _read_cu(size)
+
+
+def write_cu(Py_ssize_t size):
+    """``_write_cu`` for the tests that hold it to capacity.write_cu."""
+    return _write_cu(size)
 
 
 cdef list _pk_list(list names, list values):

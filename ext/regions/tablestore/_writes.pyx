@@ -9,7 +9,8 @@ writes.RowWriter owns the PlainWriter and is the one place a write takes
 this path or its own.  Tests run each against its Python twin on the same
 random inputs (tests/test_tablestore_rows_c.py); keys are encoded by
 _rowcodec, heads and deltas by _cellcodec.  Nothing here imports writes.py:
-what it needs of it (``failed_item``) is handed in at construction.
+what it needs of it (``failed_item``, ``write_failed``) is handed in at
+construction.
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8String
@@ -18,20 +19,15 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport free
 from regions.tablestore._cellcodec cimport (_delta_key, _now_ms, _put_delta, _put_head, _untracked,
                                             _utf8_len)
-from regions.tablestore._rowcodec cimport _make_cu, _make_row, _plain_key
-
-import logging
+from regions.tablestore._rowcodec cimport _make_row, _plain_key, _write_cu
 
 from regions import WriteBatch as _WriteBatch
 from regions.tablestore import cells as _cells_module
-from regions.tablestore.capacity import UNIT
 from regions.tablestore.metadata import (BatchWriteRowResponseItem, BatchWriteRowType,
                                          Condition, PutRowItem, ReturnType, Row,
                                          RowExistenceExpectation)
-from regions.tablestore.validate import (MAX_ROW_WRITE_BYTES, MAX_VALUE_BYTES, MAX_WRITE_COLUMNS,
+from regions.tablestore.validate import (MAX_ROW_WRITE_BYTES, MAX_WRITE_COLUMNS, SHORT_VALUE_STR,
                                          _GOOD_NAMES)
-
-_log = logging.getLogger("regions.tablestore")
 
 cdef extern from "Python.h":
     int PyGC_Enable()
@@ -39,8 +35,7 @@ cdef extern from "Python.h":
 
 cdef object _new_object = object.__new__
 cdef object _Row = Row
-cdef Py_ssize_t _UNIT = UNIT
-cdef Py_ssize_t _MAX_PLAIN_STR = MAX_VALUE_BYTES // 4     # validate._plain_value
+cdef Py_ssize_t _SHORT_VALUE_STR = SHORT_VALUE_STR     # validate._plain_value's
 cdef Py_ssize_t _MAX_ROW_WRITE_BYTES = MAX_ROW_WRITE_BYTES
 cdef Py_ssize_t _MAX_WRITE_COLUMNS = MAX_WRITE_COLUMNS
 cdef set _GOOD_NAMES_SET = _GOOD_NAMES["attribute"]   # attribute names checked valid
@@ -94,7 +89,7 @@ cdef list _plain_cells(list pk_names, columns, bint update, Py_ssize_t* attr):
                 return None
             attr[0] += 8
         elif t is str:
-            if len(<str>v) > _MAX_PLAIN_STR:
+            if len(<str>v) > _SHORT_VALUE_STR:
                 return None
             attr[0] += _utf8_len(<str>v)
         else:
@@ -173,15 +168,17 @@ cdef class PlainWriter:
     by ``indexer.before_write`` (the feed entry, before the base write) and
     ``indexer.after_write`` (its local indexes), under the row locks, as
     ``RowWriter`` frames them.  ``failed_item(kind, table, exc)``
-    (writes.failed_item) makes a batch's result item of a row that failed.
+    (writes.failed_item) makes a batch's result item of a row that failed;
+    ``write_failed(table, count, exc)`` (writes.write_failed) logs a batch's
+    failed write and names the keys it applied.
     """
     cdef dict _schemas
-    cdef object _server, _gens, _transactions, _indexer, _failed_item
+    cdef object _server, _gens, _transactions, _indexer, _failed_item, _write_failed
     cdef list _locks
     cdef dict _indexed, _held
 
     def __init__(self, dict schemas not None, server, list locks not None, gens, transactions,
-                 indexer, failed_item not None):
+                 indexer, failed_item not None, write_failed not None):
         self._schemas = schemas
         self._server = server
         self._locks = locks
@@ -191,6 +188,7 @@ cdef class PlainWriter:
         self._indexer = indexer
         self._indexed = indexer.tables if indexer is not None else {}
         self._failed_item = failed_item
+        self._write_failed = write_failed
 
     def put(self, table_name, row, condition, return_type):
         """``put_row``'s answer, or None (see the class doc)."""
@@ -215,7 +213,8 @@ cdef class PlainWriter:
         twin): under the locks of all their stripes, taken in order, each
         row's partition checked against the transactions' locks (a refused
         row fails alone), one region-server write of their heads; if that
-        write fails, the rows it did not apply fail (``writes.failed_item``).
+        write fails (``writes.write_failed``), the rows it did not apply fail
+        (``writes.failed_item``).
 
         Run with the cyclic GC paused, as a BatchGetRow's items are built
         (_reads.RowReader.items): the request's rows are young objects, and
@@ -306,9 +305,7 @@ cdef class PlainWriter:
             self._server.write(table_name, _WriteBatch.of_ops(ops))
             applied = None
         except Exception as exc:
-            _log.error("BatchWriteRow: writing %d rows of table %r failed: %s",
-                       len(written), table_name, exc)
-            applied = getattr(exc, "applied_keys", frozenset())
+            applied = self._write_failed(table_name, len(written), exc)
             failure = exc
         if feed is not None:
             self._indexer.after_write(table_name, keys, feed)
@@ -384,12 +381,6 @@ cpdef Py_ssize_t stripe(bytes row_key, Py_ssize_t n) except -1:
     as Python computes it (C's % keeps the hash's sign).  writes.RowWriter takes it too."""
     cdef Py_ssize_t s = hash(row_key) % n
     return s + n if s < 0 else s
-
-
-cdef inline object _write_cu(Py_ssize_t size):
-    """The CU of a row of ``size`` bytes written unconditionally: capacity.write_cu's
-    rule, ceil(size / 4K) and at least 1 (tests hold the answers to the Python path's)."""
-    return _make_cu(0, max(1, (size + _UNIT - 1) // _UNIT))
 
 
 cdef inline bint _unconditional(condition, return_type) except -1:
