@@ -286,6 +286,15 @@ def test_the_compiled_encoder_is_in_use():
     assert PlainBufferCodec(MARKERS).compiled is not PUREPYTHON
 
 
+def test_the_compiled_encoder_declares_the_wire_numbers_plainbuffer_owns():
+    """_plainbuffer's enum is its one statement of the wire numbers in C;
+    every value there is plainbuffer.py's, by the same name."""
+    from regions.otsserver import _plainbuffer, plainbuffer
+    assert _plainbuffer.LAYOUT == {name: getattr(plainbuffer, name)
+                                   for name in _plainbuffer.LAYOUT}
+    assert {"HEADER", "TAG_CELL_CHECKSUM", "VT_BLOB", "INCREMENT"} <= set(_plainbuffer.LAYOUT)
+
+
 def _random_value(rnd, markers=False):
     kind = rnd.randrange(9 if markers else 7)
     if kind == 0:

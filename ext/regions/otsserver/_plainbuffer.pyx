@@ -32,7 +32,9 @@ class Unsupported(Exception):
     """Raised for input the pure-Python encoder must handle (and judge)."""
 
 
-# Wire numbers: see plainbuffer.py (never renumbered).
+# Wire numbers: plainbuffer.py owns them (never renumbered); LAYOUT below
+# hands them to the test that holds each to plainbuffer.py's
+# (tests/test_otsserver_plainbuffer.py).
 cdef enum:
     HEADER = 0x75
     TAG_ROW_PK = 0x01
@@ -50,6 +52,19 @@ cdef enum:
     VT_BOOLEAN = 0x2
     VT_STRING = 0x3
     VT_BLOB = 0x7
+    DELETE_ALL_VERSION = 0x1
+    DELETE_ONE_VERSION = 0x3
+    INCREMENT = 0x4
+
+#: The wire numbers of the enum above, by plainbuffer.py's names.
+LAYOUT = {"HEADER": HEADER, "TAG_ROW_PK": TAG_ROW_PK, "TAG_ROW_DATA": TAG_ROW_DATA,
+          "TAG_CELL": TAG_CELL, "TAG_CELL_NAME": TAG_CELL_NAME, "TAG_CELL_VALUE": TAG_CELL_VALUE,
+          "TAG_CELL_TYPE": TAG_CELL_TYPE, "TAG_CELL_TIMESTAMP": TAG_CELL_TIMESTAMP,
+          "TAG_DELETE_ROW_MARKER": TAG_DELETE_ROW_MARKER, "TAG_ROW_CHECKSUM": TAG_ROW_CHECKSUM,
+          "TAG_CELL_CHECKSUM": TAG_CELL_CHECKSUM, "VT_INTEGER": VT_INTEGER,
+          "VT_DOUBLE": VT_DOUBLE, "VT_BOOLEAN": VT_BOOLEAN, "VT_STRING": VT_STRING,
+          "VT_BLOB": VT_BLOB, "DELETE_ALL_VERSION": DELETE_ALL_VERSION,
+          "DELETE_ONE_VERSION": DELETE_ONE_VERSION, "INCREMENT": INCREMENT}
 
 cdef uint8_t CRC8[256]
 
@@ -177,7 +192,7 @@ cdef int _cell(Buf* b, object name, object value, object timestamp, object op,
             raise Unsupported()
         crc = _crc(crc, b.p + start, b.n - start)
     if op is not None:
-        if type(op) is not int or op not in (1, 3, 4):
+        if type(op) is not int or op not in (DELETE_ALL_VERSION, DELETE_ONE_VERSION, INCREMENT):
             raise Unsupported()
         opv = op
         _reserve(b, 2)
