@@ -97,6 +97,20 @@ def test_the_c_capacity_units_round_as_capacity_py(size, pk):
         assert (c.read, c.write) == (py.read, py.write)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(max_size=12), max_size=20), st.integers(min_value=1, max_value=300))
+def test_the_row_lock_stripes_are_pythons_hash_mod_n(keys, n):
+    """_writes.stripe (the one statement of the row-lock rule, in C) is
+    ``hash(key) % n`` as Python computes it, and stripe_locks (what every
+    batch, C or Python, and a transaction's commit take) is each distinct
+    stripe's lock once, in stripe order."""
+    locks = [object() for _ in range(n)]
+    for key in keys:
+        assert _writes.stripe(key, n) == hash(key) % n
+    assert _writes.stripe_locks(locks, keys) == [locks[i] for i in sorted({hash(k) % n
+                                                                           for k in keys})]
+
+
 @pytest.mark.parametrize("key", [b"\x42", b"\x10\x80", b"\x20abc", b"\x20a\x00\x02", b""])
 def test_corrupt_row_keys_raise_value_error_in_both(key):
     with pytest.raises(ValueError):

@@ -43,6 +43,7 @@ from sortedcontainers import SortedDict
 from regions import WriteBatch
 
 from . import pkcodec
+from ._writes import stripe_locks
 from .errors import service_error
 
 __all__ = ["TransactionManager", "Transaction", "TIMEOUT_S", "MAX_BYTES"]
@@ -221,8 +222,7 @@ class TransactionManager:
                         if value:     # never empty: a head or a delta (a deletion has b"")
                             entries.append((key, value))
                     rows = list(by_row)
-                    n = len(self._row_locks)
-                    locks = [self._row_locks[i] for i in sorted({hash(r) % n for r in rows})]
+                    locks = stripe_locks(self._row_locks, rows)
                     for lock in locks:
                         lock.acquire()
                     try:

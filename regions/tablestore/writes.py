@@ -40,7 +40,7 @@ import logging
 from regions import PUREPYTHON, WriteBatch
 
 from . import _cellcodec, _rowcodec, _writes, cells, pkcodec
-from ._writes import stripe
+from ._writes import stripe, stripe_locks
 from .capacity import failed_condition_cu, write_cu
 from .conditions import check_condition, evaluate
 from .errors import BATCH_WIDE, OTSClientError, OTSServiceError, service_error
@@ -508,8 +508,7 @@ class RowWriter:
         """Write the rows ``group`` (indexes of ``plans``; distinct row keys
         unless ``atomic``) as one batch; ``atomic``: a row that fails fails
         them all, before anything is written (run_atomic)."""
-        n = len(self.locks)
-        locks = [self.locks[s] for s in sorted({stripe(plans[i].row_key, n) for i in group})]
+        locks = stripe_locks(self.locks, [plans[i].row_key for i in group])
         for lock in locks:
             lock.acquire()
         try:

@@ -3,7 +3,8 @@
 
     plain_put, plain_update     writes.prepare of a plain PutRow / UpdateRow (its Python checks)
     PlainWriter                 RowWriter.run / run_batch of plain rows written unconditionally
-    stripe                      the row lock a row key takes (RowWriter's too)
+    stripe, stripe_locks        the row lock a row key takes, the locks a batch takes in order
+                                (RowWriter's and the transactions' too: the one statement)
 
 writes.RowWriter owns the PlainWriter and is the one place a write takes
 this path or its own.  Tests run each against its Python twin on the same
@@ -230,7 +231,7 @@ cdef class PlainWriter:
 
     cdef object _batch(self, dict items, Py_ssize_t max_bytes):
         cdef Py_ssize_t attr, size, total = 0, i, n, nlocks = len(self._locks)
-        cdef list plans = [], rows, results, stripes
+        cdef list plans = [], rows, results, locks
         cdef tuple got
         cdef dict response = {}
         for table_name, table_item in items.items():
@@ -267,8 +268,7 @@ cdef class PlainWriter:
         for table_name, rows in plans:
             n = len(rows)
             results = [None] * n
-            stripes = sorted({stripe(<bytes>(<tuple>r)[0], nlocks) for r in rows})
-            locks = [self._locks[i] for i in stripes]
+            locks = stripe_locks(self._locks, [(<tuple>r)[0] for r in rows])
             for lock in locks:
                 lock.acquire()
             try:
@@ -381,6 +381,15 @@ cpdef Py_ssize_t stripe(bytes row_key, Py_ssize_t n) except -1:
     as Python computes it (C's % keeps the hash's sign).  writes.RowWriter takes it too."""
     cdef Py_ssize_t s = hash(row_key) % n
     return s + n if s < 0 else s
+
+
+cpdef list stripe_locks(list locks, row_keys):
+    """The locks of ``locks`` (the row-lock stripes) that writes to ``row_keys``
+    hold, each once, in stripe order: the order every batch takes them in, so
+    two batches never wait for each other.  writes.RowWriter and
+    transactions.TransactionManager take them so too."""
+    cdef Py_ssize_t n = len(locks)
+    return [locks[i] for i in sorted({stripe(<bytes?>k, n) for k in row_keys})]
 
 
 cdef inline bint _unconditional(condition, return_type) except -1:
