@@ -55,7 +55,7 @@ from .fs import OSFileSystem
 from .memfs import open_in_memory
 from .memtable import MemTable, PrefixExtractor
 from .options import Options
-from .purepython import PUREPYTHON
+from .purepython import bind_c_calls, c_call
 from .sstable import Table
 from .views import TableView
 from .version import FileMeta, VersionEdit, VersionSet
@@ -147,6 +147,14 @@ class DB(BackgroundWork):
 
     This file holds the DB's API and state; flush, compaction and file
     cleanup are ``BackgroundWork`` (lsm/background.py).
+
+    The hot operations are C: ``put``, ``delete`` and ``write`` are
+    ``lsm._write.WritePath``'s (``self._writes``), ``get``, ``multi_get`` and
+    the ``scan_*`` reads ``lsm._read.PointPath``'s (``self._point``).  Each is
+    declared below with ``@c_call(path)`` (lsm/purepython.py), which binds
+    it on the open DB to that C method of the same name: a call is one C
+    call, no Python frame.  The method's docstring is the operation's; its
+    body makes the same call, and runs only under LSM_REGIONS_PUREPYTHON.
     """
 
     # The state the C paths read on every call lives in C fields
@@ -251,20 +259,11 @@ class DB(BackgroundWork):
         self._point = PointPath(self._s, self._tables.peek.__self__, self.block_cache,
                                 options.max_open_files, options, lambda: self.versions.cell,
                                 self._check_open, self._snapshot_seq, self._table)
-        self.get = self._point.get      # the point read, one C call (lsm/_read.pyx); DB.get documents it
-        self.multi_get = self._point.multi_get  # likewise; DB.multi_get documents it
-        self.scan_chunk = self._point.scan_chunk    # likewise; DB.scan_chunk documents it
-        self.scan_short = self._point.scan_short    # likewise; DB.scan_short documents it
-        self.scan_short_many = self._point.scan_short_many  # likewise
         self._writes = WritePath(self._s, self._write_lock, self._stats, options,
                                  lambda: self.versions.cell, self._admit, self._wal_failed,
                                  self._sync_log)
-        if not PUREPYTHON:
-            # the write path, one C call each (lsm/_write.pyx); under the
-            # switch (lsm/purepython.py) the methods below make the same call
-            self.put = self._writes.put
-            self.delete = self._writes.delete
-            self.write = self._writes.write
+        # each method declared @c_call below becomes its C call (the one fork)
+        bind_c_calls(self)
 
     def _abort_open(self):
         try:
@@ -387,14 +386,17 @@ class DB(BackgroundWork):
         return self._table(f).iterator()
 
     # ------------------------------------------------------------------ writes
+    @c_call("_writes")
     def put(self, key: bytes, value: bytes, sync: bool = None) -> None:
         """Set ``key`` to ``value``.  See the module doc for durability.
-        (One C call, ``lsm._write.WritePath.put``, which each DB binds as
-        its ``put``; likewise ``delete`` and ``write``.)"""
+        Runs as ``lsm._write.WritePath.put``: the checks, the WAL record and
+        the memtable in one C call (docs/walkthrough.md, "A put")."""
         self._writes.put(key, value, sync)
 
+    @c_call("_writes")
     def delete(self, key: bytes, sync: bool = None) -> None:
-        """Remove ``key`` (a tombstone; no error if it is absent)."""
+        """Remove ``key`` (a tombstone; no error if it is absent).  Runs as
+        ``lsm._write.WritePath.delete``."""
         self._writes.delete(key, sync)
 
     def _admit(self) -> _Log:
@@ -409,8 +411,10 @@ class DB(BackgroundWork):
             self._make_room()
         return self._log
 
+    @c_call("_writes")
     def write(self, batch: WriteBatch, sync: bool = None) -> None:
-        """Apply every operation of ``batch`` atomically, in order."""
+        """Apply every operation of ``batch`` atomically, in order (one WAL
+        record).  Runs as ``lsm._write.WritePath.write``."""
         self._writes.write(batch, sync)
 
     # ------------------------------------------------------- degraded state
@@ -583,24 +587,26 @@ class DB(BackgroundWork):
             self._cv.notify_all()
 
     # ------------------------------------------------------------------- reads
+    @c_call("_point")
     def get(self, key: bytes, snapshot: Snapshot = None):
         """The value of ``key``, or None.
 
         The memtable, the frozen memtable, then the current version's tables
-        (L0 newest first, one table per deeper level): one C call,
-        ``lsm._read.PointPath.get``, which each DB also binds as its ``get``.
+        (L0 newest first, one table per deeper level).  Runs as
+        ``lsm._read.PointPath.get``, one C call.
         The GIL is held throughout; ``multi_get`` releases it once for many
         keys (docs/walkthrough.md, "Inside the engine: A point read").
         """
         return self._point.get(key, snapshot)
 
+    @c_call("_point")
     def multi_get(self, keys, snapshot: Snapshot = None) -> list:
         """``[get(k, snapshot) for k in keys]``: each key's value, or None,
         every key read at one sequence (the latest, or the snapshot's), as
         RocksDB's MultiGet.  The memtables are read with the GIL, then the
-        tables' searches of all the keys run in one section without it
-        (``lsm._read.PointPath.multi_get``, bound as each DB's
-        ``multi_get``): a batch hands the GIL over once, not once a key.
+        tables' searches of all the keys run in one section without it: a
+        batch hands the GIL over once, not once a key.  Runs as
+        ``lsm._read.PointPath.multi_get``.
         """
         return self._point.multi_get(keys, snapshot)
 
@@ -680,31 +686,32 @@ class DB(BackgroundWork):
         Lazy: each step reads one entry ahead (``DBIterator.__next__``)."""
         return self.iterator(start, end, snapshot).begin(reverse)
 
+    @c_call("_point")
     def scan_chunk(self, start: bytes = None, end: bytes = None, limit: int = 1000, reverse: bool = False,
                    snapshot: Snapshot = None) -> list:
         """The first ``limit`` ``(key, value)`` of ``[start, end)`` in key order
-        (or the last ones, reversed) as one list, read in one C call
-        (``lsm._read.PointPath.scan_chunk``, which each DB also binds as its
-        ``scan_chunk``): how the region server reads a range in chunks.  The
-        same entries as ``iterator(start, end)`` read with ``next_batch``."""
+        (or the last ones, reversed) as one list: how the region server
+        reads a range in chunks.  The same entries as ``iterator(start, end)``
+        read with ``next_batch``.  Runs as ``lsm._read.PointPath.scan_chunk``,
+        one C call."""
         return self._point.scan_chunk(start, end, limit, reverse, snapshot)
 
+    @c_call("_point")
     def scan_short(self, start: bytes, end: bytes, limit: int = 1000, snapshot: Snapshot = None) -> list:
         """``scan_chunk(start, end, limit, snapshot=snapshot)`` for a range that
         holds few keys (a row of the data API): each source's entries of it
-        are read directly and merged, building no iterator
-        (``lsm._read.PointPath.scan_short``, bound as each DB's
-        ``scan_short``); a source holding more than 64 keys of the range
-        makes it take ``scan_chunk``'s path.  Same result either way."""
+        are read directly and merged, building no iterator; a source holding
+        more than 64 keys of the range makes it take ``scan_chunk``'s path.
+        Same result either way.  Runs as ``lsm._read.PointPath.scan_short``."""
         return self._point.scan_short(start, end, limit, snapshot)
 
+    @c_call("_point")
     def scan_short_many(self, ranges: list, limit: int = 1000, snapshot: Snapshot = None) -> list:
         """``[scan_short(start, end, limit, snapshot) for start, end in ranges]``
         in one call, every range read at one sequence (the latest, or the
         snapshot's): a consistent read of many rows (the data API's
-        BatchGetRow).  ``ranges`` is a list of ``(start, end)`` tuples
-        (``lsm._read.PointPath.scan_short_many``, bound as each DB's
-        ``scan_short_many``)."""
+        BatchGetRow).  ``ranges`` is a list of ``(start, end)`` tuples.  Runs
+        as ``lsm._read.PointPath.scan_short_many``."""
         return self._point.scan_short_many(ranges, limit, snapshot)
 
     # ------------------------------------------------------- flush / compaction

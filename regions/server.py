@@ -32,6 +32,7 @@ import time
 import lsm
 import lsm.memfs
 from lsm.cache import BlockCache, SharedTables
+from lsm.purepython import bind_c_calls, c_call
 
 from . import procedure
 from .adjust import HOT_REASON, adjust_split_point
@@ -46,7 +47,7 @@ from .options import ServerOptions
 from .policy import jitter_rate
 from ._region import Region
 from ._router import FIRST_CHUNK as _FIRST_CHUNK, MAX_CHUNK as _MAX_CHUNK, Router, Table, \
-    check_key as _check_key, split_ops
+    check_key as _check_key
 from .reports import ServerReports, region_info
 
 __all__ = ["RegionServer", "check_table_name"]
@@ -92,16 +93,6 @@ _chain = itertools.chain.from_iterable
 def _check_bound(key, name):
     if key is not None:
         _check_key(key, name)
-
-
-def _batch_of(ops):
-    b = lsm.WriteBatch()
-    for kind, key, value in ops:
-        if kind == lsm.dbformat.KIND_VALUE:
-            b.put(key, value)
-        else:
-            b.delete(key)
-    return b
 
 
 class _SplitHost:
@@ -175,12 +166,16 @@ class RegionServer(ServerReports):
     """Hosts tables of regions in one directory.  Use ``RegionServer.open``.
 
     Its single-key data operations (``put``, ``get``, ``delete``, ``write``,
-    ``read_range``, ``read_ranges``) are its router's (``_router``, a
-    ``regions._router.Router``, in C), bound to the instance when it opens
-    so that each is one C call; the methods of the same names below say
-    what they do.  The router holds the tables (read here as ``_tables``)
-    and calls back only into the slow paths this class hands it at
-    construction: ``_enter_slow``, ``_write_parts`` and ``scan``."""
+    ``read_range``, ``read_ranges``) are C: its router's (``_router``, a
+    ``regions._router.Router``), as an ``lsm.DB``'s are its write and read
+    paths'.  Each is declared below with ``@c_call("_router")``
+    (lsm/purepython.py), which binds it on the open server to the router's
+    method of the same name: a call is one C call, no Python frame.  The
+    method's docstring is the operation's; its body makes the same call,
+    and runs only under LSM_REGIONS_PUREPYTHON.  The router holds the
+    tables (read here as ``_tables``) and calls back only into the slow
+    paths this class hands it at construction: ``_enter_slow``,
+    ``_write_parts`` and ``scan``."""
 
     # -- lifecycle --------------------------------------------------------
     @staticmethod
@@ -226,9 +221,7 @@ class RegionServer(ServerReports):
         self._lock = threading.RLock()
         self._router = Router(self._enter_slow, self._write_parts, self.scan)
         self._tables = self._router.tables   # changed only through the router: it caches a location
-        r = self._router
-        self.put, self.get, self.delete, self.write = r.put, r.get, r.delete, r.write
-        self.read_range, self.read_ranges = r.read_range, r.read_ranges
+        bind_c_calls(self)      # each method declared @c_call below becomes its router's
         self._closed = False
         self._opened_at = time.time()
         self._split_history = SplitHistory()
@@ -502,31 +495,36 @@ class RegionServer(ServerReports):
                             pass
 
     # -- data -------------------------------------------------------------
-    # Each instance binds these six to its router's (see the class docstring):
-    # what runs is the same call, without this frame.
+    # Each runs as its router's method of the same name (the class docstring).
+    @c_call("_router")
     def put(self, table: str, key: bytes, value: bytes, sync=None) -> None:
         """Set ``key`` of ``table`` to ``value`` (``sync``: as ``lsm.DB.put``)."""
         self._router.put(table, key, value, sync)
 
+    @c_call("_router")
     def get(self, table: str, key: bytes):
         """The value of ``key`` of ``table``, or None."""
         return self._router.get(table, key)
 
+    @c_call("_router")
     def delete(self, table: str, key: bytes, sync=None) -> None:
         """Delete ``key`` of ``table`` (no error if it is absent)."""
         self._router.delete(table, key, sync)
 
+    @c_call("_router")
     def write(self, table: str, batch, sync=None) -> None:
         """Apply ``batch`` (an ``lsm.WriteBatch``): atomic when its keys lie in
         one region (always true for one row); a batch spanning regions is
         applied region by region, each part atomic (``_write_parts``)."""
         self._router.write(table, batch, sync)
 
+    @c_call("_router")
     def read_range(self, table: str, start: bytes, end: bytes) -> list:
         """``list(scan(table, start, end))``, in one read of one store when the
         range lies in one region and is shorter than a scan chunk (a row)."""
         return self._router.read_range(table, start, end)
 
+    @c_call("_router")
     def read_ranges(self, table: str, ranges: list) -> list:
         """``[read_range(table, start, end) for start, end in ranges]``, each
         region's ranges read in one call of its store, at one sequence (how
@@ -562,16 +560,17 @@ class RegionServer(ServerReports):
         keys in several regions (applied region by region)."""
         if not isinstance(batch, lsm.WriteBatch):
             raise TypeError(f"batch must be an lsm.WriteBatch, got {type(batch).__name__}")
-        ops = batch.ops
-        if not ops:
+        if not len(batch):
             self._table(table)
             return
         applied = []
-        while ops:
-            r = self._enter(table, ops[0][1], True)
+        while batch is not None:
+            r = self._enter(table, batch.first_key, True)
             try:
-                mine, rest = split_ops(ops, r.start, r.end)
-                r.db.write(batch if mine is ops else _batch_of(mine), sync)
+                # the part in the region (the batch itself when all of it
+                # is), and the rest: lsm's to split, by key
+                mine, batch = batch.split(r.start, r.end or None)
+                r.db.write(mine, sync)
                 if len(mine) > 1:
                     r.count_writes(len(mine) - 1)
             except Exception as e:
@@ -579,14 +578,10 @@ class RegionServer(ServerReports):
                     raise
                 raise PartialWriteError(
                     f"a batch of table {table!r} failed in region {r.id} after "
-                    f"{len(applied)} of its keys were applied: {e}",
-                    frozenset(op[1] for op in applied)) from e
+                    f"{len(applied)} of its keys were applied: {e}", frozenset(applied)) from e
             finally:
                 r.exit()
-            applied += mine
-            ops = rest
-            if ops:
-                batch = _batch_of(ops)
+            applied += mine.keys()
 
     def scan(self, table: str, start=None, end=None, reverse=False, expect=0):
         """Iterate ``(key, value)`` over ``[start, end)`` of the table in key order

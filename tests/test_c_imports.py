@@ -10,7 +10,10 @@ imports its caller; the data API reaches the engine only through regions.
   lsm.batch from the batch's C module, writes.py from tablestore/_writes), a
   cycle the import graph does not show.  What C needs of a caller is handed in at
   construction, or lives in a lower module it imports at load time
-  (lsm/errors.py's storage_error, lsm/arguments.py's checks)."""
+  (lsm/errors.py's storage_error, lsm/arguments.py's checks).
+* regions uses no private module of lsm and nothing of its record format
+  (kinds, a batch's operations): the store's C paths come through lsm's face,
+  a batch spanning regions is split by lsm (``WriteBatch.split``)."""
 import pathlib
 import re
 
@@ -65,4 +68,21 @@ def test_the_data_api_imports_nothing_of_lsm():
              + sorted((EXT / "regions" / "tablestore").glob("*.p*"))
              for n, line in enumerate(path.read_text().splitlines(), 1)
              if _IMPORTS_LSM.match(line)]
+    assert not found, "\n".join(found)
+
+
+#: What regions may not use of lsm: its private modules (the C paths, reached
+#: through lsm/_api.pxd and the store's bound methods) and the record format
+#: (the kinds, the batch's operations: a batch is lsm's to split and apply).
+#: Docs may name them (``...``): the path that runs is shown where it runs.
+_LSM_INTERNALS = re.compile(r"\blsm\.(_\w+|batch|dbformat|wal)\b")
+_QUOTED = re.compile(r"``.*?``")
+
+
+def test_regions_reaches_lsm_only_through_its_public_modules_and_face():
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+             for path in sorted((ROOT / "regions").glob("*.py"))
+             + sorted((EXT / "regions").glob("*.p*"))
+             for n, line in enumerate(path.read_text().splitlines(), 1)
+             if _LSM_INTERNALS.search(_QUOTED.sub("", line)) and not _CIMPORT.match(line)]
     assert not found, "\n".join(found)

@@ -11,7 +11,7 @@ import pytest
 
 import regions
 from regions._region import CLOSED, OPEN, SPLITTING, Region
-from regions._router import Router, Table, split_ops
+from regions._router import Router, Table
 from regions.errors import RegionBusyError, UnknownTableError
 
 
@@ -106,17 +106,28 @@ def test_route_agrees_with_a_bisect_over_the_start_keys():
         router.enter("t", "not bytes", False)
 
 
-def test_split_ops_is_a_regions_contains_over_the_ops():
+def test_a_batch_splits_by_a_regions_key_range():
+    """``lsm.WriteBatch.split``, how the server applies a batch region by region."""
+    import lsm
     rng = random.Random(4)
     for _ in range(300):
-        ops = [(1, bytes(rng.randrange(4) for _ in range(rng.randrange(1, 4))), b"v")
-               for _ in range(rng.randrange(0, 30))]
+        batch = lsm.WriteBatch()
+        for _ in range(rng.randrange(0, 30)):
+            key = bytes(rng.randrange(4) for _ in range(rng.randrange(1, 4)))
+            batch.put(key, b"v") if rng.random() < 0.7 else batch.delete(key)
+        ops = batch.ops
         start = bytes(rng.randrange(4) for _ in range(rng.randrange(0, 3)))
-        end = rng.choice([b"", None, bytes(rng.randrange(4) for _ in range(rng.randrange(1, 3)))])
-        inside = [op for op in ops if op[1] >= start and (not end or op[1] < end)]
-        mine, rest = split_ops(ops, start, end)
-        assert mine == inside and rest == [op for op in ops if op not in inside]
-        assert (mine is ops) == (len(inside) == len(ops))
+        end = rng.choice([None, bytes(rng.randrange(4) for _ in range(rng.randrange(1, 3)))])
+        inside = [op for op in ops if op[1] >= start and (end is None or op[1] < end)]
+        mine, rest = batch.split(start, end)
+        assert mine.ops == inside
+        if len(inside) == len(ops):
+            assert mine is batch and rest is None
+        else:
+            assert rest.ops == [op for op in ops if op not in inside]
+            assert mine.approximate_bytes + rest.approximate_bytes == batch.approximate_bytes
+        assert batch.first_key == (ops[0][1] if ops else None)
+        assert batch.keys() == [op[1] for op in ops]
 
 
 def test_the_servers_single_key_operations_route_through_the_c_path():

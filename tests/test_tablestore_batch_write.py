@@ -95,11 +95,10 @@ def test_a_region_part_that_fails_fails_exactly_its_rows(client, monkeypatch):
 
     def failing(table, batch, sync=None):
         lo, hi = pkcodec.encode_value("INTEGER", 100), pkcodec.encode_value("INTEGER", 200)
-        mine = [op for op in batch.ops if lo <= op[1] < hi]
-        assert mine, "the batch holds the rows of region [100, 200)"
-        first = regions.server._batch_of(mine)
+        first, _rest = batch.split(lo, hi)
+        assert len(first), "the batch holds the rows of region [100, 200)"
         real(table, first, sync)
-        raise PartialWriteError("disk full after one region", frozenset(op[1] for op in mine))
+        raise PartialWriteError("disk full after one region", frozenset(first.keys()))
 
     monkeypatch.setattr(server, "write", failing)
     results = write(client, put(1, 1), put(150, 150), put(250, 250))

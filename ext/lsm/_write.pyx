@@ -28,8 +28,8 @@ DB's write lock:
 and after the lock, for a durable write, ``DB._sync_log`` (group commit).
 The DB reads and writes the same state under the same lock elsewhere (the
 memtable switch, flush, close); only the order of the steps lives here.
-Each DB binds its ``put``, ``delete`` and ``write`` to its WritePath's; the
-DB's methods document them.  Thread-safety: any number of threads (the
+Each DB's ``put``, ``delete`` and ``write`` (declared ``@c_call("_writes")``
+in lsm/db.py, which documents them) are bound to its WritePath's when it opens.  Thread-safety: any number of threads (the
 write lock serializes them).
 """
 from cpython.bytes cimport PyBytes_GET_SIZE

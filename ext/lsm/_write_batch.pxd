@@ -23,6 +23,11 @@ cdef class WriteBatch:
 
 cdef bytes encode_payload(uint64_t seq, list ops)
 
+# For a caller that routes a batch by its keys (the region server, through
+# lsm/_api.pxd) without reading its operations or their kinds.
+cdef object batch_first_key(object batch)
+cdef Py_ssize_t batch_len_within(WriteBatch batch, bytes start, object end) except -1
+
 
 cdef inline Py_ssize_t single_size(int kind, bytes key, bytes value):
     """Payload bytes of the one-entry batch record of a put or delete."""

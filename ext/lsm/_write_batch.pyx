@@ -12,6 +12,7 @@ one C buffer, which tests/test_record.py checks byte for byte.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport uint64_t
+from libc.string cimport memcmp
 
 from lsm._keys cimport KIND_DELETE, KIND_VALUE
 
@@ -53,6 +54,41 @@ def ops_bytes(list ops not None):
             raise ValueError(f"operation {i}: a delete carries no value, got {len(value)} bytes")
         total += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value)
     return total
+
+
+# -- a batch's keys, for a caller that routes it -------------------------------
+cdef object batch_first_key(object batch):
+    """The key of ``batch``'s first operation; None unless ``batch`` is a
+    non-empty ``WriteBatch``."""
+    if type(batch) is not WriteBatch or not (<WriteBatch>batch)._ops:
+        return None
+    return (<tuple>(<WriteBatch>batch)._ops[0])[1]
+
+
+cdef inline bint _in_range(bytes key, bytes start, object end):
+    """``start <= key < end`` bytewise, ``end`` None unbounded."""
+    cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), n = PyBytes_GET_SIZE(start)
+    cdef int c = memcmp(PyBytes_AS_STRING(key), PyBytes_AS_STRING(start), kn if kn < n else n)
+    if c < 0 or (c == 0 and kn < n):
+        return False
+    if end is None:
+        return True
+    n = PyBytes_GET_SIZE(<bytes>end)
+    c = memcmp(PyBytes_AS_STRING(key), PyBytes_AS_STRING(<bytes>end), kn if kn < n else n)
+    return c < 0 or (c == 0 and kn < n)
+
+
+cdef Py_ssize_t batch_len_within(WriteBatch batch, bytes start, object end) except -1:
+    """The number of ``batch``'s operations when every key lies in ``[start,
+    end)`` (``end`` None: unbounded), else 0."""
+    cdef list ops = batch._ops
+    cdef Py_ssize_t i, n = len(ops)
+    if end is not None and type(end) is not bytes:
+        raise TypeError(f"end must be bytes or None, got {type(end).__name__}")
+    for i in range(n):
+        if not _in_range(<bytes>(<tuple>ops[i])[1], start, end):
+            return 0
+    return n
 
 
 # -- the batch ---------------------------------------------------------------
@@ -115,6 +151,33 @@ cdef class WriteBatch:
     def clear(self):
         self._ops = []
         self._bytes = 0
+
+    @property
+    def first_key(self):
+        """The key of the first operation (None when the batch is empty)."""
+        return batch_first_key(self)
+
+    def keys(self):
+        """The keys of the operations, in order (a list)."""
+        return [(<tuple>op)[1] for op in self._ops]
+
+    def split(self, bytes start not None, end=None):
+        """``(inside, rest)``: a batch of the operations whose key lies in
+        ``[start, end)`` (``end`` None: unbounded) and a batch of the others,
+        each in order; when every key lies inside, ``inside`` is this batch
+        and ``rest`` None.  How a batch whose keys span several stores (the
+        region server's regions) is applied store by store, each part one
+        atomic write."""
+        cdef WriteBatch inside, rest
+        cdef tuple op
+        if batch_len_within(self, start, end) == len(self._ops):
+            return self, None
+        inside, rest = WriteBatch(), WriteBatch()
+        for op in self._ops:
+            part = inside if _in_range(<bytes>op[1], start, end) else rest
+            part._ops.append(op)
+            part._bytes += PyBytes_GET_SIZE(<bytes>op[1]) + PyBytes_GET_SIZE(<bytes>op[2])
+        return inside, rest
 
     def __len__(self):
         return len(self._ops)

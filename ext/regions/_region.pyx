@@ -21,9 +21,7 @@ gate is closed.
 import threading
 import time
 
-from lsm import PUREPYTHON as _PUREPYTHON
-from lsm._read import PointPath as _PointPath
-from lsm._write import WritePath as _WritePath
+from lsm._api cimport point_path, write_path
 from regions.errors import RegionBusyError
 
 __all__ = ["Region", "OPEN", "SPLITTING", "CLOSED", "SPLIT"]
@@ -58,10 +56,10 @@ cdef class Region:
     @property
     def db(self):
         """The region's store; its ``get`` and ``put`` are kept bound, which
-        saves the router an attribute lookup an operation, and when its
-        ``get`` is an ``lsm.DB``'s point read (``lsm._read.PointPath.get``)
-        the router calls that in C, and its ``put`` and ``scan_short``
-        likewise (``lsm._write.WritePath.put``, ``PointPath.scan_short``)."""
+        saves the router an attribute lookup an operation, and the C paths
+        they run, when they are an ``lsm.DB``'s (lsm/_api.pxd's
+        ``point_path`` and ``write_path``), which the router then calls
+        from C: ``get``, ``scan_short`` and ``put`` without a Python call."""
         return self._db
 
     @db.setter
@@ -69,15 +67,8 @@ cdef class Region:
         self._db = value
         self._db_get = None if value is None else value.get
         self._db_put = None if value is None else value.put
-        self._point = self._wpath = self._spath = None
-        if _PUREPYTHON:                 # the switch (lsm/purepython.py): the store's methods
-            return
-        point = getattr(self._db_get, "__self__", None)
-        self._point = point if type(point) is _PointPath else None
-        wpath = getattr(self._db_put, "__self__", None)
-        self._wpath = wpath if type(wpath) is _WritePath else None
-        spath = getattr(getattr(value, "scan_short", None), "__self__", None)
-        self._spath = spath if type(spath) is _PointPath else None
+        self._point = point_path(value)
+        self._wpath = write_path(value)
 
     @property
     def state(self):

@@ -16,8 +16,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.string cimport memcmp
 
-from lsm import WriteBatch as _WriteBatch
-from lsm._api cimport point_get, point_scan_short, write_put
+from lsm._api cimport batch_first_key, batch_len_within, point_get, point_scan_short, write_put
 from regions._region cimport INTERNAL, READ, WRITE, Region, gate_kind, region_admit, region_leave
 
 #: Scan batch sizes: a range is read in chunks of FIRST_CHUNK entries,
@@ -43,32 +42,11 @@ cdef inline int _compare(bytes a, bytes b) noexcept:
     return (la > lb) - (la < lb)
 
 
-cdef inline bint _inside(bytes key, bytes start, end):
-    """``key`` in ``[start, end)``, an empty or None end unbounded."""
-    return _compare(key, start) >= 0 and (not end or _compare(key, <bytes?>end) < 0)
-
-
 cdef inline bint _short_range(object pair):
     """``pair`` is a ``(start, end)`` of bytes, ``start`` not empty (what
     ``Router.read_range`` reads in one call of a store)."""
     return (type(pair) is tuple and len(<tuple>pair) == 2 and type((<tuple>pair)[0]) is bytes
             and type((<tuple>pair)[1]) is bytes and PyBytes_GET_SIZE((<tuple>pair)[0]) > 0)
-
-
-def split_ops(list ops, bytes start not None, end):
-    """``(mine, rest)``: the (kind, key, value) ops whose key lies in
-    ``[start, end)`` (an empty or None end: unbounded; a region's
-    ``contains``) and the others, each in order.  ``mine`` is ``ops``
-    itself when every key is inside."""
-    cdef list mine = [], rest = []
-    for op in ops:
-        if _inside(<bytes?>(<tuple?>op)[1], start, end):
-            mine.append(op)
-        else:
-            rest.append(op)
-    if not rest:
-        return ops, rest
-    return mine, rest
 
 
 def check_key(key, name="key"):
@@ -244,26 +222,20 @@ cdef class Router:
         WAL record, one sync): if a part fails after others were applied,
         ``PartialWriteError`` says which keys were."""
         cdef Region r
-        cdef list ops
-        cdef Py_ssize_t i, n
-        if type(batch) is _WriteBatch:
-            ops = <list?>batch.ops
-            n = len(ops)
-            if n:
-                # entered as internal work: the keys are counted once applied
-                # (a batch spanning regions is counted by _write_parts)
-                r = self._enter_fast(table, (<tuple?>ops[0])[1], INTERNAL)
-                try:
-                    start, end = <bytes?>r.start, r.end
-                    for i in range(n):
-                        if not _inside(<bytes?>(<tuple?>ops[i])[1], start, end):
-                            break
-                    else:
-                        r._db.write(batch, sync)
-                        r.count_writes(n)
-                        return
-                finally:
-                    region_leave(r)
+        cdef Py_ssize_t n
+        key = batch_first_key(batch)        # None: not an lsm.WriteBatch, or empty
+        if key is not None:
+            # entered as internal work: the keys are counted once applied
+            # (a batch spanning regions is counted by _write_parts)
+            r = self._enter_fast(table, key, INTERNAL)
+            try:
+                n = batch_len_within(batch, <bytes?>r.start, r.end or None)
+                if n:
+                    r._db.write(batch, sync)
+                    r.count_writes(n)
+                    return
+            finally:
+                region_leave(r)
         self._write_parts(table, batch, sync)
 
     def read_range(self, table, start, end):
@@ -277,8 +249,8 @@ cdef class Router:
             try:
                 rend = r.end
                 if not rend or _compare(<bytes>end, <bytes?>rend) <= 0:
-                    if r._spath is not None:
-                        items = point_scan_short(r._spath, <bytes>start, <bytes>end, _MAX_CHUNK)
+                    if r._point is not None:
+                        items = point_scan_short(r._point, <bytes>start, <bytes>end, _MAX_CHUNK)
                     else:
                         items = r._db.scan_short(start, end, _MAX_CHUNK)
                     if len(items) < _MAX_CHUNK:
