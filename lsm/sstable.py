@@ -57,6 +57,7 @@ from .cache import new_owner_id
 from .crc import crc32
 from .dbformat import MAX_SEQ, lookup_key, user_key
 from .errors import ClosedError, CorruptionError
+from .purepython import bind_c_calls, c_call
 
 __all__ = ["TableBuilder", "Table", "TABLE_MAGIC", "FORMAT_VERSION", "FOOTER_SIZE"]
 
@@ -87,14 +88,53 @@ def encode_footer(metaindex_handle: bytes, index_handle: bytes) -> bytes:
     return head + struct.pack("<IQ", mask_crc(crc32(head)), TABLE_MAGIC)
 
 
-class TableBuilder(TableBuildCore):
+class _BlockWriter:
+    """The writing half of a ``TableBuilder``: stored blocks gathered and
+    appended to ``f`` ``WRITE_BUFFER`` bytes at a time, and the index of the
+    data blocks (its build core hands each finished data block to ``data_block``)."""
+
+    __slots__ = ("f", "options", "write_buffer", "offset", "out", "out_bytes", "index", "num_data_blocks")
+
+    def __init__(self, f, options, write_buffer):
+        self.f = f
+        self.options = options
+        self.write_buffer = write_buffer
+        self.offset = 0             # bytes of stored blocks so far
+        self.out = []               # stored blocks not yet appended
+        self.out_bytes = 0
+        self.index = BlockBuilder(1)
+        self.num_data_blocks = 0
+
+    def block(self, contents: bytes, compress: bool) -> bytes:
+        """Store ``contents`` as the next block; its handle."""
+        stored = encode_stored_block(contents, compress, self.options.compression_level)
+        self.out.append(stored)
+        self.out_bytes += len(stored)
+        if self.out_bytes >= self.write_buffer:
+            self.append_out()
+        handle = encode_handle(self.offset, len(stored) - TRAILER_SIZE)
+        self.offset += len(stored)
+        return handle
+
+    def data_block(self, contents: bytes, last_key: bytes) -> None:
+        self.index.add(last_key, self.block(contents, self.options.compression))
+        self.num_data_blocks += 1
+
+    def append_out(self) -> None:
+        out, self.out, self.out_bytes = self.out, [], 0
+        self.f.append(b"".join(out))
+
+
+class TableBuilder:
     """Writes one table to ``f`` (an ``AppendFile``) from entries added in
     strictly increasing internal-key order.
 
-    ``add`` is the Cython method of ``TableBuildCore`` (the per-entry work);
-    each full data block comes back here once to be compressed and written.
-    ``finish()`` writes the metadata and footer but neither syncs nor closes
-    ``f``: the caller owns the file.  After an I/O error, ``abandon()``.
+    Two halves: the build core (``lsm._table_builder.TableBuildCore``, C:
+    the per-entry work, data blocks and bloom digests) and the block writer
+    (``_BlockWriter``: each full data block, compressed and written, and the
+    index).  ``finish()`` writes the metadata and footer but neither syncs
+    nor closes ``f``: the caller owns the file.  After an I/O error,
+    ``abandon()``.
 
     Blocks are handed to ``f`` ``WRITE_BUFFER`` bytes at a time, not one by
     one: a table is read only once finished, and an append that large is
@@ -106,72 +146,72 @@ class TableBuilder(TableBuildCore):
     WRITE_BUFFER = 256 << 10
 
     def __init__(self, f, options):
-        self._setup(options.block_size, options.restart_interval, options.bloom_bits_per_key > 0)
-        self._f = f
         self._options = options
-        self._offset = 0
-        self._out = []              # stored blocks not yet appended
-        self._out_bytes = 0
-        self._index = BlockBuilder(1)
-        self._num_data_blocks = 0
+        self._writer = _BlockWriter(f, options, self.WRITE_BUFFER)
+        self._core = TableBuildCore(options.block_size, options.restart_interval,
+                                    options.bloom_bits_per_key > 0, self._writer.data_block)
+        bind_c_calls(self)          # ``add`` below becomes its core's
 
-    def _write_block(self, contents: bytes, compress: bool) -> bytes:
-        stored = encode_stored_block(contents, compress, self._options.compression_level)
-        self._out.append(stored)
-        self._out_bytes += len(stored)
-        if self._out_bytes >= self.WRITE_BUFFER:
-            self._append_out()
-        handle = encode_handle(self._offset, len(stored) - TRAILER_SIZE)
-        self._offset += len(stored)
-        return handle
+    @c_call("_core")
+    def add(self, ikey: bytes, value: bytes) -> None:
+        """Append an entry; ValueError unless ``ikey`` is > every earlier key.
+        Runs as ``TableBuildCore.add``, one C call."""
+        self._core.add(ikey, value)
 
-    def emit_data_block(self, contents: bytes, last_key: bytes) -> None:
-        self._index.add(last_key, self._write_block(contents, self._options.compression))
-        self._num_data_blocks += 1
+    @property
+    def num_entries(self) -> int:
+        return self._core.num_entries
+
+    @property
+    def smallest(self):
+        """The first internal key added (None before any)."""
+        return self._core.smallest
+
+    @property
+    def largest(self):
+        """The last internal key added (None before any)."""
+        return self._core.largest
 
     def size_estimate(self) -> int:
         """Bytes written so far plus the data block being built (the name
         ``BlockBuilder.size_estimate`` has too)."""
-        return self._offset + self.pending_bytes
+        return self._writer.offset + self._core.pending_bytes
 
     def finish(self) -> dict:
-        if self.closed:
+        core, w, options = self._core, self._writer, self._options
+        if core.closed:
             raise ValueError("finish() after finish() or abandon()")
-        self.flush_data_block()
-        self.closed = True
-        data_bytes = self._offset
+        core.flush_data_block()
+        core.closed = True
+        data_bytes = w.offset
         meta = []
-        if self._options.bloom_bits_per_key > 0:
-            filt = bloom.build(self.filter_digests(), self._options.bloom_bits_per_key)
-            meta.append((bloom.FILTER_BLOCK_NAME, self._write_block(filt, False)))
+        if options.bloom_bits_per_key > 0:
+            filt = bloom.build(core.filter_digests(), options.bloom_bits_per_key)
+            meta.append((bloom.FILTER_BLOCK_NAME, w.block(filt, False)))
         props = {b"data.bytes": data_bytes, b"format.version": FORMAT_VERSION,
-                 b"num.data.blocks": self._num_data_blocks, b"num.entries": self.num_entries,
-                 b"raw.key.bytes": self.raw_key_bytes, b"raw.value.bytes": self.raw_value_bytes}
+                 b"num.data.blocks": w.num_data_blocks, b"num.entries": core.num_entries,
+                 b"raw.key.bytes": core.raw_key_bytes, b"raw.value.bytes": core.raw_value_bytes}
         pb = BlockBuilder(1)
-        for name in sorted(list(props) + ([b"largest", b"smallest"] if self.num_entries else [])):
+        for name in sorted(list(props) + ([b"largest", b"smallest"] if core.num_entries else [])):
             v = props.get(name)
             pb.add(name, encode_varint(v) if v is not None else
-                   (self.largest if name == b"largest" else self.smallest))
-        meta.append((PROPERTIES_NAME, self._write_block(pb.finish(), False)))
+                   (core.largest if name == b"largest" else core.smallest))
+        meta.append((PROPERTIES_NAME, w.block(pb.finish(), False)))
         mb = BlockBuilder(1)
         for name, handle in sorted(meta):
             mb.add(name, handle)
-        metaindex_handle = self._write_block(mb.finish(), False)
-        index_handle = self._write_block(self._index.finish(), False)
-        self._out.append(encode_footer(metaindex_handle, index_handle))
-        self._append_out()
-        self._offset += FOOTER_SIZE
-        return {"size": self._offset, "num_entries": self.num_entries,
-                "smallest": self.smallest, "largest": self.largest}
-
-    def _append_out(self) -> None:
-        out, self._out, self._out_bytes = self._out, [], 0
-        self._f.append(b"".join(out))
+        metaindex_handle = w.block(mb.finish(), False)
+        index_handle = w.block(w.index.finish(), False)
+        w.out.append(encode_footer(metaindex_handle, index_handle))
+        w.append_out()
+        w.offset += FOOTER_SIZE
+        return {"size": w.offset, "num_entries": core.num_entries,
+                "smallest": core.smallest, "largest": core.largest}
 
     def abandon(self) -> None:
         """Stop building; the caller deletes the partial file."""
-        self.closed = True
-        self._out, self._out_bytes = [], 0
+        self._core.closed = True
+        self._writer.out, self._writer.out_bytes = [], 0
 
 
 class _BlockReader:

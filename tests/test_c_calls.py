@@ -5,6 +5,8 @@ declared method runs, and makes the same call)."""
 import lsm
 import regions
 from lsm.purepython import PUREPYTHON, bind_c_calls, c_call
+from lsm.sstable import TableBuilder
+from lsm.memfs import MemoryFileSystem
 
 #: class -> the operations it declares, and on which of its C objects
 DECLARED = {
@@ -13,6 +15,7 @@ DECLARED = {
              "scan_short": "_point", "scan_short_many": "_point"},
     regions.RegionServer: {name: "_router" for name in
                            ("put", "get", "delete", "write", "read_range", "read_ranges")},
+    TableBuilder: {"add": "_core"},
 }
 
 
@@ -39,6 +42,8 @@ def test_each_declared_operation_is_its_c_call():
         _check(db)
     with regions.RegionServer.open(None) as server:
         _check(server)
+    fs = MemoryFileSystem()
+    _check(TableBuilder(fs.open_append("t"), lsm.Options()))
 
 
 def test_a_declared_method_runs_as_its_c_call_and_says_so():

@@ -1,10 +1,10 @@
 # cython: language_level=3
 """A table's build core: entries in, data blocks and bloom digests out (the
-per-entry half of lsm/sstable.py's ``TableBuilder``, which derives from it
-and does the writing; the file layout is documented there).
+per-entry half of lsm/sstable.py's ``TableBuilder``, which holds one and
+does the writing; the file layout is documented there).
 
-No file I/O here: each finished data block goes to the Python method
-``emit_data_block(contents, last_key)`` of the subclass.
+No file I/O here: each finished data block goes to the ``emit(contents,
+last_key)`` the core is handed at construction (the builder's block writer).
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint64_t
@@ -17,13 +17,15 @@ from lsm._bloom cimport murmur3_x64_128
 
 cdef class TableBuildCore:
     """Accepts entries in strictly increasing internal-key order, cuts them
-    into data blocks of about ``block_size`` bytes and collects the bloom
-    digests of distinct user keys.  Subclassed by lsm.sstable.TableBuilder,
-    which does the writing.  One thread at a time.
+    into data blocks of about ``block_size`` bytes, each handed to ``emit``,
+    and collects the bloom digests of distinct user keys (``bloom``).  Held
+    by lsm.sstable.TableBuilder, which does the writing.  One thread at a
+    time.
     """
     cdef BlockBuilder data
     cdef Py_ssize_t block_size
     cdef bint bloom
+    cdef object emit
     cdef unsigned char* digests
     cdef Py_ssize_t ndigest_bytes, digest_cap
     cdef bytes first_key, last_key
@@ -39,12 +41,13 @@ cdef class TableBuildCore:
     def __dealloc__(self):
         free(self.digests)
 
-    def _setup(self, Py_ssize_t block_size, int restart_interval, bint bloom):
+    def __init__(self, Py_ssize_t block_size, int restart_interval, bint bloom, emit):
         if block_size < 1:
             raise ValueError(f"block_size must be >= 1, got {block_size}")
         self.data = BlockBuilder(restart_interval)
         self.block_size = block_size
         self.bloom = bloom
+        self.emit = emit
 
     cdef int _add_digest(self, bytes ikey) except -1:
         # The digest of the user key, h1 then h2 little-endian (_bloom.pyx).
@@ -97,17 +100,14 @@ cdef class TableBuildCore:
             self.flush_data_block()
 
     def flush_data_block(self):
-        """Hand the pending data block (if any) to ``emit_data_block``."""
+        """Hand the pending data block (if any) to ``emit``."""
         cdef bytes contents, last
         if self.data.nentries == 0:
             return
         contents = self.data.finish()
         last = self.data.last_key
         self.data.reset()
-        self.emit_data_block(contents, last)
-
-    def emit_data_block(self, bytes contents, bytes last_key):
-        raise NotImplementedError
+        self.emit(contents, last)
 
     @property
     def pending_bytes(self):
