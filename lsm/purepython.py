@@ -9,11 +9,12 @@ down the Python path, as msgpack's ``MSGPACK_PUREPYTHON`` does::
 
 It is read here, once, at import; every fork reads ``PUREPYTHON`` from here
 (lsm: ``lsm.PUREPYTHON``; the layers above through ``regions.PUREPYTHON``).
-The forks it turns: the operations an ``lsm.DB`` and a ``RegionServer`` bind
-to one C call each when they open (``c_call`` below: the method of the same
-name in db.py or server.py is what runs under the switch), and with them a
-region's router calling its store's C point read, scan and put directly
-(lsm/_api.pxd finds those paths through the store's bound methods);
+The forks it turns: the operations an ``lsm.DB``, a ``RegionServer`` and a
+``TableBuilder`` bind to one C call each when they are made (``c_call``
+below: under the switch, the method of the same name in db.py, server.py or
+sstable.py runs), and with them a region's router calling its store's C
+point read, scan and put directly (lsm's C face finds those paths through
+the store's bound methods, ext/lsm/_api.pyx);
 regions.tablestore's C row writer (``writes.RowWriter``), C row reader and C
 decoding of rows read whole (``reads.row_reader``, ``reads.decode_in_c``);
 regions.otsserver's C PlainBuffer encoder and CRC-8 of a whole buffer
@@ -33,7 +34,7 @@ PUREPYTHON = os.environ.get(ENV, "") not in ("", "0")
 
 def c_call(path: str):
     """Declare a method as one C call bound in its place: ``bind_c_calls(obj)``
-    (run when ``obj`` opens) sets ``obj.<name>`` to ``obj.<path>.<name>``, the
+    (run when ``obj`` opens, or is made) sets ``obj.<name>`` to ``obj.<path>.<name>``, the
     C object's method of the same name, so a call of ``obj.<name>`` is that C
     call and no Python frame.  The method declared is the documentation of
     the operation, and its body (the same call, through ``obj.<path>``) is
