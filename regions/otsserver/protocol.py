@@ -27,6 +27,7 @@ from lsm.errors import CorruptionError
 
 from regions.otsserver import convert as cv
 from regions.otsserver import errors
+from regions.otsserver import reindexwire
 from regions.otsserver import searchwire as sw
 from regions.otsserver import wire as pb
 from regions.tablestore import metadata as md
@@ -241,7 +242,8 @@ class TablestoreService:
     # ------------------------------------------------------ search indexes
     def create_search_index(self, body):
         req = cv.parse(spb.CreateSearchIndexRequest, body)
-        self.client.create_search_index(req.table_name, req.index_name, sw.index_meta(req))
+        self.client.create_search_index(req.table_name, req.index_name, sw.index_meta(req),
+                                        reindexwire.source_index(body))
         with self._synced_lock:
             self._synced.pop((req.table_name, req.index_name), None)
         return spb.CreateSearchIndexResponse()
@@ -258,7 +260,10 @@ class TablestoreService:
         resp.time_to_live = meta.time_to_live if meta.time_to_live is not None else -1
         sw.fill_metering_info(resp, self.client.search_index_metering(req.table_name,
                                                                       req.index_name))
-        return resp
+        brother, weights = self.client.search_index_pair(req.table_name, req.index_name)
+        if brother is None and not weights:
+            return resp
+        return reindexwire.Described(resp, brother, weights)
 
     def _sync_point(self, table, index, stat):
         """``current_sync_timestamp`` as the service means it (nanoseconds, its
@@ -294,7 +299,12 @@ class TablestoreService:
 
     def update_search_index(self, body):
         req = cv.parse(spb.UpdateSearchIndexRequest, body)
-        self.client.update_search_index(req.table_name, req.index_name, sw.update_meta(req))
+        switch, weights = reindexwire.reindex_update(body)
+        if switch is not None or weights is not None:
+            self.client.update_search_index(req.table_name, req.index_name,
+                                            switch_index_name=switch, query_flow_weights=weights)
+        else:
+            self.client.update_search_index(req.table_name, req.index_name, sw.update_meta(req))
         return spb.UpdateSearchIndexResponse()
 
     def delete_search_index(self, body):

@@ -56,23 +56,27 @@ _MESSAGES = {
 }
 
 
-def _classes():
-    proto = descriptor_pb2.FileDescriptorProto(name="regions_functions_score.proto",
-                                               package=_PACKAGE, syntax="proto2")
-    for name, fields in _MESSAGES.items():
+def declare(package, messages):
+    """{name: message class} of ``messages`` ({name: [(field, number, type,
+    repeated, message type name or None)]}), declared in a private
+    descriptor pool under ``package``: messages of the Go and Java SDKs'
+    protos that the Python SDK's lack."""
+    proto = descriptor_pb2.FileDescriptorProto(name=package.replace(".", "_") + ".proto",
+                                               package=package, syntax="proto2")
+    for name, fields in messages.items():
         m = proto.message_type.add(name=name)
         for field, number, kind, repeated, type_name in fields:
             f = m.field.add(name=field, number=number, type=kind,
                             label=_F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL)
             if type_name:
-                f.type_name = ".%s.%s" % (_PACKAGE, type_name)
+                f.type_name = ".%s.%s" % (package, type_name)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
     return {name: message_factory.GetMessageClass(
-        pool.FindMessageTypeByName("%s.%s" % (_PACKAGE, name))) for name in _MESSAGES}
+        pool.FindMessageTypeByName("%s.%s" % (package, name))) for name in messages}
 
 
-_CLASSES = _classes()
+_CLASSES = declare(_PACKAGE, _MESSAGES)
 FunctionsScoreQuery = _CLASSES["FunctionsScoreQuery"]
 _PARAMS = {1: "DecayFuncDateParam", 2: "DecayFuncNumericParam", 3: "DecayFuncGeoParam"}
 

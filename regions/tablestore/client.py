@@ -27,6 +27,7 @@ import contextlib
 import copy
 import json
 import math
+import random
 import threading
 import time
 
@@ -50,7 +51,8 @@ from .reads import (PK_PROJECTIONS, assemble, decode_in_c, read_row, row_entries
 from .schema import ATTRIBUTE, Schema, table_attributes
 from .search import (DEFAULT_LIMIT as DEFAULT_SEARCH_LIMIT, MAX_LIMIT as MAX_SEARCH_LIMIT,
                      MAX_INDEX_ONLY_LIMIT, MAX_OFFSET_LIMIT, MAX_SCAN_LIMIT,
-                     MAX_SEARCH_INDEXES, from_index_only,
+                     MAX_REINDEXES, MAX_SEARCH_INDEXES, REINDEX_SUFFIX, SWITCH_WAIT_SECONDS,
+                     from_index_only,
                      ComputeSplitsResponse, ParallelScanResponse, ScanSessions, SearchHit,
                      SearchResponse, check_search_meta, describe_search, html_encoder,
                      return_type_name, token_sort)
@@ -537,18 +539,34 @@ class OTSClient:
             return resp
 
     # -- search indexes (search.py) ------------------------------------------
-    def create_search_index(self, table_name, index_name, index_meta):
+    def create_search_index(self, table_name, index_name, index_meta, source_index_name=None):
         """As the SDK's: a search index of the table's rows (the rows there now
-        are loaded in the background: sync phase FULL, then INCR)."""
+        are loaded in the background: sync phase FULL, then INCR).
+        ``source_index_name`` (the Go and Java SDKs'): the new index, named
+        ``<anything>_reindex``, is that index's reindex index, the first step
+        of a dynamic schema change (update_search_index: weights, switch)."""
         index_name = check_name(decode_name(index_name, "index"), "index")
         with self._meta_lock:
             name, schema = self._base_schema(table_name)
             if (name, index_name) in self._indexer.search_defs:
                 raise service_error("search_index_exists", index=index_name)
+            source = None
+            if source_index_name is not None:
+                _, source, _ = self._search_index(table_name, source_index_name)
+                if not index_name.endswith(REINDEX_SUFFIX):
+                    raise service_error("reindex_name", index=index_name)
+                if source.brother is not None:
+                    raise service_error("reindex_paired", index=source.name,
+                                        brother=source.brother)
+                if sum(1 for d in self._indexer.search_defs.values() if d.brother is not None) \
+                        >= 2 * MAX_REINDEXES:
+                    raise service_error("reindex_count", limit=MAX_REINDEXES)
             if len(self._indexer.searches_of(name)) >= MAX_SEARCH_INDEXES:
                 raise service_error("search_index_count", table=name, limit=MAX_SEARCH_INDEXES)
             definition = check_search_meta(index_name, name, index_meta, schema.names)
             self._indexer.create_search(name, schema, definition)
+            if source is not None:
+                self._indexer.pair_search(name, source.name, index_name)
 
     def _search_index(self, table_name, index_name):
         try:
@@ -594,15 +612,56 @@ class OTSClient:
         return {"storage_size": engine.storage_bytes() or 0, "row_count": engine.num_docs(),
                 "timestamp": int(time.time())}
 
-    def update_search_index(self, table_name, index_name, index_meta):
-        """What the service lets change: the index's ``time_to_live``."""
+    def update_search_index(self, table_name, index_name, index_meta=None,
+                            switch_index_name=None, query_flow_weights=None):
+        """What the service lets change: the index's ``time_to_live``; and in
+        a dynamic schema change (the Go and Java SDKs'), ``query_flow_weights``
+        [(index name, weight 0-100)] sharing the searches of the source
+        index between it and its reindex index, or ``switch_index_name``
+        (its reindex index): the two swap names, so searches of
+        ``index_name`` read the new schema's index (both must have loaded
+        the table: sync phase INCR)."""
         with self._meta_lock:
-            _, definition, _ = self._search_index(table_name, index_name)
+            name, definition, _ = self._search_index(table_name, index_name)
+            if switch_index_name is not None or query_flow_weights is not None:
+                return self._reindex_step(name, definition, switch_index_name,
+                                          query_flow_weights)
             ttl = getattr(index_meta, "time_to_live", None)
             if ttl is None or not isinstance(ttl, int) or (ttl != -1 and ttl < 86400):
                 raise service_error("search_ttl_invalid", ttl=ttl)
             definition.ttl = ttl
             self._indexer.save_search(definition)
+
+    def _reindex_step(self, name, definition, switch_index_name, weights):
+        """update_search_index's weights or switch (under the meta lock)."""
+        pair = {definition.name, definition.brother}
+        if definition.brother is None:
+            raise service_error("reindex_unpaired", index=definition.name)
+        if switch_index_name is not None:
+            if weights is not None or switch_index_name != definition.brother:
+                raise service_error("reindex_switch", index=definition.name,
+                                    brother=definition.brother)
+            for n in sorted(pair):
+                self._indexer.wait_search(name, n, timeout=SWITCH_WAIT_SECONDS)
+                if self._indexer.search_defs[(name, n)].phase != "INCR":
+                    raise service_error("reindex_not_synced", index=n)
+            self._indexer.switch_search(name, definition.name)
+            return
+        checked = []
+        for w in weights:
+            index, weight = (w.index_name, w.weight) if hasattr(w, "index_name") else w
+            if index not in pair or not isinstance(weight, int) or not 0 <= weight <= 100 \
+                    or index in [c[0] for c in checked]:
+                raise service_error("reindex_weights", index=definition.name,
+                                    brother=definition.brother)
+            checked.append([index, weight])
+        self._indexer.weigh_search(name, definition.name, checked)
+
+    def search_index_pair(self, table_name, index_name):
+        """(brother index name or None, [[index name, weight]]): the index's
+        part in a dynamic schema change, as DescribeSearchIndex gives it."""
+        _, definition, _ = self._search_index(table_name, index_name)
+        return definition.brother, [list(w) for w in definition.weights]
 
     def wait_for_search_index(self, table_name, index_name, timeout=30.0) -> bool:
         """Block until the index holds every row written so far (ours: the
@@ -615,6 +674,10 @@ class OTSClient:
         """As the SDK's: SearchResponse (rows, next_token, total_count,
         is_all_succeed, search_hits)."""
         name, definition, engine = self._search_index(table_name, index_name)
+        if definition.weights:          # a dynamic schema change shares its searches
+            picked = definition.pick(random.random())
+            if picked != definition.name:
+                name, definition, engine = self._search_index(table_name, picked)
         if type(search_query).__name__ != "SearchQuery":
             raise OTSClientError("search_query should be an instance of SearchQuery, not %s"
                                  % type(search_query).__name__)

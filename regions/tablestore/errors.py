@@ -266,6 +266,18 @@ ERRORS = {
     "scan_session_expired": (400, "OTSSessionExpired", "ScanQuery'session is expired, please "
                              "retry ComputeSplitsRequest and ScanQuery."),
     "scan_limit": _P + ("The limit of a scan must be in [1, {max}]: {limit}.",),
+    # a dynamic schema change (the service's reindex; texts ours)
+    "reindex_name": _P + ("A reindex index's name must end with _reindex: {index}.",),
+    "reindex_paired": _P + ("Search index {index} is already in a schema change with {brother}.",),
+    "reindex_count": _P + ("At most {limit} search indexes can be rebuilt at the same time.",),
+    "reindex_unpaired": _P + ("Search index {index} has no reindex index: create one with "
+                              "source_index_name first.",),
+    "reindex_switch": _P + ("Search index {index} can only switch with its reindex index "
+                            "{brother}.",),
+    "reindex_weights": _P + ("Invalid query_flow_weight of search index {index}: each of {index} "
+                             "and {brother} at most once, a weight in [0, 100].",),
+    "reindex_not_synced": _P + ("Search index {index} has not loaded the table yet (sync phase "
+                                "FULL): switch when it is in INCR.",),
     "search_index_count": _P + ("The number of search indexes of table {table} exceeds the "
                                 "limit: {limit}.",),
     "search_field_duplicated": _P + ("Duplicated field name: {field}.",),

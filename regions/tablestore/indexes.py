@@ -352,6 +352,7 @@ class Indexer:
     def _open_searches(self, listed):
         """Load every search index (its record table), dropping those whose
         base table is gone."""
+        found = {}
         for name in sorted(self.server.list_tables()):
             if SEARCH_INFIX not in name:
                 continue
@@ -360,8 +361,12 @@ class Indexer:
             if base is None or base not in self.schemas or base in listed:
                 self.server.delete_table(name)
                 continue
-            definition = SearchIndexDef.from_json(record)
-            self._attach_search(base, self.schemas[base], definition)
+            found.setdefault(base, []).append(SearchIndexDef.from_json(record))
+        for base, definitions in found.items():
+            for definition in SearchIndexDef.settle(definitions):   # a switch cut short
+                self.save_search(definition)
+            for definition in definitions:
+                self._attach_search(base, self.schemas[base], definition)
 
     def _attach_search(self, base, schema, definition):
         engine = Engine(definition, schema.names, engine_path(self.server, definition),
@@ -387,10 +392,50 @@ class Indexer:
         self._pass_locks()          # every write from now on is fed to it
         self._start_search_backfill(base, definition.name)
 
+    def pair_search(self, base, source, reindex):
+        """Search index ``reindex`` (just made) is ``source``'s reindex index:
+        each the other's brother (a dynamic schema change)."""
+        with self._mutex:
+            a, b = self.search_defs[(base, source)], self.search_defs[(base, reindex)]
+            a.brother, b.brother, a.weights, b.weights = reindex, source, [], []
+            self.save_search(b)
+            self.save_search(a)
+
+    def weigh_search(self, base, name, weights):
+        """Searches of ``name`` shared by ``weights`` [[index, weight]]."""
+        with self._mutex:
+            definition = self.search_defs[(base, name)]
+            definition.weights = [list(w) for w in weights]
+            self.save_search(definition)
+
+    def switch_search(self, base, name):
+        """``name`` and its brother swap names (the service's switch of a
+        reindex index with its source): searches of ``name`` now read the
+        brother's index, files and records stay where they are.  Two
+        records change: the brother's first; a crash between the two is
+        settled at the next open (SearchIndexDef.settle)."""
+        with self._mutex:
+            a = self.search_defs[(base, name)]
+            b = self.search_defs[(base, a.brother)]
+            table = self.tables[base]
+            epoch = max(a.epoch, b.epoch) + 1
+            a_name, b_name = a.name, b.name
+            b.name, b.brother, b.weights, b.epoch = a_name, b_name, [], epoch
+            self.save_search(b)
+            a.name, a.brother, a.weights, a.epoch = b_name, a_name, [], epoch
+            self.save_search(a)
+            self.search_defs[(base, a.name)], self.search_defs[(base, b.name)] = a, b
+            engines = table.searches
+            engines[a.name], engines[b.name] = engines[b.name], engines[a.name]
+
     def drop_search(self, base, name):
         with self._mutex:
             definition = self.search_defs.pop((base, name))
             self.server.delete_table(definition.table)    # the point of no return
+            brother = self.search_defs.get((base, definition.brother))
+            if brother is not None and brother.brother == name:
+                brother.brother, brother.weights = None, []   # the pair is no more
+                self.save_search(brother)
             table = self.tables.get(base)
             engine = table.searches.pop(name) if table is not None else None
             if table is not None:

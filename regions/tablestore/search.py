@@ -56,6 +56,9 @@ log = logging.getLogger("regions.tablestore")
 SEARCH_INFIX = ".search."          # "<table>.search.<index>": '.' is in no Tablestore name
 SEARCH_ATTRIBUTE = "search_index"  # the key of the index's record in that table's attributes
 MAX_SEARCH_INDEXES = 5             # per table (assumed like secondary indexes; see docs)
+REINDEX_SUFFIX = "_reindex"        # a reindex index's name ends so (the service's rule)
+MAX_REINDEXES = 5                  # dynamic schema changes under way at once (the service's)
+SWITCH_WAIT_SECONDS = 30.0         # a switch waits this long for the pair to load the table
 DEFAULT_LIMIT = 10                 # rows a Search returns without a limit
 MAX_LIMIT = 100
 MAX_INDEX_ONLY_LIMIT = 1000        # when every column returned comes from the index
@@ -115,10 +118,20 @@ class FieldDef:
 
 
 class SearchIndexDef:
-    """A search index as its record stores it."""
+    """A search index as its record stores it.
+
+    ``name`` is the name searches use; ``storage`` the one its record table
+    and files go by (its first name: a switch of a reindex index with its
+    source swaps their names, not their files).  A dynamic schema change
+    (the service's reindex) pairs two indexes: ``brother`` names the other
+    of the pair (None: unpaired), ``weights`` [[index name, weight]] share
+    the searches of the source's name between the two (set on the source;
+    empty: all to it), and ``epoch`` counts the pair's switches (the record
+    written last wins a name two records claim after a crash mid-switch:
+    SearchIndexDef.settle)."""
 
     def __init__(self, name, base, fields, ttl=-1, created=0, phase="FULL", cursor=None,
-                 index_sort=None, routing=()):
+                 index_sort=None, routing=(), storage=None, brother=None, weights=(), epoch=0):
         self.name, self.base, self.fields = name, base, tuple(fields)
         self._by_name = {f.name: f for f in reversed(self.fields)}    # the first of a name
         self.nested = any(f.type == "NESTED" for f in self.fields)
@@ -126,21 +139,56 @@ class SearchIndexDef:
         # [[sorter kind, field or None, "ASC"|"DESC"]]: the order of a search without a sort
         self.index_sort = index_sort or [["PrimaryKeySort", None, "ASC"]]
         self.routing = list(routing)       # IndexSetting.routing_fields (described only)
+        self.storage = storage or name
+        self.brother, self.weights, self.epoch = brother, [list(w) for w in weights], epoch
 
     @property
     def table(self):
-        return self.base + SEARCH_INFIX + self.name
+        return self.base + SEARCH_INFIX + self.storage
 
     def to_json(self):
         return {"name": self.name, "base": self.base, "fields": [f.to_json() for f in self.fields],
                 "ttl": self.ttl, "created": self.created, "phase": self.phase,
-                "cursor": self.cursor, "index_sort": self.index_sort, "routing": self.routing}
+                "cursor": self.cursor, "index_sort": self.index_sort, "routing": self.routing,
+                "storage": self.storage, "brother": self.brother, "weights": self.weights,
+                "epoch": self.epoch}
 
     @classmethod
     def from_json(cls, d):
         return cls(d["name"], d["base"], [FieldDef.from_json(f) for f in d["fields"]], d["ttl"],
                    d["created"], d["phase"], d["cursor"], d.get("index_sort"),
-                   d.get("routing", ()))
+                   d.get("routing", ()), d.get("storage"), d.get("brother"),
+                   d.get("weights", ()), d.get("epoch", 0))
+
+    @staticmethod
+    def settle(definitions):
+        """The definitions of one base table as loaded, each name held once:
+        a crash between the two records of a switch leaves the pair's
+        index written second still holding the name its brother took (at
+        a lower epoch); it takes its brother's old name, as the switch
+        would have given it.  Returns the definitions that changed (to be
+        saved)."""
+        by_name, changed = {}, []
+        for d in sorted(definitions, key=lambda d: -d.epoch):
+            if d.name in by_name and d.brother is not None:
+                winner = by_name[d.name]
+                d.name, d.brother, d.epoch = winner.brother, winner.name, winner.epoch
+                changed.append(d)
+            by_name.setdefault(d.name, d)
+        return changed
+
+    def pick(self, draw):
+        """The name a search of this index goes to: itself, or its brother
+        by the share its ``weights`` give it (``draw`` in [0, 1))."""
+        total = sum(w for _, w in self.weights)
+        if total <= 0:
+            return self.name
+        at = draw * total
+        for name, w in self.weights:
+            if at < w:
+                return name
+            at -= w
+        return self.name
 
     def sort(self):
         """The index's sort as the SDK's Sort-like object (the default order)."""
@@ -2030,7 +2078,7 @@ def engine_path(server, definition):
     root = getattr(server, "path", None)
     if root is None:
         return None
-    return os.path.join(root, "search", definition.base, definition.name)
+    return os.path.join(root, "search", definition.base, definition.storage)
 
 
 def remove_engine(server, definition):
