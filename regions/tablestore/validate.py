@@ -59,9 +59,10 @@ _NAME_ERRORS = {"table": ("invalid_table_name", "table"),
 # Names (str) already checked, one memo per kind: a name valid for one kind
 # (an attribute 'a-b') is never taken for valid as another (a table 'a-b').
 # For the hot write path, so a row's column names are matched once, not per
-# write; _writes (C) reads the attribute memo.  Bounded; set operations are
-# atomic under the GIL, so sharing them between threads is safe.
-_GOOD_NAMES = {kind: set() for kind in _NAME_ERRORS}
+# write; _writes (C) reads the attribute memo, GOOD_NAMES["attribute"] (each
+# memo is one set for good: cleared when full, never replaced).  Bounded; set
+# operations are atomic under the GIL, so sharing them between threads is safe.
+GOOD_NAMES = {kind: set() for kind in _NAME_ERRORS}
 _GOOD_NAMES_MAX = 4096
 # A str of at most this many characters has at most 4x as many UTF-8 bytes,
 # so it is within MAX_PK_BYTES / MAX_VALUE_BYTES without encoding it (the
@@ -117,7 +118,7 @@ def check_name(name, kind="column"):
     name = decode_name(name, kind)
     if not isinstance(name, str):
         raise not_a_string(name)
-    good = _GOOD_NAMES[kind]
+    good = GOOD_NAMES[kind]
     if name in good:
         return name
     if not _NAME.match(name) and not (kind == "attribute" and _attribute_name_ok(name)):

@@ -27,8 +27,8 @@ from regions.tablestore import cells as _cells_module
 from regions.tablestore.metadata import (BatchWriteRowResponseItem, BatchWriteRowType,
                                          Condition, PutRowItem, ReturnType, Row,
                                          RowExistenceExpectation)
-from regions.tablestore.validate import (MAX_ROW_WRITE_BYTES, MAX_WRITE_COLUMNS, SHORT_VALUE_STR,
-                                         _GOOD_NAMES)
+from regions.tablestore.validate import (GOOD_NAMES, MAX_ROW_WRITE_BYTES, MAX_WRITE_COLUMNS,
+                                         SHORT_VALUE_STR)
 
 cdef extern from "Python.h":
     int PyGC_Enable()
@@ -39,7 +39,7 @@ cdef object _Row = Row
 cdef Py_ssize_t _SHORT_VALUE_STR = SHORT_VALUE_STR     # validate._plain_value's
 cdef Py_ssize_t _MAX_ROW_WRITE_BYTES = MAX_ROW_WRITE_BYTES
 cdef Py_ssize_t _MAX_WRITE_COLUMNS = MAX_WRITE_COLUMNS
-cdef set _GOOD_NAMES_SET = _GOOD_NAMES["attribute"]   # attribute names checked valid
+cdef set _GOOD_NAMES_SET = GOOD_NAMES["attribute"]    # attribute names checked valid
 cdef object _Condition = Condition
 cdef object _IGNORE = RowExistenceExpectation.IGNORE
 cdef object _RT_NONE = ReturnType.RT_NONE
@@ -53,7 +53,7 @@ cdef int _PUT_KIND = _WriteBatch.PUT     # a put's kind in a batch's ops (WriteB
 
 cdef list _plain_cells(list pk_names, columns, bint update, Py_ssize_t* attr):
     """The cells of plain columns, or None: (name, value) pairs whose names
-    passed ``check_name`` as attribute names before (``validate._GOOD_NAMES``)
+    passed ``check_name`` as attribute names before (``validate.GOOD_NAMES``)
     and are not key columns, with plain values (``validate._plain_value``);
     for an update, each name once; at most MAX_WRITE_COLUMNS of them.  Put
     cells are (name, value, None), update cells ("PUT", name, value, None);
