@@ -286,13 +286,23 @@ def test_the_compiled_encoder_is_in_use():
     assert PlainBufferCodec(MARKERS).compiled is not PUREPYTHON
 
 
-def test_the_compiled_encoder_declares_the_wire_numbers_plainbuffer_owns():
-    """_plainbuffer's enum is its one statement of the wire numbers in C;
-    every value there is plainbuffer.py's, by the same name."""
-    from regions.otsserver import _plainbuffer, plainbuffer
-    assert _plainbuffer.LAYOUT == {name: getattr(plainbuffer, name)
-                                   for name in _plainbuffer.LAYOUT}
-    assert {"HEADER", "TAG_CELL_CHECKSUM", "VT_BLOB", "INCREMENT"} <= set(_plainbuffer.LAYOUT)
+def test_the_wire_numbers_are_stated_once_for_both_encoders():
+    """plainlayout.py is the one statement of the wire numbers: plainbuffer.py
+    has them from it, and the compiled encoder reads them from it at import
+    (no number of the format is written in ext/)."""
+    import pathlib
+    import re
+
+    from regions.otsserver import _plainbuffer, plainbuffer, plainlayout
+    names = [n for n in vars(plainlayout) if n.isupper()]
+    assert {"HEADER", "TAG_CELL_CHECKSUM", "VT_BLOB", "INCREMENT"} <= set(names)
+    assert all(getattr(plainbuffer, n) == getattr(plainlayout, n) for n in names)
+    assert _plainbuffer._wire is plainlayout
+    source = (pathlib.Path(__file__).resolve().parent.parent / "ext" / "regions" / "otsserver"
+              / "_plainbuffer.pyx").read_text()
+    for name in names:
+        for m in re.finditer(r"\b%s\s*=\s*(\S+)" % name, source):
+            assert m.group(1) == "_wire." + name, m.group(0)
 
 
 def _random_value(rnd, markers=False):

@@ -3,7 +3,8 @@
 Modules, bottom up:
 
 - ``plainbuffer``: the PlainBuffer row codec (no dependencies; its row encoder
-  runs in C, ``_plainbuffer``, built from ext/regions/otsserver/);
+  runs in C, ``_plainbuffer``, built from ext/regions/otsserver/), the wire
+  numbers of both in ``plainlayout``;
 - ``auth``: request signature checks (V2 and V4) and response signing;
 - ``errors``: the wire error type (HTTP status, code, message);
 - ``wire``: the service's table_store.proto (the SDK's messages with the

@@ -32,39 +32,29 @@ class Unsupported(Exception):
     """Raised for input the pure-Python encoder must handle (and judge)."""
 
 
-# Wire numbers: plainbuffer.py owns them (never renumbered); LAYOUT below
-# hands them to the test that holds each to plainbuffer.py's
-# (tests/test_otsserver_plainbuffer.py).
-cdef enum:
-    HEADER = 0x75
-    TAG_ROW_PK = 0x01
-    TAG_ROW_DATA = 0x02
-    TAG_CELL = 0x03
-    TAG_CELL_NAME = 0x04
-    TAG_CELL_VALUE = 0x05
-    TAG_CELL_TYPE = 0x06
-    TAG_CELL_TIMESTAMP = 0x07
-    TAG_DELETE_ROW_MARKER = 0x08
-    TAG_ROW_CHECKSUM = 0x09
-    TAG_CELL_CHECKSUM = 0x0A
-    VT_INTEGER = 0x0
-    VT_DOUBLE = 0x1
-    VT_BOOLEAN = 0x2
-    VT_STRING = 0x3
-    VT_BLOB = 0x7
-    DELETE_ALL_VERSION = 0x1
-    DELETE_ONE_VERSION = 0x3
-    INCREMENT = 0x4
+# The wire numbers it writes, read at import from the one statement of them
+# (regions/otsserver/plainlayout.py, which plainbuffer.py reads too).
+from regions.otsserver import plainlayout as _wire
 
-#: The wire numbers of the enum above, by plainbuffer.py's names.
-LAYOUT = {"HEADER": HEADER, "TAG_ROW_PK": TAG_ROW_PK, "TAG_ROW_DATA": TAG_ROW_DATA,
-          "TAG_CELL": TAG_CELL, "TAG_CELL_NAME": TAG_CELL_NAME, "TAG_CELL_VALUE": TAG_CELL_VALUE,
-          "TAG_CELL_TYPE": TAG_CELL_TYPE, "TAG_CELL_TIMESTAMP": TAG_CELL_TIMESTAMP,
-          "TAG_DELETE_ROW_MARKER": TAG_DELETE_ROW_MARKER, "TAG_ROW_CHECKSUM": TAG_ROW_CHECKSUM,
-          "TAG_CELL_CHECKSUM": TAG_CELL_CHECKSUM, "VT_INTEGER": VT_INTEGER,
-          "VT_DOUBLE": VT_DOUBLE, "VT_BOOLEAN": VT_BOOLEAN, "VT_STRING": VT_STRING,
-          "VT_BLOB": VT_BLOB, "DELETE_ALL_VERSION": DELETE_ALL_VERSION,
-          "DELETE_ONE_VERSION": DELETE_ONE_VERSION, "INCREMENT": INCREMENT}
+cdef uint8_t HEADER = _wire.HEADER
+cdef uint8_t TAG_ROW_PK = _wire.TAG_ROW_PK
+cdef uint8_t TAG_ROW_DATA = _wire.TAG_ROW_DATA
+cdef uint8_t TAG_CELL = _wire.TAG_CELL
+cdef uint8_t TAG_CELL_NAME = _wire.TAG_CELL_NAME
+cdef uint8_t TAG_CELL_VALUE = _wire.TAG_CELL_VALUE
+cdef uint8_t TAG_CELL_TYPE = _wire.TAG_CELL_TYPE
+cdef uint8_t TAG_CELL_TIMESTAMP = _wire.TAG_CELL_TIMESTAMP
+cdef uint8_t TAG_DELETE_ROW_MARKER = _wire.TAG_DELETE_ROW_MARKER
+cdef uint8_t TAG_ROW_CHECKSUM = _wire.TAG_ROW_CHECKSUM
+cdef uint8_t TAG_CELL_CHECKSUM = _wire.TAG_CELL_CHECKSUM
+cdef uint8_t VT_INTEGER = _wire.VT_INTEGER
+cdef uint8_t VT_DOUBLE = _wire.VT_DOUBLE
+cdef uint8_t VT_BOOLEAN = _wire.VT_BOOLEAN
+cdef uint8_t VT_STRING = _wire.VT_STRING
+cdef uint8_t VT_BLOB = _wire.VT_BLOB
+cdef int DELETE_ALL_VERSION = _wire.DELETE_ALL_VERSION
+cdef int DELETE_ONE_VERSION = _wire.DELETE_ONE_VERSION
+cdef int INCREMENT = _wire.INCREMENT
 
 cdef uint8_t CRC8[256]
 
