@@ -436,13 +436,29 @@ def _threaded_reads(store, keys, threads=2, multi=False):
     return one
 
 
+def _with_handover(run):
+    """``run`` with ours' gets handing the GIL over between readers
+    (``lsm._read.set_handover``, off by default)."""
+    from lsm._read import set_handover
+
+    def one():
+        was = set_handover(True)
+        try:
+            return run()
+        finally:
+            set_handover(was)
+    return one
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_readrandom_threads(benchmark, filled, threads):
     """readrandom from 1 and 2 threads: each same-budget arm through get and,
     where it has one, through its multi-get (MULTI keys a call): the
-    ``... multi_get`` arms, ours among them; and the control arm
-    (``_Control``), whose 2-thread/1-thread ratio bounds every arm's."""
-    arms = {"control: sha256 of 2 KiB": _threaded_reads(_Control(), READ_KEYS, threads)}
+    ``... multi_get`` arms, ours among them; ours' get with the GIL handover
+    on (``lsm handover``); and the control arm (``_Control``), whose
+    2-thread/1-thread ratio bounds every arm's."""
+    arms = {"control: sha256 of 2 KiB": _threaded_reads(_Control(), READ_KEYS, threads),
+            "lsm handover": _with_handover(_threaded_reads(filled["lsm"], READ_KEYS, threads))}
     for name, store in filled.items():
         if name != "lsm" and name not in BUDGET:
             continue

@@ -16,11 +16,13 @@ The tables are searched in C: the version's ``ReadView`` (its files as C
 arrays, with their readers once opened; built by the version's first read
 and kept while it is current, ``CurrentVersion.view``) is walked by
 ``ReadView.probe``, each table through ``PointReader.lookup_nogil``, which
-needs no GIL.  ``get`` walks it holding the GIL (``_from_view`` says
-why); ``multi_get(keys, snapshot=None)`` walks it for all its keys with the
-GIL released once, registered with ``_blockcache.read_enter`` so that no
-block it may reach is freed under it (lsm/_blockcache.pyx, "Reads without
-the GIL").  A table the walk cannot read that way (not open in the view,
+needs no GIL, registered with ``_blockcache.read_enter`` so that no block
+it may reach is freed under it (lsm/_blockcache.pyx, "Reads without the
+GIL").  ``multi_get(keys, snapshot=None)`` walks it for all its keys with
+the GIL released once; ``get`` walks it holding the GIL while it reads
+alone; with ``set_handover(True)`` it walks it with the GIL released,
+handed over to the other readers without sleeping, once a second thread
+reads too ("Two reader threads" below).  A table the walk cannot read that way (not open in the view,
 its block not in the reader's slots, a long key) is read through
 ``PointReader.lookup``, and the walk goes on.  A version with more files
 than ``max_open`` keeps no readers, so the open files stay bounded by the
@@ -66,6 +68,154 @@ from lsm._table import DELETED
 from lsm.batch import check_bound, check_key
 from lsm.errors import CorruptionError
 from lsm.fs import FileMissingError
+
+# -- Two reader threads (issue 34 part 3) -------------------------------------
+#
+# A get holds the GIL for its key, the memtables and its result (about 0.6 us
+# with the caller's loop) and needs it not for its tables' search (about
+# 1 us).  Released for the search, the GIL is only worth it if the other
+# reader takes it at once and hands it back in time: a thread that finds it
+# held sleeps in CPython's take_gil, and waking it costs more than a search
+# (the convoy of docs/performance.md, issue 34: 0.64x one thread).  So a
+# get hands it over in turns, without sleeping (``_search_released``): after
+# its search it waits, spinning, until another thread has taken the GIL
+# since its release (CPython's ``last_holder``), then until the GIL is free,
+# and only then takes it; two readers so alternate their GIL parts while
+# each one's search runs beside the other's.  A get releases the GIL only
+# (``_hand_over``) when ``set_handover(True)`` asked for it (off by default,
+# ``set_handover`` says why), where the GIL's state can be read (CPython 3.11, whose
+# internal header has it; elsewhere a get keeps the GIL, as before), while
+# another thread has read within the last SHARED_GETS gets (one reader alone
+# never pays a release), and while the turns work: a window of gets whose
+# waits ran out (a thread holding the GIL for long between its gets, or no
+# free core) makes the gets keep the GIL for HOLD_GETS, doubling while it
+# keeps failing, up to HOLD_MAX.  ``multi_get`` releases it once a batch,
+# the plain way: its batch outlasts any wait.  All of this state is read and
+# written with the GIL held, so plain C globals suffice.
+cdef extern from *:
+    """
+    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000 && !defined(Py_GIL_DISABLED)
+    #  ifndef Py_BUILD_CORE
+    #    define Py_BUILD_CORE 1
+    #  endif
+    #  undef _PyGC_FINALIZED
+    #  include "internal/pycore_runtime.h"
+    #  define LSM_GIL_KNOWN 1
+    static inline int lsm_gil_locked(void) {
+        return _Py_atomic_load_relaxed(&_PyRuntime.ceval.gil.locked) == 1;
+    }
+    static inline void* lsm_gil_last_holder(void) {
+        return (void*)_Py_atomic_load_relaxed(&_PyRuntime.ceval.gil.last_holder);
+    }
+    #else
+    #  define LSM_GIL_KNOWN 0
+    static inline int lsm_gil_locked(void) { return 0; }
+    static inline void* lsm_gil_last_holder(void) { return NULL; }
+    #endif
+    #if defined(__x86_64__) || defined(__i386__)
+    static inline void lsm_cpu_relax(void) { __builtin_ia32_pause(); }
+    #elif defined(__aarch64__)
+    static inline void lsm_cpu_relax(void) { __asm__ __volatile__("yield"); }
+    #else
+    static inline void lsm_cpu_relax(void) { }
+    #endif
+    """
+    int LSM_GIL_KNOWN
+    int lsm_gil_locked() noexcept nogil
+    void* lsm_gil_last_holder() noexcept nogil
+    void lsm_cpu_relax() noexcept nogil
+
+cdef extern from "Python.h":
+    ctypedef struct PyThreadState
+    PyThreadState* PyEval_SaveThread() nogil
+    void PyEval_RestoreThread(PyThreadState*) nogil
+    PyThreadState* PyThreadState_Get() nogil
+
+cdef enum:
+    SHARED_GETS = 256       # a get releases the GIL this many gets after another thread's
+    SPINS_TAKEN = 4000      # cpu_relax()es the wait for another thread to take the GIL may take
+                            # (~120 us: waking a sleeping thread takes 10-120 us on this VM)
+    SPINS_FREE = 1500       # ... and the wait for it to be free (~45 us)
+    WINDOW = 64             # released gets judged together ...
+    WINDOW_MISSES = 16      # ... too many of whose waits ran out: the gets keep the GIL
+    HOLD_GETS = 4096        # ... for this many gets, doubled while it keeps failing
+    HOLD_MAX = 1 << 16
+
+cdef PyThreadState* _last_reader = NULL  # the thread of the last get that searched the tables
+cdef unsigned long long _gets = 0        # gets that searched the tables
+cdef unsigned long long _shared_until = 0, _hold_until = 0
+cdef unsigned long long _hold = HOLD_GETS
+cdef unsigned long long _released = 0, _holds = 0   # for handover_stats()
+cdef unsigned long long _late_taken = 0, _late_free = 0
+cdef int _window = 0, _misses = 0
+cdef bint _enabled = False       # set_handover(True): opt-in until the region server's threads are measured
+
+
+def set_handover(bint on):
+    """Let gets release the GIL beside other readers, where the GIL's state
+    can be read, or keep it always; returns the previous setting.  Off by
+    default: it took readrandom on 2 threads to 1.42-1.55x one thread, but
+    the region server's get_row from 4 threads (GIL-heavy threads) may lose
+    to it (docs/performance.md, 2026-11-26, issue 34 part 3)."""
+    global _enabled
+    cdef bint was = _enabled
+    _enabled = on and LSM_GIL_KNOWN
+    return was
+
+
+def handover_stats():
+    """How many gets searched their tables with the GIL released, and how
+    many times the gets went back to keeping it ("Two reader threads")."""
+    return {"released": _released, "holds": _holds, "late_taken": _late_taken,
+            "late_free": _late_free}
+
+
+cdef inline bint _hand_over(PyThreadState* ts) noexcept:
+    """Whether this get (of thread ``ts``) searches with the GIL released."""
+    global _last_reader, _gets, _shared_until
+    if not _enabled:
+        return False
+    _gets += 1
+    if ts != _last_reader:
+        _last_reader = ts
+        _shared_until = _gets + SHARED_GETS
+    return _gets < _shared_until and _gets >= _hold_until
+
+
+cdef int _search_released(ReadView rv, PyThreadState* ts, Py_ssize_t* stage,
+                          const unsigned char* uk, Py_ssize_t un, const unsigned char* lk,
+                          Py_ssize_t lkn, Py_ssize_t* at, const unsigned char** vp,
+                          Py_ssize_t* vn, Py_ssize_t* hits) noexcept:
+    """``rv.probe`` with the GIL released and taken back in turn (the
+    section's comment); called with the GIL held, returns with it."""
+    global _released, _holds, _hold, _hold_until, _window, _misses, _late_taken, _late_free
+    cdef int r
+    cdef Py_ssize_t i = 0, j = 0
+    cdef PyThreadState* saved = PyEval_SaveThread()
+    r = rv.probe(stage, uk, un, lk, lkn, at, vp, vn, hits)
+    while lsm_gil_last_holder() == <void*>ts and i < SPINS_TAKEN:   # until another took it
+        lsm_cpu_relax()
+        i += 1
+    while lsm_gil_locked() and j < SPINS_FREE:                    # until it is free
+        lsm_cpu_relax()
+        j += 1
+    PyEval_RestoreThread(saved)
+    _released += 1
+    if i == SPINS_TAKEN or j == SPINS_FREE:
+        _misses += 1
+        _late_taken += i == SPINS_TAKEN
+        _late_free += j == SPINS_FREE
+    _window += 1
+    if _misses > WINDOW_MISSES:
+        _hold_until = _gets + _hold
+        _hold = min(_hold * 2, <unsigned long long>HOLD_MAX)
+        _holds += 1
+        _window = _misses = 0
+    elif _window == WINDOW:
+        _hold = HOLD_GETS
+        _window = _misses = 0
+    return r
+
 
 cdef enum:
     LKBUF = 520
@@ -680,12 +830,10 @@ cdef class PointPath:
         """``_from_version`` through the version's ReadView, from ``stage``
         on (``ReadView.probe``): the tables' searches in C, a table that
         needs more (``lookup_nogil``'s -1) read through ``lookup``.  The
-        walk holds the GIL: released for the short search of one get, it
-        costs a futex wake a get once a second reader waits for the GIL,
-        and which of two regimes two readers fall into (pipelining, or a
-        convoy slower than one thread) flips from run to run
-        (docs/performance.md, issue 34).  ``multi_get`` releases it once
-        for a whole batch."""
+        walk releases the GIL when other threads read too and the handover
+        is on (``_hand_over``;
+        "Two reader threads" above); the value's bytes are made with it,
+        before the search leaves its epoch."""
         cdef Py_ssize_t at = -1, hits
         cdef const unsigned char* vp = NULL
         cdef Py_ssize_t vn = 0
@@ -693,10 +841,14 @@ cdef class PointPath:
         cdef object got = None
         cdef PointReader pr
         cdef PyObject* p
+        cdef PyThreadState* ts = PyThreadState_Get()
         while True:
             hits = 0
             epoch = read_enter()
-            r = rv.probe(&stage, uk, un, lk, lkn, &at, &vp, &vn, &hits)
+            if _hand_over(ts):
+                r = _search_released(rv, ts, &stage, uk, un, lk, lkn, &at, &vp, &vn, &hits)
+            else:
+                r = rv.probe(&stage, uk, un, lk, lkn, &at, &vp, &vn, &hits)
             try:
                 if r == 1:
                     got = PyBytes_FromStringAndSize(<const char*>vp, vn)
