@@ -436,13 +436,13 @@ def _threaded_reads(store, keys, threads=2, multi=False):
     return one
 
 
-def _with_handover(run):
-    """``run`` with ours' gets handing the GIL over between readers
-    (``lsm._read.set_handover``, off by default)."""
+def _gil_held(run):
+    """``run`` with ours' gets keeping the GIL (``lsm._read.set_handover``:
+    they hand it over between readers by default)."""
     from lsm._read import set_handover
 
     def one():
-        was = set_handover(True)
+        was = set_handover(False)
         try:
             return run()
         finally:
@@ -454,11 +454,11 @@ def _with_handover(run):
 def test_readrandom_threads(benchmark, filled, threads):
     """readrandom from 1 and 2 threads: each same-budget arm through get and,
     where it has one, through its multi-get (MULTI keys a call): the
-    ``... multi_get`` arms, ours among them; ours' get with the GIL handover
-    on (``lsm handover``); and the control arm (``_Control``), whose
+    ``... multi_get`` arms, ours among them; ours' get keeping the GIL
+    (``lsm gil held``, the build before the handover); and the control arm (``_Control``), whose
     2-thread/1-thread ratio bounds every arm's."""
     arms = {"control: sha256 of 2 KiB": _threaded_reads(_Control(), READ_KEYS, threads),
-            "lsm handover": _with_handover(_threaded_reads(filled["lsm"], READ_KEYS, threads))}
+            "lsm gil held": _gil_held(_threaded_reads(filled["lsm"], READ_KEYS, threads))}
     for name, store in filled.items():
         if name != "lsm" and name not in BUDGET:
             continue

@@ -20,10 +20,11 @@ needs no GIL, registered with ``_blockcache.read_enter`` so that no block
 it may reach is freed under it (lsm/_blockcache.pyx, "Reads without the
 GIL").  ``multi_get(keys, snapshot=None)`` walks it for all its keys with
 the GIL released once; ``get`` walks it holding the GIL while it reads
-alone; with ``set_handover(True)`` it walks it with the GIL released,
-handed over to the other readers without sleeping, once a second thread
-reads too ("Two reader threads" below).  A table the walk cannot read that way (not open in the view,
-its block not in the reader's slots, a long key) is read through
+alone, and with the GIL released, handed over to the other readers
+without sleeping, once a second thread reads too ("Two reader threads"
+below; ``set_handover(False)`` keeps the GIL).  A table the walk
+cannot read that way (not open in the view, its block not in the
+reader's slots, a long key) is read through
 ``PointReader.lookup``, and the walk goes on.  A version with more files
 than ``max_open`` keeps no readers, so the open files stay bounded by the
 table cache: each of its tables is read through the table cache.
@@ -82,9 +83,9 @@ from lsm.fs import FileMissingError
 # since its release (CPython's ``last_holder``), then until the GIL is free,
 # and only then takes it; two readers so alternate their GIL parts while
 # each one's search runs beside the other's.  A get releases the GIL only
-# (``_hand_over``) when ``set_handover(True)`` asked for it (off by default,
-# ``set_handover`` says why), where the GIL's state can be read (CPython 3.11, whose
-# internal header has it; elsewhere a get keeps the GIL, as before), while
+# (``_hand_over``) unless ``set_handover(False)`` said not to, where the
+# GIL's state can be read (CPython 3.11, whose internal header has it;
+# elsewhere a get keeps the GIL, as before), while
 # another thread has read within the last SHARED_GETS gets (one reader alone
 # never pays a release), and while the turns work: a window of gets whose
 # waits ran out (a thread holding the GIL for long between its gets, or no
@@ -148,15 +149,13 @@ cdef unsigned long long _hold = HOLD_GETS
 cdef unsigned long long _released = 0, _holds = 0   # for handover_stats()
 cdef unsigned long long _late_taken = 0, _late_free = 0
 cdef int _window = 0, _misses = 0
-cdef bint _enabled = False       # set_handover(True): opt-in until the region server's threads are measured
+cdef bint _enabled = LSM_GIL_KNOWN   # set_handover(False): gets keep the GIL
 
 
 def set_handover(bint on):
     """Let gets release the GIL beside other readers, where the GIL's state
-    can be read, or keep it always; returns the previous setting.  Off by
-    default: it took readrandom on 2 threads to 1.42-1.55x one thread, but
-    the region server's get_row from 4 threads (GIL-heavy threads) may lose
-    to it (docs/performance.md, 2026-11-26, issue 34 part 3)."""
+    can be read (the default), or keep it always (for A/B runs); returns
+    the previous setting."""
     global _enabled
     cdef bint was = _enabled
     _enabled = on and LSM_GIL_KNOWN
@@ -830,8 +829,7 @@ cdef class PointPath:
         """``_from_version`` through the version's ReadView, from ``stage``
         on (``ReadView.probe``): the tables' searches in C, a table that
         needs more (``lookup_nogil``'s -1) read through ``lookup``.  The
-        walk releases the GIL when other threads read too and the handover
-        is on (``_hand_over``;
+        walk releases the GIL when other threads read too (``_hand_over``;
         "Two reader threads" above); the value's bytes are made with it,
         before the search leaves its epoch."""
         cdef Py_ssize_t at = -1, hits
