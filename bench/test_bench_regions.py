@@ -197,14 +197,14 @@ def _load(s, size, value_bytes, seed):
     s.create_table("t")
     rng = random.Random(seed)
     n = size // value_bytes
-    batch = lsm.WriteBatch()
+    pairs = []
     for i in range(n):
-        batch.put(b"row%09d" % (i * 7919 % n), rng.randbytes(value_bytes))
-        if len(batch) == 1000:
-            s.write("t", batch)
-            batch = lsm.WriteBatch()
-    if len(batch):
-        s.write("t", batch)
+        pairs.append((b"row%09d" % (i * 7919 % n), rng.randbytes(value_bytes)))
+        if len(pairs) == 1000:
+            s.write("t", pairs)
+            pairs = []
+    if pairs:
+        s.write("t", pairs)
     s.flush_all()
     return n
 

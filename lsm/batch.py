@@ -6,7 +6,9 @@ A WAL record (payload of one lsm.wal log record) is one atomic batch::
     entry  := kind:uint8  key_len:fixed32le  key  [value_len:fixed32le  value]   (value iff kind == 1)
 
 Entry ``i`` gets sequence number ``sequence + i``.  Kinds are those of
-lsm/dbformat.py (0 deletion, 1 value; never renumber).  Fixed-width lengths
+lsm/dbformat.py (0 deletion, 1 value; never renumber).  ``DB.write_pairs``
+writes the same record from ``(key, value)`` pairs (value None: a deletion),
+no WriteBatch made (ext/lsm/_write_batch.pxd reads either shape).  Fixed-width lengths
 rather than varints: a record is built and parsed by ``struct`` in one call
 per field, which is what Python does fastest.
 """

@@ -148,8 +148,8 @@ class DB(BackgroundWork):
     This file holds the DB's API and state; flush, compaction and file
     cleanup are ``BackgroundWork`` (lsm/background.py).
 
-    The hot operations are C: ``put``, ``delete`` and ``write`` are
-    ``lsm._write.WritePath``'s (``self._writes``), ``get``, ``multi_get`` and
+    The hot operations are C: ``put``, ``delete``, ``write`` and
+    ``write_pairs`` are ``lsm._write.WritePath``'s (``self._writes``), ``get``, ``multi_get`` and
     the ``scan_*`` reads ``lsm._read.PointPath``'s (``self._point``).  Each is
     declared below with ``@c_call(path)`` (lsm/purepython.py), which binds
     it on the open DB to that C method of the same name: a call is one C
@@ -416,6 +416,16 @@ class DB(BackgroundWork):
         """Apply every operation of ``batch`` atomically, in order (one WAL
         record).  Runs as ``lsm._write.WritePath.write``."""
         self._writes.write(batch, sync)
+
+    @c_call("_writes")
+    def write_pairs(self, pairs: list, sync: bool = None) -> None:
+        """``write`` of a list of ``(key, value)`` tuples, ``value`` None a
+        delete: every one applied atomically, in order (one WAL record),
+        with no WriteBatch made (how the region server writes; the caller
+        knows no record kinds).  Checked as ``put`` and ``delete`` check
+        theirs, before anything is written.  Runs as
+        ``lsm._write.WritePath.write_pairs``."""
+        self._writes.write_pairs(pairs, sync)
 
     # ------------------------------------------------------- degraded state
     def _refuse_or_resume(self):

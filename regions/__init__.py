@@ -51,8 +51,4 @@ def __getattr__(name):
         # the one C-or-Python switch (lsm/purepython.py), for the layers above
         from lsm import PUREPYTHON
         return PUREPYTHON
-    if name == "WriteBatch":
-        # the batch RegionServer.write applies (lsm's), for the layers above
-        from lsm import WriteBatch
-        return WriteBatch
     raise AttributeError(f"module 'regions' has no attribute {name!r}")

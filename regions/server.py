@@ -47,7 +47,7 @@ from .options import ServerOptions
 from .policy import jitter_rate
 from ._region import Region
 from ._router import FIRST_CHUNK as _FIRST_CHUNK, MAX_CHUNK as _MAX_CHUNK, Router, Table, \
-    check_key as _check_key
+    check_key as _check_key, split_pairs
 from .reports import ServerReports, region_info
 
 __all__ = ["RegionServer", "check_table_name"]
@@ -512,11 +512,14 @@ class RegionServer(ServerReports):
         self._router.delete(table, key, sync)
 
     @c_call("_router")
-    def write(self, table: str, batch, sync=None) -> None:
-        """Apply ``batch`` (an ``lsm.WriteBatch``): atomic when its keys lie in
-        one region (always true for one row); a batch spanning regions is
-        applied region by region, each part atomic (``_write_parts``)."""
-        self._router.write(table, batch, sync)
+    def write(self, table: str, pairs: list, sync=None) -> None:
+        """Apply ``pairs``, a list of ``(key, value)`` tuples (``value`` None:
+        delete ``key``), in order: atomic when its keys lie in one region
+        (always true for one row: one WAL record, ``lsm.DB.write_pairs``);
+        a list spanning regions is applied region by region, each part
+        atomic (``_write_parts``).  A bad pair raises TypeError or
+        ValueError before anything is written."""
+        self._router.write(table, pairs, sync)
 
     @c_call("_router")
     def read_range(self, table: str, start: bytes, end: bytes) -> list:
@@ -554,23 +557,21 @@ class RegionServer(ServerReports):
                 raise ServerClosedError("the region server is closed")
             r.wait_transition(self.options.busy_wait_seconds)
 
-    def _write_parts(self, table: str, batch, sync=None) -> None:
-        """``write`` (the router's, in C, for a batch inside one region)
-        for everything else: not a WriteBatch, empty, an unknown table, or
-        keys in several regions (applied region by region)."""
-        if not isinstance(batch, lsm.WriteBatch):
-            raise TypeError(f"batch must be an lsm.WriteBatch, got {type(batch).__name__}")
-        if not len(batch):
+    def _write_parts(self, table: str, pairs: list, sync=None) -> None:
+        """``write`` (the router's, in C, for pairs inside one region) for
+        everything else, its pairs checked: empty, an unknown table, or keys
+        in several regions (applied region by region, cut at each region's
+        end by ``split_pairs``)."""
+        if not pairs:
             self._table(table)
             return
         applied = []
-        while batch is not None:
-            r = self._enter(table, batch.first_key, True)
+        while pairs is not None:
+            r = self._enter(table, pairs[0][0], True)
             try:
-                # the part in the region (the batch itself when all of it
-                # is), and the rest: lsm's to split, by key
-                mine, batch = batch.split(r.start, r.end or None)
-                r.db.write(mine, sync)
+                # the part in the region (all the pairs when all lie in it), and the rest
+                mine, pairs = split_pairs(pairs, r.start, r.end or None)
+                r.db.write_pairs(mine, sync)
                 if len(mine) > 1:
                     r.count_writes(len(mine) - 1)
             except Exception as e:
@@ -581,7 +582,7 @@ class RegionServer(ServerReports):
                     f"{len(applied)} of its keys were applied: {e}", frozenset(applied)) from e
             finally:
                 r.exit()
-            applied += mine.keys()
+            applied += [key for key, _ in mine]
 
     def scan(self, table: str, start=None, end=None, reverse=False, expect=0):
         """Iterate ``(key, value)`` over ``[start, end)`` of the table in key order

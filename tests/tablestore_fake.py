@@ -55,11 +55,10 @@ class FakeServer:
     def delete(self, table, key):
         self.tables[table]["data"].pop(key, None)
 
-    def write(self, table, batch):
-        from lsm.dbformat import KIND_VALUE
+    def write(self, table, pairs):
         data = self.tables[table]["data"]
-        for kind, key, value in batch.ops:
-            if kind == KIND_VALUE:
+        for key, value in pairs:
+            if value is not None:
                 data[key] = value
             else:
                 data.pop(key, None)

@@ -10,7 +10,7 @@ from lsm.memfs import MemoryFileSystem
 
 #: class -> the operations it declares, and on which of its C objects
 DECLARED = {
-    lsm.DB: {"put": "_writes", "delete": "_writes", "write": "_writes",
+    lsm.DB: {"put": "_writes", "delete": "_writes", "write": "_writes", "write_pairs": "_writes",
              "get": "_point", "multi_get": "_point", "scan_chunk": "_point",
              "scan_short": "_point", "scan_short_many": "_point"},
     regions.RegionServer: {name: "_router" for name in

@@ -13,7 +13,11 @@ imports its caller; the data API reaches the engine only through regions.
   (lsm/errors.py's storage_error, lsm/arguments.py's checks).
 * regions uses no private module of lsm and nothing of its record format
   (kinds, a batch's operations): the store's C paths come through lsm's face,
-  a batch spanning regions is split by lsm (``WriteBatch.split``)."""
+  and a write is handed to lsm as ``(key, value)`` pairs (``DB.write_pairs``,
+  from C ``write_pairs`` of lsm/_api.pxd), no WriteBatch made: a write
+  spanning regions is cut into parts by regions, pair by pair.
+* The data API (regions.tablestore, regions.otsserver) hands the region
+  server pairs too, and names nothing of lsm's batch or record kinds."""
 import pathlib
 import re
 
@@ -62,7 +66,7 @@ _IMPORTS_LSM = re.compile(r"^\s*(import\s+lsm\b|from\s+lsm\b[\w.]*\s+c?import\b)
 
 def test_the_data_api_imports_nothing_of_lsm():
     """regions.tablestore, Python and C, takes what it needs of the engine from
-    regions (regions.WriteBatch, regions.errors, regions.PUREPYTHON, regions/_api.pxd)."""
+    regions (regions.errors, regions.PUREPYTHON, regions/_api.pxd)."""
     found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
              for path in sorted((ROOT / "regions" / "tablestore").glob("*.py"))
              + sorted((EXT / "regions" / "tablestore").glob("*.p*"))
@@ -85,4 +89,46 @@ def test_regions_reaches_lsm_only_through_its_public_modules_and_face():
              + sorted((EXT / "regions").glob("*.p*"))
              for n, line in enumerate(path.read_text().splitlines(), 1)
              if _LSM_INTERNALS.search(_QUOTED.sub("", line)) and not _CIMPORT.match(line)]
+    assert not found, "\n".join(found)
+
+
+def _lines(paths):
+    for path in paths:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            yield f"{path.relative_to(ROOT)}:{n}: {line.strip()}", line
+
+
+def _kind_names():
+    """The names of lsm's record kinds (lsm/dbformat.py's ``KIND_*``), read
+    from its source: what only lsm may name."""
+    text = (ROOT / "lsm" / "dbformat.py").read_text()
+    return sorted(set(re.findall(r"^(KIND_\w+)\s*=", text, re.M)))
+
+
+def test_the_data_api_names_nothing_of_lsms_batch_or_kinds():
+    """regions.tablestore and regions.otsserver (Python and C, code and docs)
+    write ``(key, value)`` pairs: no WriteBatch, no lsm record kind, no
+    batch's ``.PUT``/``.DELETE``."""
+    kinds = _kind_names()
+    assert kinds, "lsm/dbformat.py names its kinds KIND_*"
+    named = re.compile(r"\bWriteBatch\b|\b[Bb]atch\.(PUT|DELETE)\b|\b(%s)\b" % "|".join(kinds))
+    paths = [p for d in ("tablestore", "otsserver")
+             for p in sorted((ROOT / "regions" / d).rglob("*.py"))
+             + sorted((EXT / "regions" / d).glob("*.p*")) if p.suffix in (".py", ".pyx", ".pxd")]
+    found = [where for where, line in _lines(paths) if named.search(line)]
+    assert not found, "\n".join(found)
+
+
+_NAMES_BATCH = re.compile(r"\bWriteBatch\b|\bof_ops\b|\.ops\b")
+
+
+def test_regions_makes_no_batch_outside_lsms_face():
+    """regions (its own modules, Python and C) hands lsm pairs: it names no
+    WriteBatch (so builds none) and reads no batch's operations, and names
+    no record kind; docs may (``...``)."""
+    kinds = re.compile(r"\b(%s)\b" % "|".join(_kind_names()))
+    paths = sorted((ROOT / "regions").glob("*.py")) + sorted((EXT / "regions").glob("*.p*"))
+    found = [where for where, line in _lines(paths)
+             for code in (_QUOTED.sub("", line),)
+             if _NAMES_BATCH.search(code) or kinds.search(code)]
     assert not found, "\n".join(found)

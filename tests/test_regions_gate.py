@@ -11,7 +11,7 @@ import pytest
 
 import regions
 from regions._region import CLOSED, OPEN, SPLITTING, Region
-from regions._router import Router, Table
+from regions._router import Router, Table, split_pairs
 from regions.errors import RegionBusyError, UnknownTableError
 
 
@@ -106,28 +106,23 @@ def test_route_agrees_with_a_bisect_over_the_start_keys():
         router.enter("t", "not bytes", False)
 
 
-def test_a_batch_splits_by_a_regions_key_range():
-    """``lsm.WriteBatch.split``, how the server applies a batch region by region."""
-    import lsm
+def test_a_write_splits_by_a_regions_key_range():
+    """``split_pairs``, how the server applies a write region by region."""
     rng = random.Random(4)
     for _ in range(300):
-        batch = lsm.WriteBatch()
-        for _ in range(rng.randrange(0, 30)):
-            key = bytes(rng.randrange(4) for _ in range(rng.randrange(1, 4)))
-            batch.put(key, b"v") if rng.random() < 0.7 else batch.delete(key)
-        ops = batch.ops
+        pairs = [(bytes(rng.randrange(4) for _ in range(rng.randrange(1, 4))),
+                  b"v" if rng.random() < 0.7 else None) for _ in range(rng.randrange(0, 30))]
         start = bytes(rng.randrange(4) for _ in range(rng.randrange(0, 3)))
         end = rng.choice([None, bytes(rng.randrange(4) for _ in range(rng.randrange(1, 3)))])
-        inside = [op for op in ops if op[1] >= start and (end is None or op[1] < end)]
-        mine, rest = batch.split(start, end)
-        assert mine.ops == inside
-        if len(inside) == len(ops):
-            assert mine is batch and rest is None
+        inside = [op for op in pairs if op[0] >= start and (end is None or op[0] < end)]
+        mine, rest = split_pairs(pairs, start, end)
+        assert mine == inside
+        if len(inside) == len(pairs):
+            assert mine is pairs and rest is None
         else:
-            assert rest.ops == [op for op in ops if op not in inside]
-            assert mine.approximate_bytes + rest.approximate_bytes == batch.approximate_bytes
-        assert batch.first_key == (ops[0][1] if ops else None)
-        assert batch.keys() == [op[1] for op in ops]
+            assert rest == [op for op in pairs if op not in inside]
+    with pytest.raises(TypeError):
+        split_pairs([(b"a", b"1"), ("b", b"2")], b"b")
 
 
 def test_the_servers_single_key_operations_route_through_the_c_path():

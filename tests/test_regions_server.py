@@ -221,23 +221,30 @@ def test_read_ranges_reads_each_range_as_read_range(server):
 
 def test_write_batches_within_and_across_regions(server):
     server.create_table("t", [b"m"])
-    b = lsm.WriteBatch()
-    b.put(b"a1", b"1").put(b"a2", b"2").delete(b"a1")
-    server.write("t", b)
+    server.write("t", [(b"a1", b"1"), (b"a2", b"2"), (b"a1", None)])
     assert server.get("t", b"a1") is None and server.get("t", b"a2") == b"2"
-    b = lsm.WriteBatch()
-    b.put(b"b", b"x").put(b"z", b"y").put(b"n", b"w")
-    server.write("t", b)
-    assert list(server.scan("t")) == [(b"a2", b"2"), (b"b", b"x"), (b"n", b"w"), (b"z", b"y")]
-    with pytest.raises(TypeError, match="lsm.WriteBatch"):
-        server.write("t", [(b"a", b"b")])
-    assert [r.writes for r in server.regions("t")] == [4, 2]     # one a key written
+    server.write("t", [(b"b", b"x"), (b"z", b"y"), (b"n", b"w"), (b"e", b"")])
+    assert list(server.scan("t")) == [(b"a2", b"2"), (b"b", b"x"), (b"e", b""), (b"n", b"w"),
+                                      (b"z", b"y")]
+    assert [r.writes for r in server.regions("t")] == [5, 2]     # one a key written
+    # a bad pair raises before anything is written, wherever it lies
+    for bad, error, match in [((b"a", b"b"), TypeError, "pairs must be a list"),
+                              ([(b"c", b"1"), (b"y", b"2", b"3")], TypeError, "operation 1"),
+                              ([(b"c", b"1"), (b"y", "2")], TypeError, "value must be bytes"),
+                              ([(b"c", b"1"), (b"d", 5)], TypeError, "value must be bytes"),
+                              ([(b"c", b"1"), ("y", b"2")], TypeError, "key must be bytes"),
+                              ([(b"y", b"1"), (b"", b"2")], ValueError, "must not be empty"),
+                              ([(b"c", b"1"), [b"y", b"2"]], TypeError, "operation 1")]:
+        with pytest.raises(error, match=match):
+            server.write("t", bad)
+        assert server.get("t", b"c") is None and server.get("t", b"y") is None
+    assert [r.writes for r in server.regions("t")] == [5, 2]
     with pytest.raises(regions.UnknownTableError):
-        server.write("nope", lsm.WriteBatch().put(b"a", b"b"))
+        server.write("nope", [(b"a", b"b")])
     with pytest.raises(regions.UnknownTableError):
-        server.write("nope", lsm.WriteBatch())
-    server.write("t", lsm.WriteBatch())                          # empty: nothing
-    assert [r.writes for r in server.regions("t")] == [4, 2]
+        server.write("nope", [])
+    server.write("t", [])                                        # empty: nothing
+    assert [r.writes for r in server.regions("t")] == [5, 2]
 
 
 # -- splits ----------------------------------------------------------------------

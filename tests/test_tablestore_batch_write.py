@@ -93,12 +93,12 @@ def test_a_region_part_that_fails_fails_exactly_its_rows(client, monkeypatch):
     server = client._server
     real = server.write
 
-    def failing(table, batch, sync=None):
+    def failing(table, pairs, sync=None):
         lo, hi = pkcodec.encode_value("INTEGER", 100), pkcodec.encode_value("INTEGER", 200)
-        first, _rest = batch.split(lo, hi)
-        assert len(first), "the batch holds the rows of region [100, 200)"
+        first = [(key, value) for key, value in pairs if lo <= key < hi]
+        assert first, "the write holds the rows of region [100, 200)"
         real(table, first, sync)
-        raise PartialWriteError("disk full after one region", frozenset(first.keys()))
+        raise PartialWriteError("disk full after one region", frozenset(k for k, _ in first))
 
     monkeypatch.setattr(server, "write", failing)
     results = write(client, put(1, 1), put(150, 150), put(250, 250))
@@ -112,13 +112,10 @@ def test_the_region_server_names_the_keys_a_failed_batch_applied(tmp_path):
     import lsm
     with regions.RegionServer.open(str(tmp_path / "s")) as server:
         server.create_table("t", split_keys=[b"m"])
-        batch = lsm.WriteBatch()
-        for k in (b"a", b"b", b"x"):
-            batch.put(k, b"v")
         regs = {r.start: r for r in server._tables["t"].layout[1]}
         regs[b"m"].db.close()          # the second region's store fails the write
         with pytest.raises(PartialWriteError) as e:
-            server.write("t", batch)
+            server.write("t", [(b"a", b"v"), (b"b", b"v"), (b"x", b"v")])
         assert e.value.applied_keys == frozenset({b"a", b"b"})
         assert isinstance(e.value.__cause__, lsm.LSMError)
         assert server.get("t", b"a") == b"v"

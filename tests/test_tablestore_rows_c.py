@@ -864,9 +864,9 @@ def test_plain_writer_batch_leaves_what_is_not_plain_and_reports_a_failed_write(
 
     class Failing:
         """A region server whose write applies the first row's head, then fails."""
-        def write(self, table, batch):
+        def write(self, table, pairs):
             e = IOError("disk gone")
-            e.applied_keys = frozenset([batch.ops[0][1]])
+            e.applied_keys = frozenset([pairs[0][0]])
             raise e
     from regions.tablestore.schema import Schema
     schema = Schema(["k"], ["INTEGER"], None, -1, 1, 86400, None, [])

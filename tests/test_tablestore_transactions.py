@@ -318,12 +318,13 @@ def test_a_commit_is_one_atomic_write_of_one_region(tmp_path, monkeypatch):
     calls = []
     real = c._server.write
     monkeypatch.setattr(c._server, "write",
-                        lambda name, b, sync=None: (calls.append(list(b.ops)), real(name, b, sync)))
+                        lambda name, pairs, sync=None: (calls.append(list(pairs)),
+                                                         real(name, pairs, sync)))
     c.commit_transaction(tid)
     # 20 heads, the INCREMENT's delta and its EXISTS delta (cells.py), in one write
     assert len(calls) == 1 and len(calls[0]) == 22
-    region = [r for r in c._server.regions(T) if r.start_key and r.start_key <= calls[0][0][1]][-1]
-    assert all(region.start_key <= op[1] < region.end_key for op in calls[0])
+    region = [r for r in c._server.regions(T) if r.start_key and r.start_key <= calls[0][0][0]][-1]
+    assert all(region.start_key <= key < region.end_key for key, _ in calls[0])
     got = c.get_range(T, "FORWARD", [("PK0", 7), ("PK1", emb.INF_MIN)],
                       [("PK0", 7), ("PK1", emb.INF_MAX)])[2]
     assert [r.attribute_columns[0][1] for r in got] == [10] + list(range(1, 20))

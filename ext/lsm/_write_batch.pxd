@@ -8,12 +8,19 @@
 #              (kind:uint8  key_len:fixed32le  key  [value_len:fixed32le  value])*
 #
 # (the value and its length only for a put, kind KIND_VALUE).
+#
+# An operation ("op") of a record is a tuple of one of two shapes, read by
+# op_kind, op_key and op_value below: a WriteBatch's (kind, key, value), or a
+# (key, value) pair, value None a delete (DB.write_pairs': how the region
+# server hands its writes to lsm, with no kinds and no WriteBatch).  The key
+# is always the tuple's second-to-last item, the value its last.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport uint32_t, uint64_t
 from libc.string cimport memcpy
 
 from lsm._coding cimport encode_fixed32 as _put32, encode_fixed64 as _put64
-from lsm._keys cimport KIND_VALUE
+from lsm._keys cimport KIND_DELETE, KIND_VALUE
 
 
 cdef class WriteBatch:
@@ -22,11 +29,25 @@ cdef class WriteBatch:
 
 
 cdef bytes encode_payload(uint64_t seq, list ops)
+cdef Py_ssize_t pairs_bytes(list pairs) except -1
 
-# For a caller that routes a batch by its keys (the region server, through
-# lsm/_api.pxd) without reading its operations or their kinds.
-cdef object batch_first_key(object batch)
-cdef Py_ssize_t batch_len_within(WriteBatch batch, bytes start, object end) except -1
+
+cdef inline int op_kind(tuple op) except -1:
+    """KIND_VALUE or KIND_DELETE of ``op`` (either shape, checked)."""
+    if PyTuple_GET_SIZE(op) == 2:
+        return KIND_DELETE if <object>PyTuple_GET_ITEM(op, 1) is None else KIND_VALUE
+    return <int>op[0]
+
+
+cdef inline bytes op_key(tuple op):
+    """The key of ``op`` (either shape, checked)."""
+    return <bytes>PyTuple_GET_ITEM(op, PyTuple_GET_SIZE(op) - 2)
+
+
+cdef inline bytes op_value(tuple op):
+    """The value of ``op`` (either shape, checked): a put's; a delete's is
+    b"" in a WriteBatch, None in a pair."""
+    return <bytes>PyTuple_GET_ITEM(op, PyTuple_GET_SIZE(op) - 1)
 
 
 cdef inline Py_ssize_t single_size(int kind, bytes key, bytes value):
@@ -49,20 +70,21 @@ cdef inline void put_single(unsigned char* q, uint64_t seq, int kind, bytes key,
 
 
 cdef inline Py_ssize_t batch_size(list ops) except -1:
-    """Payload bytes of the batch record of ``ops``."""
+    """Payload bytes of the batch record of ``ops`` (either shape, checked)."""
     cdef Py_ssize_t n = 12, i
     cdef tuple op
     for i in range(len(ops)):
         op = <tuple?>ops[i]
-        n += 5 + PyBytes_GET_SIZE(<bytes?>op[1])
-        if <int>op[0] == KIND_VALUE:
-            n += 4 + PyBytes_GET_SIZE(<bytes?>op[2])
+        n += 5 + PyBytes_GET_SIZE(op_key(op))
+        if op_kind(op) == KIND_VALUE:
+            n += 4 + PyBytes_GET_SIZE(op_value(op))
     return n
 
 
 cdef inline void put_batch(unsigned char* q, uint64_t seq, list ops):
     """Write the batch record of ``ops`` (sized by ``batch_size``) at ``q``."""
     cdef Py_ssize_t i, kn, vn, count = len(ops)
+    cdef int kind
     cdef tuple op
     cdef bytes key, value
     _put64(q, seq)
@@ -70,14 +92,15 @@ cdef inline void put_batch(unsigned char* q, uint64_t seq, list ops):
     q += 12
     for i in range(count):
         op = <tuple>ops[i]
-        key = <bytes>op[1]
+        kind = op_kind(op)
+        key = op_key(op)
         kn = PyBytes_GET_SIZE(key)
-        q[0] = <unsigned char><int>op[0]
+        q[0] = <unsigned char>kind
         _put32(q + 1, <uint32_t>kn)
         memcpy(q + 5, PyBytes_AS_STRING(key), kn)
         q += 5 + kn
-        if <int>op[0] == KIND_VALUE:
-            value = <bytes>op[2]
+        if kind == KIND_VALUE:
+            value = op_value(op)
             vn = PyBytes_GET_SIZE(value)
             _put32(q, <uint32_t>vn)
             memcpy(q + 4, PyBytes_AS_STRING(value), vn)

@@ -5,6 +5,9 @@ and its WAL record's payload.
 ``WriteBatch`` holds the ``(kind, key, value)`` operations that ``DB.write``
 applies atomically; it is in C so that the write path (lsm._write) and the
 log writer (lsm._log_writer) read its operations without a Python call.
+``DB.write_pairs`` applies ``(key, value)`` pairs (value None: a delete) the
+same way with no batch made (``pairs_bytes`` checks them): the record is
+built from either shape (_write_batch.pxd).
 The record's payload (lsm/batch.py owns and documents the format; the grammar
 is at the top of _write_batch.pxd, whose inline functions build it in place
 for the log writer) is ``encode_batch`` here: ``lsm.batch.encode_record`` in
@@ -12,7 +15,6 @@ one C buffer, which tests/test_record.py checks byte for byte.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport uint64_t
-from libc.string cimport memcmp
 
 from lsm._keys cimport KIND_DELETE, KIND_VALUE
 
@@ -21,7 +23,8 @@ from lsm.arguments import check_key, check_value
 
 def encode_batch(uint64_t seq, list ops not None):
     """``lsm.batch.encode_record(seq, ops)``: ops are (kind, key, value) tuples
-    of bytes (``WriteBatch`` checked them)."""
+    of bytes (``WriteBatch`` checked them), or (key, value) pairs
+    (``pairs_bytes`` checked them), the record the same."""
     return encode_payload(seq, ops)
 
 
@@ -56,39 +59,26 @@ def ops_bytes(list ops not None):
     return total
 
 
-# -- a batch's keys, for a caller that routes it -------------------------------
-cdef object batch_first_key(object batch):
-    """The key of ``batch``'s first operation; None unless ``batch`` is a
-    non-empty ``WriteBatch``."""
-    if type(batch) is not WriteBatch or not (<WriteBatch>batch)._ops:
-        return None
-    return (<tuple>(<WriteBatch>batch)._ops[0])[1]
-
-
-cdef inline bint _in_range(bytes key, bytes start, object end):
-    """``start <= key < end`` bytewise, ``end`` None unbounded."""
-    cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), n = PyBytes_GET_SIZE(start)
-    cdef int c = memcmp(PyBytes_AS_STRING(key), PyBytes_AS_STRING(start), kn if kn < n else n)
-    if c < 0 or (c == 0 and kn < n):
-        return False
-    if end is None:
-        return True
-    n = PyBytes_GET_SIZE(<bytes>end)
-    c = memcmp(PyBytes_AS_STRING(key), PyBytes_AS_STRING(<bytes>end), kn if kn < n else n)
-    return c < 0 or (c == 0 and kn < n)
-
-
-cdef Py_ssize_t batch_len_within(WriteBatch batch, bytes start, object end) except -1:
-    """The number of ``batch``'s operations when every key lies in ``[start,
-    end)`` (``end`` None: unbounded), else 0."""
-    cdef list ops = batch._ops
-    cdef Py_ssize_t i, n = len(ops)
-    if end is not None and type(end) is not bytes:
-        raise TypeError(f"end must be bytes or None, got {type(end).__name__}")
-    for i in range(n):
-        if not _in_range(<bytes>(<tuple>ops[i])[1], start, end):
-            return 0
-    return n
+cdef Py_ssize_t pairs_bytes(list pairs) except -1:
+    """The key and value bytes of ``pairs``, the (key, value) tuples of
+    ``DB.write_pairs`` (value None: a delete), checked as ``put`` and
+    ``delete`` check theirs, lengths aside (the DB's Options apply when they
+    are written): raises TypeError or ValueError naming the first bad one."""
+    cdef Py_ssize_t total = 0, i
+    cdef object op, key, value
+    for i in range(len(pairs)):
+        op = pairs[i]
+        if type(op) is not tuple or len(<tuple>op) != 2:
+            raise TypeError(f"operation {i} must be a (key, value) tuple, got {op!r}")
+        key, value = <tuple>op
+        if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0:
+            check_key(key, 1 << 62)
+        if value is not None:
+            if type(value) is not bytes:
+                check_value(value, 1 << 62)
+            total += PyBytes_GET_SIZE(value)
+        total += PyBytes_GET_SIZE(key)
+    return total
 
 
 # -- the batch ---------------------------------------------------------------
@@ -97,8 +87,8 @@ cdef class WriteBatch:
 
     Arguments are checked when added, so a bad one raises at once and the
     batch stays as it was.  Not thread-safe; reusable after ``clear()``.
-    (In C, so that the write path and the region server read its operations
-    without a Python call; ``lsm.batch`` owns its record format.)
+    (In C, so that the write path reads its operations without a Python
+    call; ``lsm.batch`` owns its record format.)
 
     >>> b = WriteBatch().put(b"k", b"v").delete(b"old")
     >>> len(b), b.ops[1]
@@ -151,33 +141,6 @@ cdef class WriteBatch:
     def clear(self):
         self._ops = []
         self._bytes = 0
-
-    @property
-    def first_key(self):
-        """The key of the first operation (None when the batch is empty)."""
-        return batch_first_key(self)
-
-    def keys(self):
-        """The keys of the operations, in order (a list)."""
-        return [(<tuple>op)[1] for op in self._ops]
-
-    def split(self, bytes start not None, end=None):
-        """``(inside, rest)``: a batch of the operations whose key lies in
-        ``[start, end)`` (``end`` None: unbounded) and a batch of the others,
-        each in order; when every key lies inside, ``inside`` is this batch
-        and ``rest`` None.  How a batch whose keys span several stores (the
-        region server's regions) is applied store by store, each part one
-        atomic write."""
-        cdef WriteBatch inside, rest
-        cdef tuple op
-        if batch_len_within(self, start, end) == len(self._ops):
-            return self, None
-        inside, rest = WriteBatch(), WriteBatch()
-        for op in self._ops:
-            part = inside if _in_range(<bytes>op[1], start, end) else rest
-            part._ops.append(op)
-            part._bytes += PyBytes_GET_SIZE(<bytes>op[1]) + PyBytes_GET_SIZE(<bytes>op[2])
-        return inside, rest
 
     def __len__(self):
         return len(self._ops)

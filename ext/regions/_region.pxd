@@ -17,7 +17,8 @@ cdef class Region:
     cdef public object table, id, jitter_rate, split_blocker, blocked_at_size
     cdef object _db, _db_get, _db_put    # the store, and its get and put bound once
     cdef object _point                   # the C path its get and scan_short run, or None
-    cdef object _wpath                   # the C path its put runs, or None (lsm/_api.pxd)
+    cdef object _wpath                   # the C path its put and write_pairs run, or None
+                                         # (lsm/_api.pxd)
     cdef int _wake(self) except -1
     cpdef count_writes(self, Py_ssize_t n)
 

@@ -59,7 +59,8 @@ cdef class Region:
         saves the router an attribute lookup an operation, and the C paths
         they run, when they are an ``lsm.DB``'s (lsm/_api.pxd's
         ``point_path`` and ``write_path``), which the router then calls
-        from C: ``get``, ``scan_short`` and ``put`` without a Python call."""
+        from C: ``get``, ``scan_short``, ``put`` and ``write_pairs`` without
+        a Python call."""
         return self._db
 
     @db.setter

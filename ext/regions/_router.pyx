@@ -16,7 +16,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.string cimport memcmp
 
-from lsm._api cimport batch_first_key, batch_len_within, point_get, point_scan_short, write_put
+from lsm._api cimport pairs_bytes, point_get, point_scan_short, write_pairs, write_put
 from regions._region cimport INTERNAL, READ, WRITE, Region, gate_kind, region_admit, region_leave
 
 #: Scan batch sizes: a range is read in chunks of FIRST_CHUNK entries,
@@ -47,6 +47,55 @@ cdef inline bint _short_range(object pair):
     ``Router.read_range`` reads in one call of a store)."""
     return (type(pair) is tuple and len(<tuple>pair) == 2 and type((<tuple>pair)[0]) is bytes
             and type((<tuple>pair)[1]) is bytes and PyBytes_GET_SIZE((<tuple>pair)[0]) > 0)
+
+
+cdef object _first_key(object pairs):
+    """The key of the first of ``pairs``; None unless ``pairs`` is a
+    non-empty list whose first item is a pair of a bytes key."""
+    if type(pairs) is not list or not pairs:
+        return None
+    op = (<list>pairs)[0]
+    if type(op) is not tuple or PyTuple_GET_SIZE(op) != 2:
+        return None
+    key = (<tuple>op)[0]
+    return key if type(key) is bytes else None
+
+
+cdef inline bint _in_range(bytes key, bytes start, object end) noexcept:
+    """``start <= key < end``, ``end`` (bytes) None: unbounded."""
+    return _compare(key, start) >= 0 and (end is None or _compare(key, <bytes>end) < 0)
+
+
+cdef Py_ssize_t _len_within(list pairs, bytes start, object end) except -1:
+    """The number of ``pairs`` when each is a pair whose key is bytes in
+    ``[start, end)`` (``end`` None: unbounded), else 0."""
+    cdef Py_ssize_t i, n = len(pairs)
+    if end is not None and type(end) is not bytes:
+        raise TypeError(f"end must be bytes or None, got {type(end).__name__}")
+    for i in range(n):
+        op = pairs[i]
+        if type(op) is not tuple or PyTuple_GET_SIZE(op) != 2:
+            return 0
+        key = (<tuple>op)[0]
+        if type(key) is not bytes or not _in_range(<bytes>key, start, end):
+            return 0
+    return n
+
+
+def split_pairs(list pairs not None, bytes start not None, end=None):
+    """``(inside, rest)``: the pairs of ``pairs`` (checked) whose key lies
+    in ``[start, end)`` (``end`` None: unbounded) and the others, each in
+    order; when every key lies inside, ``inside`` is ``pairs`` and ``rest``
+    None.  How a write spanning regions is cut at each region's end
+    (``RegionServer._write_parts``), each part one atomic store write."""
+    cdef list inside, rest
+    cdef tuple op
+    if _len_within(pairs, start, end) == len(pairs):
+        return pairs, None
+    inside, rest = [], []
+    for op in pairs:
+        (inside if _in_range(<bytes?>op[0], start, end) else rest).append(op)
+    return inside, rest
 
 
 def check_key(key, name="key"):
@@ -214,29 +263,38 @@ cdef class Router:
         finally:
             region_leave(r)
 
-    def write(self, table, batch, sync=None):
-        """Apply ``batch`` (an ``lsm.WriteBatch``).  Atomic when all its keys lie
-        in one region (always true for one row): that case is one write of
-        the region's store, routed here; a batch spanning regions goes to the
-        server's ``write_parts``, region by region, each part atomic (one
-        WAL record, one sync): if a part fails after others were applied,
-        ``PartialWriteError`` says which keys were."""
+    def write(self, table, pairs, sync=None):
+        """Apply ``pairs``, a list of ``(key, value)`` tuples (``value`` None:
+        delete ``key``), in order.  Atomic when all its keys lie in one
+        region (always true for one row): that case is one write of the
+        region's store (``lsm.DB.write_pairs``, from C), routed here; any
+        other list is checked whole (lsm's ``pairs_bytes``), then goes to
+        the server's ``write_parts``, region by region, each part atomic
+        (one WAL record, one sync): if a part fails after others were
+        applied, ``PartialWriteError`` says which keys were."""
         cdef Region r
         cdef Py_ssize_t n
-        key = batch_first_key(batch)        # None: not an lsm.WriteBatch, or empty
+        key = _first_key(pairs)             # None: not a list of pairs, or empty
         if key is not None:
             # entered as internal work: the keys are counted once applied
-            # (a batch spanning regions is counted by _write_parts)
+            # (a write spanning regions is counted by _write_parts)
             r = self._enter_fast(table, key, INTERNAL)
             try:
-                n = batch_len_within(batch, <bytes?>r.start, r.end or None)
+                n = _len_within(<list>pairs, <bytes?>r.start, r.end or None)
                 if n:
-                    r._db.write(batch, sync)
+                    if r._wpath is not None:
+                        write_pairs(r._wpath, pairs, sync)
+                    else:
+                        r._db.write_pairs(pairs, sync)
                     r.count_writes(n)
                     return
             finally:
                 region_leave(r)
-        self._write_parts(table, batch, sync)
+        if type(pairs) is not list:
+            raise TypeError(f"pairs must be a list of (key, value) tuples, "
+                            f"got {type(pairs).__name__}")
+        pairs_bytes(pairs)                  # nothing applied when a pair is bad
+        self._write_parts(table, pairs, sync)
 
     def read_range(self, table, start, end):
         """Every ``(key, value)`` of ``[start, end)`` as one list: ``list(scan(...))``,

@@ -69,7 +69,6 @@ from .schema import ATTRIBUTE, Schema
 from .search import SEARCH_ATTRIBUTE, SEARCH_INFIX, Engine, SearchIndexDef, engine_path, remove_engine
 from .streams import LOG_SUFFIX, STREAM_SPEC, StreamLog, encode_entries
 from .validate import check_name
-from .writes import _new_batch as _batch
 
 __all__ = ["IndexDef", "Indexer", "check_index_meta", "check_index_shape", "MAX_INDEXES", "MAX_INDEX_COLUMNS",
            "MAX_INDEX_ATTRIBUTES", "FEED_SUFFIX", "REFS_SUFFIX", "INDEX_ATTRIBUTE"]
@@ -805,10 +804,7 @@ class Indexer:
                 if len(keys) == 1:
                     self.server.put(table.feed, keys[0], values[0])
                 else:
-                    batch = _batch()
-                    for key, value in zip(keys, values):
-                        batch.put(key, value)
-                    self.server.write(table.feed, batch)
+                    self.server.write(table.feed, list(zip(keys, values)))
             except BaseException as exc:
                 for key in keys:
                     table.inflight.pop(key, None)
@@ -952,14 +948,14 @@ class Indexer:
                 want = (_rowcodec.encode_pk(ischema.types, key_values), row)
         refs = index.name + REFS_SUFFIX
         old = self.server.get(refs, row_key)
-        batch = _batch()
+        pairs = []
         if old is not None and (want is None or old != want[0]):
-            batch.delete(cells.head_key(old))
+            pairs.append((cells.head_key(old), None))
         if want is not None:
-            batch.put(cells.head_key(want[0]),
-                      _cellcodec.put_head(self.gens.next(), sorted(want[1]), now))
-        if len(batch):
-            self.server.write(index.name, batch)
+            pairs.append((cells.head_key(want[0]),
+                          _cellcodec.put_head(self.gens.next(), sorted(want[1]), now)))
+        if pairs:
+            self.server.write(index.name, pairs)
         if want is not None and want[0] != old:
             self.server.put(refs, row_key, want[0])
         elif want is None and old is not None:
@@ -1047,10 +1043,7 @@ class Indexer:
         if len(feed_keys) == 1:
             self.server.delete(table.feed, feed_keys[0])
             return
-        batch = _batch()
-        for key in feed_keys:
-            batch.delete(key)
-        self.server.write(table.feed, batch)
+        self.server.write(table.feed, [(key, None) for key in feed_keys])
 
     def wait(self, base, timeout=10.0) -> bool:
         """Wait until every feed entry of ``base`` written so far is applied;

@@ -16,8 +16,8 @@ AbortTransaction, and ``transaction_id`` on the row operations):
   and the client simply runs on it (``OTSClient._in_transaction``).  Cell
   versions and generations are assigned when a write is buffered, not at commit
   (the service's rule).
-* ``commit`` writes every buffered entry as ONE ``lsm.WriteBatch``: one WAL
-  record of one region (a partition key value is never split across regions),
+* ``commit`` writes every buffered entry as ONE region-server write (its
+  ``(key, value)`` pairs, a deletion's value None): one WAL record of one region (a partition key value is never split across regions),
   so a commit is all or nothing, also across a crash.  ``abort`` drops them.
 * A transaction idle for ``timeout`` seconds expires: its lock is released
   (lazily, by the next request that meets it) and its id becomes unknown.
@@ -40,8 +40,6 @@ import uuid
 
 from sortedcontainers import SortedDict
 
-from regions import WriteBatch
-
 from . import pkcodec
 from ._writes import stripe_locks
 from .errors import service_error
@@ -54,7 +52,7 @@ TIMEOUT_S = 60.0
 MAX_BYTES = 4 << 20
 
 _ID = re.compile(r"[0-9A-F]{32}\Z")
-_DELETED = None          # overlay value of a key the transaction deleted
+_DELETED = None          # overlay value of a key the transaction deleted (as in write pairs)
 _ACTIVE, _DONE = "active", "done"
 
 
@@ -97,9 +95,8 @@ class Transaction:
     def delete(self, table, key, sync=None):
         self._buffer([(key, _DELETED)])
 
-    def write(self, table, batch, sync=None):
-        self._buffer([(key, value if kind == WriteBatch.PUT else _DELETED)
-                      for kind, key, value in batch.ops])
+    def write(self, table, pairs, sync=None):
+        self._buffer(pairs)      # a deletion's value None: _DELETED
 
     def _buffer(self, items):
         for key, value in items:
@@ -131,15 +128,10 @@ class Transaction:
         RegionServer interface)."""
         return [self.read_range(table, start, end) for start, end in ranges]
 
-    def batch(self):
-        """Every buffered entry as one ``regions.WriteBatch`` (key order)."""
-        batch = WriteBatch()
-        for key, value in self.overlay.items():
-            if value is _DELETED:
-                batch.delete(key)
-            else:
-                batch.put(key, value)
-        return batch
+    def pairs(self):
+        """Every buffered entry, ``(key, value)`` in key order, a deletion's
+        value None (``_DELETED``): what ``RegionServer.write`` takes."""
+        return list(self.overlay.items())
 
 
 def _merge(committed, mine, reverse):
@@ -208,18 +200,18 @@ class TransactionManager:
     def commit(self, txn_id):
         """Apply every buffered write atomically (one WAL record), then unlock."""
         with self.use(txn_id) as txn:
-            batch = txn.batch()
+            pairs = txn.pairs()
             try:
-                if batch.ops and self.indexer is None:
-                    self.server.write(txn.table, batch)
-                elif batch.ops:
+                if pairs and self.indexer is None:
+                    self.server.write(txn.table, pairs)
+                elif pairs:
                     # under the rows' locks, as every write that feeds indexes
                     # (indexes.py: a reconcile must not see the rows between
                     # their feed entries and their write)
                     by_row = {}       # row key -> its entries (key order: the stream's records)
-                    for _, key, value in batch.ops:
+                    for key, value in pairs:
                         entries = by_row.setdefault(key[:pkcodec.row_key_len(key)], [])
-                        if value:     # never empty: a head or a delta (a deletion has b"")
+                        if value:     # never empty: a head or a delta (a deletion has None)
                             entries.append((key, value))
                     rows = list(by_row)
                     locks = stripe_locks(self._row_locks, rows)
@@ -229,7 +221,7 @@ class TransactionManager:
                         feed = self.indexer.before_write(txn.table, rows, list(by_row.values()))
                         landed = ()
                         try:
-                            self.server.write(txn.table, batch)
+                            self.server.write(txn.table, pairs)
                             landed = None
                         finally:
                             if feed is not None:

@@ -37,7 +37,7 @@ into the transaction's view instead of the server.
 """
 import logging
 
-from regions import PUREPYTHON, WriteBatch
+from regions import PUREPYTHON
 
 from . import _cellcodec, _rowcodec, _writes, cells, pkcodec
 from ._writes import stripe, stripe_locks
@@ -59,10 +59,6 @@ log = logging.getLogger("regions.tablestore")
 LOCK_STRIPES = 256
 # The default condition of a write; never mutated (conditions are read only).
 _IGNORE = Condition(RowExistenceExpectation.IGNORE)
-
-
-def _new_batch():
-    return WriteBatch()
 
 
 class Prepared:
@@ -396,10 +392,7 @@ class RowWriter:
                 if len(ops) == 1:
                     self.server.put(p.table, *ops[0])
                 else:
-                    batch = _new_batch()
-                    for key, value in ops:
-                        batch.put(key, value)
-                    self.server.write(p.table, batch)
+                    self.server.write(p.table, ops)
                 landed = None
             finally:
                 if feed is not None:
@@ -512,7 +505,7 @@ class RowWriter:
         for lock in locks:
             lock.acquire()
         try:
-            batch, written, first_key, row_ops = _new_batch(), [], {}, []
+            pairs, written, first_key, row_ops = [], [], {}, []
             now = cells.now_ms()
             for i in group:
                 p = plans[i]
@@ -528,8 +521,7 @@ class RowWriter:
                                     False, cause.error_code, cause.error_message, None, None)
                         return
                     continue
-                for key, value in ops:
-                    batch.put(key, value)
+                pairs += ops
                 written.append(i)
                 row_ops.append(ops)
                 first_key[i] = ops[0][0]
@@ -540,7 +532,7 @@ class RowWriter:
                     if self.indexer is not None else None)
             applied = frozenset()
             try:
-                self.server.write(table, batch)
+                self.server.write(table, pairs)
                 applied = None
             except Exception as exc:  # noqa: BLE001 -- reported row by row below
                 applied = write_failed(table, len(written), exc)

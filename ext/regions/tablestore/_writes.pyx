@@ -22,7 +22,6 @@ from regions.tablestore._cellcodec cimport (_delta_key, _now_ms, _put_delta, _pu
                                             _utf8_len)
 from regions.tablestore._rowcodec cimport _make_row, _plain_key, _write_cu
 
-from regions import WriteBatch as _WriteBatch
 from regions.tablestore import cells as _cells_module
 from regions.tablestore.metadata import (BatchWriteRowResponseItem, BatchWriteRowType,
                                          Condition, PutRowItem, ReturnType, Row,
@@ -48,7 +47,6 @@ cdef object _PutRowItem = PutRowItem
 cdef object _BatchWriteRowResponseItem = BatchWriteRowResponseItem
 cdef object _PUT = BatchWriteRowType.PUT
 cdef bytes _EXISTS_VALUE = _cells_module.EXISTS_VALUE
-cdef int _PUT_KIND = _WriteBatch.PUT     # a put's kind in a batch's ops (WriteBatch.of_ops)
 
 
 cdef list _plain_cells(list pk_names, columns, bint update, Py_ssize_t* attr):
@@ -198,7 +196,7 @@ cdef class PlainWriter:
     def update(self, table_name, row, condition, return_type):
         """``update_row``'s answer for an UpdateRow that only puts plain
         columns (``plain_update``): its EXISTS delta and one PUT delta per
-        column, stamped now, written as one batch; or None."""
+        column, stamped now, written as one region-server write; or None."""
         return self._write(table_name, row, condition, return_type, True)
 
     def batch(self, dict items not None, Py_ssize_t max_bytes):
@@ -293,7 +291,7 @@ cdef class PlainWriter:
             except Exception as exc:
                 results[i] = self._failed(table_name, exc, i)
                 continue
-            ops.append((_PUT_KIND, <bytes>r[0] + _HEAD, _put_head(self._gens.next(), r[1], now)))
+            ops.append((<bytes>r[0] + _HEAD, _put_head(self._gens.next(), r[1], now)))
             written.append(i)
         if not written:
             return 0
@@ -302,7 +300,7 @@ cdef class PlainWriter:
             keys = [(<tuple>rows[i])[0] for i in written]
             feed = self._indexer.before_write(table_name, keys)
         try:
-            self._server.write(table_name, _WriteBatch.of_ops(ops))
+            self._server.write(table_name, ops)
             applied = None
         except Exception as exc:
             applied = self._write_failed(table_name, len(written), exc)
@@ -350,13 +348,13 @@ cdef class PlainWriter:
             else:
                 # writes.RowWriter._update_ops of puts: EXISTS first, then the columns
                 now = _now_ms()
-                ops = [(_PUT_KIND, _delta_key(row_key, b"", self._gens.next()), _EXISTS_VALUE)]
+                ops = [(_delta_key(row_key, b"", self._gens.next()), _EXISTS_VALUE)]
                 for i in range(len(<list>got[2])):
                     cell = <tuple>(<list>got[2])[i]
-                    ops.append((_PUT_KIND, _delta_key(row_key, PyUnicode_AsUTF8String(cell[1]),
-                                                       self._gens.next()),
+                    ops.append((_delta_key(row_key, PyUnicode_AsUTF8String(cell[1]),
+                                           self._gens.next()),
                                 _put_delta(now, cell[2])))
-                self._server.write(table_name, _WriteBatch.of_ops(ops))
+                self._server.write(table_name, ops)
             if feed is not None:
                 self._indexer.after_write(table_name, [row_key], feed)
         return _write_cu(size), None
