@@ -119,7 +119,7 @@ def test_the_data_api_names_nothing_of_lsms_batch_or_kinds():
     assert not found, "\n".join(found)
 
 
-_NAMES_BATCH = re.compile(r"\bWriteBatch\b|\bof_ops\b|\.ops\b")
+_NAMES_BATCH = re.compile(r"\bWriteBatch\b|\bof_ops\b|\b[Bb]atch\.ops\b")
 
 
 def test_regions_makes_no_batch_outside_lsms_face():
