@@ -604,8 +604,11 @@ class DB(BackgroundWork):
         The memtable, the frozen memtable, then the current version's tables
         (L0 newest first, one table per deeper level).  Runs as
         ``lsm._read.PointPath.get``, one C call.
-        The GIL is held throughout; ``multi_get`` releases it once for many
-        keys (docs/walkthrough.md, "Inside the engine: A point read").
+        The memtables are read with the GIL; the tables' search runs with it
+        released once a second thread reads too, and is handed back without
+        a sleep (lsm/_read.pyx, "Two reader threads"); ``multi_get``
+        releases it once for many keys (docs/walkthrough.md, "Inside the
+        engine: A point read").
         """
         return self._point.get(key, snapshot)
 

@@ -197,31 +197,6 @@ def test_point_reads_through_remembered_cache_slots_survive_eviction(dbpath):
         assert audit["ring_live"] == audit["owner_keys"] == len(cache)
 
 
-def test_a_batch_of_ops_is_the_batch_of_its_puts_and_deletes_and_bad_ops_are_named(dbpath):
-    from lsm.dbformat import KIND_DELETE, KIND_VALUE
-    ops = [(KIND_VALUE, b"a", b"1"), (KIND_DELETE, b"b", b""), (KIND_VALUE, b"c", b"")]
-    b = lsm.WriteBatch.of_ops(list(ops))
-    same = lsm.WriteBatch().put(b"a", b"1").delete(b"b").put(b"c", b"")
-    assert b.ops == same.ops and len(b) == 3 and b.approximate_bytes == same.approximate_bytes
-    with lsm.DB.open(dbpath, tiny_options()) as db:
-        db.put(b"b", b"old")
-        db.write(b)
-        assert [db.get(k) for k in (b"a", b"b", b"c")] == [b"1", None, b""]
-    for bad, exc, words in [
-            ([(KIND_VALUE, "a", b"1")], TypeError, "key must be bytes"),
-            ([(KIND_VALUE, b"", b"1")], ValueError, "key must not be empty"),
-            ([(KIND_VALUE, b"a", 1)], TypeError, "value must be bytes"),
-            ([(KIND_VALUE, b"a", b"1"), (7, b"b", b"")], ValueError, "operation 1: kind must be"),
-            ([(True, b"a", b"1")], ValueError, "operation 0: kind must be"),
-            ([(KIND_DELETE, b"a", b"x")], ValueError, "operation 0: a delete carries no value"),
-            ([(KIND_VALUE, b"a")], TypeError, "operation 0 must be a (kind, key, value) tuple"),
-            ([[KIND_VALUE, b"a", b"1"]], TypeError, "operation 0 must be a (kind, key, value) tuple")]:
-        with pytest.raises(exc, match=words.replace("(", r"\(").replace(")", r"\)")):
-            lsm.WriteBatch.of_ops(bad)
-    with pytest.raises(TypeError, match="ops must be a list"):
-        lsm.WriteBatch.of_ops(tuple(ops))
-
-
 def test_scan_is_an_iterator_that_resumes_where_it_stopped(dbpath):
     with lsm.DB.open(dbpath, tiny_options()) as db:
         for i in range(50):

@@ -35,30 +35,6 @@ cdef bytes encode_payload(uint64_t seq, list ops):
     return out
 
 
-def ops_bytes(list ops not None):
-    """The key and value bytes of ``ops``, ``(kind, key, value)`` tuples that
-    ``WriteBatch.of_ops`` takes, checked as ``put`` and ``delete`` check
-    theirs: raises TypeError or ValueError naming the first bad one."""
-    cdef Py_ssize_t total = 0, i
-    cdef object op, kind, key, value
-    for i in range(len(ops)):
-        op = ops[i]
-        if type(op) is not tuple or len(<tuple>op) != 3:
-            raise TypeError(f"operation {i} must be a (kind, key, value) tuple, got {op!r}")
-        kind, key, value = <tuple>op
-        if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0:
-            check_key(key, 1 << 62)
-        if type(value) is not bytes:
-            check_value(value, 1 << 62)
-        if type(kind) is not int or (kind != KIND_VALUE and kind != KIND_DELETE):
-            raise ValueError(f"operation {i}: kind must be {KIND_VALUE} (put) or "
-                             f"{KIND_DELETE} (delete), got {kind!r}")
-        if kind == KIND_DELETE and PyBytes_GET_SIZE(value):
-            raise ValueError(f"operation {i}: a delete carries no value, got {len(value)} bytes")
-        total += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value)
-    return total
-
-
 cdef Py_ssize_t pairs_bytes(list pairs) except -1:
     """The key and value bytes of ``pairs``, the (key, value) tuples of
     ``DB.write_pairs`` (value None: a delete), checked as ``put`` and
@@ -98,7 +74,7 @@ cdef class WriteBatch:
     """
 
     #: The kinds of ``ops`` (lsm/dbformat.py's, never renumbered): what a
-    #: caller of ``of_ops`` or a reader of ``ops`` needs of the record kinds.
+    #: reader of ``ops`` needs of the record kinds.
     PUT = KIND_VALUE
     DELETE = KIND_DELETE
 
@@ -115,21 +91,6 @@ cdef class WriteBatch:
         self._ops.append((KIND_VALUE, key, value))
         self._bytes += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value)
         return self
-
-    @classmethod
-    def of_ops(cls, ops):
-        """A batch of ``ops``, a list of ``(KIND_VALUE, key, value)`` and
-        ``(KIND_DELETE, key, b"")`` tuples (lsm.dbformat's kinds), checked
-        as ``put`` and ``delete`` check theirs in one C pass: how a caller
-        with many rows builds a batch without a method call a row.  The
-        batch takes ``ops`` over: the caller must not change it after."""
-        cdef WriteBatch b
-        if type(ops) is not list:
-            raise TypeError(f"ops must be a list, got {type(ops).__name__}")
-        b = cls.__new__(cls)
-        b._bytes = ops_bytes(ops)
-        b._ops = ops
-        return b
 
     def delete(self, key):
         if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0:
