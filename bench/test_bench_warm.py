@@ -29,6 +29,8 @@ both, ``first30`` (reads / time over the first 30 slots, each store),
 after a reopen), ``steady`` rates and their ratio.
 
     pytest bench/test_bench_warm.py --benchmark-only -s          # 6 tests, ~10 minutes
+    BENCH_WARM_JSON=/tmp/warm.jsonl pytest bench/test_bench_warm.py --benchmark-only -s
+    python bench/plot_warm.py /tmp/warm.jsonl docs/images/reads-after-load.png   # the timelines drawn
     BENCH_WARM_N=200000 BENCH_WARM_SECONDS=30 pytest bench/test_bench_warm.py --benchmark-only -s -k random
     BENCH_WARM_OFF=pacing,idle ...: ours without lsm's compaction pacing
     (Options.compaction_throughput_lower=0) and L0's idle compaction
