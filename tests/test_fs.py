@@ -124,11 +124,29 @@ def test_os_preallocation_starts_at_64_kib_and_doubles_up_to_its_step(tmp_path):
     f = OSFileSystem().open_append(p, preallocate=256 << 10)
     ends = []
     for _ in range(6):
-        f.append(b"x" * (100 << 10))
+        f.append(b"x" * (40 << 10))
         ends.append(os.path.getsize(p) >> 10)
-    assert ends == [192, 448, 448, 448, 704, 704]     # 64 + 128, + 256, + 256 (KiB)
+    assert ends == [64, 192, 192, 192, 448, 448]     # 64, + 128, + 256 (KiB)
     f.close()
-    assert content(p) == b"x" * (600 << 10)
+    assert content(p) == b"x" * (240 << 10)
+
+
+def test_os_preallocated_long_appends_past_the_zeros_are_written_once(tmp_path):
+    """An append of 64 KiB or more that does not fit the mapped zeros (a
+    large batch's record) is one pwrite at the end, with no zeros written
+    ahead for it; shorter ones are mapped again, past it."""
+    p = str(tmp_path / "wal")
+    f = OSFileSystem().open_append(p, preallocate=1 << 20)
+    f.append(b"a" * 100)
+    assert os.path.getsize(p) == 64 << 10
+    f.append(b"b" * (100 << 10))          # past the zeros: written there, none ahead
+    assert (f.size, os.path.getsize(p)) == (100 + (100 << 10),) * 2
+    f.append(b"c" * (50 << 10))           # shorter: zeros laid again from the end (a step), mapped
+    assert _mapped(p) and os.path.getsize(p) == 100 + (100 << 10) + (128 << 10)
+    f.append(b"d" * 10)
+    assert os.path.getsize(p) == 100 + (100 << 10) + (128 << 10)
+    f.close()
+    assert content(p) == b"a" * 100 + b"b" * (100 << 10) + b"c" * (50 << 10) + b"d" * 10
 
 
 def test_failed_append_is_a_storage_error_with_errno_and_path():
