@@ -24,7 +24,7 @@ replacing a dict value and appending to the pending list are atomic under the GI
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Next
+from cpython.dict cimport PyDict_Next, PyDict_SetDefault
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_REFCNT, PyObject
 from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport calloc, free
@@ -272,12 +272,16 @@ cdef int _prefix_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits,
 
 
 cpdef bint add_version(dict versions, bytes key, uint64_t seq, int kind, bytes value):
-    """Record one version of ``key``; True when the key is new."""
-    cdef object vs = versions.get(key)
-    if vs is None:
-        versions[key] = _version(seq, kind, value, None)
+    """Record one version of ``key``; True when the key is new.  A new key
+    costs one dict lookup (``setdefault``: the lookup of a large dict is a
+    cache miss, most of a write's memtable time); a key already there, a
+    second one to put the new version in front of its chain."""
+    cdef Version v = _version(seq, kind, value, None)
+    cdef PyObject* vs = PyDict_SetDefault(versions, key, v)
+    if vs == <PyObject*>v:
         return True
-    versions[key] = _version(seq, kind, value, <Version>vs)
+    v.prev = <Version>vs           # linked before a reader can find it
+    versions[key] = v
     return False
 
 
