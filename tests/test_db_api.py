@@ -61,6 +61,10 @@ def test_empty_and_oversize_arguments_name_the_argument(dbpath):
         assert db.get(b"12345678") == b"x" * 16
         with pytest.raises(ValueError, match="key is 9 bytes"):
             db.write(lsm.WriteBatch().delete(b"123456789"))
+        b = lsm.WriteBatch().put(b"k", b"x" * 17)
+        b.clear()                        # a cleared batch forgets its longest value
+        db.write(b.put(b"k3", b"z"))
+        assert db.get(b"k3") == b"z"
         with pytest.raises(TypeError):
             lsm.WriteBatch().put(b"k", 5)
 

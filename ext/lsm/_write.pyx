@@ -107,8 +107,9 @@ cdef class WritePath:
         ops = list((<WriteBatch>batch)._ops)
         if not ops:
             return
-        if (<WriteBatch>batch)._bytes > min(options.max_key_bytes, options.max_value_bytes):
-            _check_lengths(ops, options)     # else no key or value can be too long
+        if ((<WriteBatch>batch)._longest_key > options.max_key_bytes
+                or (<WriteBatch>batch)._longest_value > options.max_value_bytes):
+            _check_lengths(ops, options)     # raises, naming the first too long
         self._apply(0, None, None, ops, False, sync)
 
     def write_pairs(self, pairs, sync=None):

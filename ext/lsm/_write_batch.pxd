@@ -26,6 +26,7 @@ from lsm._keys cimport KIND_DELETE, KIND_VALUE
 cdef class WriteBatch:
     cdef list _ops
     cdef Py_ssize_t _bytes
+    cdef Py_ssize_t _longest_key, _longest_value   # of _ops: the write path's length check
 
 
 cdef bytes encode_payload(uint64_t seq, list ops)

@@ -81,8 +81,7 @@ cdef class WriteBatch:
     #: Limits checked when the batch is written (the DB's Options apply);
     #: here only types and emptiness, so a batch can be built without a DB.
     def __init__(self):
-        self._ops = []
-        self._bytes = 0
+        self.clear()
 
     def put(self, key, value):
         if type(key) is not bytes or PyBytes_GET_SIZE(key) == 0 or type(value) is not bytes:
@@ -90,6 +89,10 @@ cdef class WriteBatch:
             check_value(value, 1 << 62)
         self._ops.append((KIND_VALUE, key, value))
         self._bytes += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value)
+        if PyBytes_GET_SIZE(key) > self._longest_key:
+            self._longest_key = PyBytes_GET_SIZE(key)
+        if PyBytes_GET_SIZE(value) > self._longest_value:
+            self._longest_value = PyBytes_GET_SIZE(value)
         return self
 
     def delete(self, key):
@@ -97,11 +100,13 @@ cdef class WriteBatch:
             check_key(key, 1 << 62)
         self._ops.append((KIND_DELETE, key, b""))
         self._bytes += PyBytes_GET_SIZE(key)
+        if PyBytes_GET_SIZE(key) > self._longest_key:
+            self._longest_key = PyBytes_GET_SIZE(key)
         return self
 
     def clear(self):
         self._ops = []
-        self._bytes = 0
+        self._bytes = self._longest_key = self._longest_value = 0
 
     def __len__(self):
         return len(self._ops)
