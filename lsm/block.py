@@ -14,10 +14,16 @@ predictable.  A block is compressed only when that saves at least 1/8 of it
 (LevelDB's rule): otherwise reading it back would cost a decompression for
 little disk saved.
 
+What runs where: blocks are written in C, by the table build core
+(ext/lsm/_table_builder.pyx, whose .pxd holds the trailer's values that
+this module re-exports); ``encode_stored_block`` here is that same C
+encoder, given this thread's compressor.  Blocks are read here (and in C
+from a mapped file, lsm._mapped_blocks, handed the values from here).
+
 Thread-safety: zstandard (de)compressor objects are not thread-safe, so each
-thread gets its own (compressors thread-local here; the decompressor is
-``lsm._block.zstd_decompressor``, shared with the reads in C from a
-mapping); everything else is pure.
+thread gets its own (compressors thread-local here: ``compressor``; the
+decompressor is ``lsm._block.zstd_decompressor``, shared with the reads in C
+from a mapping); everything else is pure.
 """
 import struct
 import threading
@@ -26,24 +32,25 @@ import zstandard
 
 from ._block import Block, BlockBuilder, BlockIter, decode_varint, encode_varint
 from ._block import zstd_decompressor as _decompressor
+from ._table_builder import TRAILER_SIZE, TYPE_RAW, TYPE_ZSTD
+from ._table_builder import encode_stored_block as _encode_stored_block
 from .crc import crc32, mask_crc, unmask_crc
 from .errors import CorruptionError
 
 __all__ = [
     "Block", "BlockBuilder", "BlockIter", "encode_varint", "decode_varint",
-    "TYPE_RAW", "TYPE_ZSTD", "TRAILER_SIZE", "mask_crc", "unmask_crc",
+    "TYPE_RAW", "TYPE_ZSTD", "TRAILER_SIZE", "mask_crc", "unmask_crc", "compressor",
     "encode_stored_block", "decode_stored_block", "parse_stored_block",
 ]
 
-TYPE_RAW = 0    # never renumber: written to disk
-TYPE_ZSTD = 1   # never renumber: written to disk
-TRAILER_SIZE = 5
 _U32 = struct.Struct("<I")
 
 _local = threading.local()
 
 
-def _compressor(level: int):
+def compressor(level: int):
+    """This thread's zstd compressor at ``level`` (what a block's payload is
+    compressed with: a frame that records the content size)."""
     c = getattr(_local, "compressors", None)
     if c is None:
         c = _local.compressors = {}
@@ -54,14 +61,9 @@ def _compressor(level: int):
 
 
 def encode_stored_block(contents: bytes, compress: bool, level: int = 1) -> bytes:
-    """``contents`` as written to the file: payload + type + masked CRC."""
-    payload, btype = contents, TYPE_RAW
-    if compress and contents:
-        z = _compressor(level).compress(contents)
-        if len(z) <= len(contents) - len(contents) // 8:
-            payload, btype = z, TYPE_ZSTD
-    crc = mask_crc(crc32(bytes((btype,)), crc32(payload)))
-    return b"".join((payload, bytes((btype,)), _U32.pack(crc)))
+    """``contents`` as written to the file: payload + type + masked CRC (the
+    table build core's encoder, in C)."""
+    return _encode_stored_block(contents, compressor(level).compress if compress else None)
 
 
 def _stored_block(raw: bytes, verify: bool, where: str):

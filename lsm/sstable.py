@@ -50,9 +50,8 @@ from ._iter import compare_internal_keys
 from ._table import PointReader, index_boundaries
 from ._table_builder import TableBuildCore
 from ._table_iter import TwoLevelIter
-from .block import (BlockBuilder, TRAILER_SIZE, decode_stored_block, decode_varint,
-                    encode_stored_block, encode_varint, mask_crc, parse_stored_block, TYPE_RAW, TYPE_ZSTD,
-                    unmask_crc)
+from .block import (BlockBuilder, TRAILER_SIZE, compressor, decode_stored_block, decode_varint,
+                    encode_varint, mask_crc, parse_stored_block, TYPE_RAW, TYPE_ZSTD, unmask_crc)
 from .cache import new_owner_id
 from .crc import crc32
 from .dbformat import MAX_SEQ, lookup_key, user_key
@@ -88,53 +87,16 @@ def encode_footer(metaindex_handle: bytes, index_handle: bytes) -> bytes:
     return head + struct.pack("<IQ", mask_crc(crc32(head)), TABLE_MAGIC)
 
 
-class _BlockWriter:
-    """The writing half of a ``TableBuilder``: stored blocks gathered and
-    appended to ``f`` ``WRITE_BUFFER`` bytes at a time, and the index of the
-    data blocks (its build core hands each finished data block to ``data_block``)."""
-
-    __slots__ = ("f", "options", "write_buffer", "offset", "out", "out_bytes", "index", "num_data_blocks")
-
-    def __init__(self, f, options, write_buffer):
-        self.f = f
-        self.options = options
-        self.write_buffer = write_buffer
-        self.offset = 0             # bytes of stored blocks so far
-        self.out = []               # stored blocks not yet appended
-        self.out_bytes = 0
-        self.index = BlockBuilder(1)
-        self.num_data_blocks = 0
-
-    def block(self, contents: bytes, compress: bool) -> bytes:
-        """Store ``contents`` as the next block; its handle."""
-        stored = encode_stored_block(contents, compress, self.options.compression_level)
-        self.out.append(stored)
-        self.out_bytes += len(stored)
-        if self.out_bytes >= self.write_buffer:
-            self.append_out()
-        handle = encode_handle(self.offset, len(stored) - TRAILER_SIZE)
-        self.offset += len(stored)
-        return handle
-
-    def data_block(self, contents: bytes, last_key: bytes) -> None:
-        self.index.add(last_key, self.block(contents, self.options.compression))
-        self.num_data_blocks += 1
-
-    def append_out(self) -> None:
-        out, self.out, self.out_bytes = self.out, [], 0
-        self.f.append(b"".join(out))
-
-
 class TableBuilder:
     """Writes one table to ``f`` (an ``AppendFile``) from entries added in
     strictly increasing internal-key order.
 
-    Two halves: the build core (``lsm._table_builder.TableBuildCore``, C:
-    the per-entry work, data blocks and bloom digests) and the block writer
-    (``_BlockWriter``: each full data block, compressed and written, and the
-    index).  ``finish()`` writes the metadata and footer but neither syncs
-    nor closes ``f``: the caller owns the file.  After an I/O error,
-    ``abandon()``.
+    What runs where: everything per entry and per data block runs in the
+    build core (``core``: ``lsm._table_builder.TableBuildCore``, C): the
+    data blocks, their compression, trailers and index entries, the bloom
+    digests, and the appends to ``f``; ``finish`` here writes, once, the
+    metadata blocks and the footer.  ``finish()`` neither syncs nor closes
+    ``f``: the caller owns the file.  After an I/O error, ``abandon()``.
 
     Blocks are handed to ``f`` ``WRITE_BUFFER`` bytes at a time, not one by
     one: a table is read only once finished, and an append that large is
@@ -147,10 +109,16 @@ class TableBuilder:
 
     def __init__(self, f, options):
         self._options = options
-        self._writer = _BlockWriter(f, options, self.WRITE_BUFFER)
-        self._core = TableBuildCore(options.block_size, options.restart_interval,
-                                    options.bloom_bits_per_key > 0, self._writer.data_block)
+        self._core = TableBuildCore(
+            f, options.block_size, options.restart_interval, options.bloom_bits_per_key > 0,
+            compressor(options.compression_level) if options.compression else None, self.WRITE_BUFFER)
         bind_c_calls(self)          # ``add`` below becomes its core's
+
+    @property
+    def core(self) -> TableBuildCore:
+        """The build core, for C callers that add entries to it directly
+        (``CompactionStream.fill``)."""
+        return self._core
 
     @c_call("_core")
     def add(self, ikey: bytes, value: bytes) -> None:
@@ -175,43 +143,40 @@ class TableBuilder:
     def size_estimate(self) -> int:
         """Bytes written so far plus the data block being built (the name
         ``BlockBuilder.size_estimate`` has too)."""
-        return self._writer.offset + self._core.pending_bytes
+        return self._core.size_estimate()
 
     def finish(self) -> dict:
-        core, w, options = self._core, self._writer, self._options
+        core, options = self._core, self._options
         if core.closed:
             raise ValueError("finish() after finish() or abandon()")
         core.flush_data_block()
         core.closed = True
-        data_bytes = w.offset
+        data_bytes = core.offset
         meta = []
         if options.bloom_bits_per_key > 0:
             filt = bloom.build(core.filter_digests(), options.bloom_bits_per_key)
-            meta.append((bloom.FILTER_BLOCK_NAME, w.block(filt, False)))
+            meta.append((bloom.FILTER_BLOCK_NAME, core.store_block(filt)))
         props = {b"data.bytes": data_bytes, b"format.version": FORMAT_VERSION,
-                 b"num.data.blocks": w.num_data_blocks, b"num.entries": core.num_entries,
+                 b"num.data.blocks": core.num_data_blocks, b"num.entries": core.num_entries,
                  b"raw.key.bytes": core.raw_key_bytes, b"raw.value.bytes": core.raw_value_bytes}
         pb = BlockBuilder(1)
         for name in sorted(list(props) + ([b"largest", b"smallest"] if core.num_entries else [])):
             v = props.get(name)
             pb.add(name, encode_varint(v) if v is not None else
                    (core.largest if name == b"largest" else core.smallest))
-        meta.append((PROPERTIES_NAME, w.block(pb.finish(), False)))
+        meta.append((PROPERTIES_NAME, core.store_block(pb.finish())))
         mb = BlockBuilder(1)
         for name, handle in sorted(meta):
             mb.add(name, handle)
-        metaindex_handle = w.block(mb.finish(), False)
-        index_handle = w.block(w.index.finish(), False)
-        w.out.append(encode_footer(metaindex_handle, index_handle))
-        w.append_out()
-        w.offset += FOOTER_SIZE
-        return {"size": w.offset, "num_entries": core.num_entries,
+        metaindex_handle = core.store_block(mb.finish())
+        index_handle = core.store_block(core.index_block())
+        core.write_out(encode_footer(metaindex_handle, index_handle))
+        return {"size": core.offset, "num_entries": core.num_entries,
                 "smallest": core.smallest, "largest": core.largest}
 
     def abandon(self) -> None:
         """Stop building; the caller deletes the partial file."""
-        self._core.closed = True
-        self._writer.out, self._writer.out_bytes = [], 0
+        self._core.abandon()
 
 
 class _BlockReader:
