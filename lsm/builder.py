@@ -4,7 +4,9 @@
 more new ``NNNNNN.sst`` files of the store directory and returns their
 ``FileMeta`` (not yet installed in a version: the caller logs the edit).
 Flush (one memtable -> L0 tables) and compaction (inputs -> tables of the
-output level) both write through here.
+output level) both write through here.  Python here runs once per output
+table: the stream drains into each table's C build core (``TableBuilder.core``)
+with no Python call per entry or per block.
 
 Contract with the caller:
 
@@ -48,7 +50,7 @@ def build_tables(stream, options, fs, dirname: str, new_file_number, pending: se
             written.append((number, path))
             f = fs.open_append(path)
             builder = TableBuilder(f, options)
-            stream.fill(builder, target)
+            stream.fill(builder.core, target)
             if builder.num_entries:
                 props = builder.finish()
                 f.sync()
