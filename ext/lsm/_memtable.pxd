@@ -43,6 +43,8 @@ cdef class MemTable:
 
 
 cpdef Version get_version(dict versions, bytes key, uint64_t seq)
+cdef int prefix_one(MemTable mem, bytes lo, bytes hi, uint64_t seq, PyObject** key,
+                    PyObject** version) noexcept
 cpdef int visible_range(MemTable mem, bytes lo, bytes hi, uint64_t seq, list out,
                         Py_ssize_t cap) except -2
 cpdef add_entry(MemTable mem, uint64_t seq, int kind, bytes key, bytes value)

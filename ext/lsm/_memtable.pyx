@@ -24,7 +24,7 @@ replacing a dict value and appending to the pending list are atomic under the GI
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_Next, PyDict_SetDefault
+from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_SetDefault
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_REFCNT, PyObject
 from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport calloc, free
@@ -232,17 +232,22 @@ cdef void _free_slots(Slot* slots, Py_ssize_t nslots) noexcept:
     free(slots)
 
 
-cdef int _prefix_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits,
-                      Py_ssize_t cap) except -3:
-    """``_visible_walk`` through the prefix table: -2 when it cannot answer
+cdef int prefix_one(MemTable mem, bytes lo, bytes hi, uint64_t seq, PyObject** key,
+                    PyObject** version) noexcept:
+    """The prefix table's answer for ``[lo, hi)``: -2 when it cannot answer
     (no table, ``[lo, hi)`` not within one prefix, or the prefix has more
-    than one key), else as ``_visible_walk``."""
+    than one key), 0 when no key of the memtable lies in the range, 1 when
+    one does: its key in ``*key`` and its newest Version with sequence <=
+    ``seq`` in ``*version`` (NULL: none).  Both borrowed, held by the
+    memtable: valid while the caller holds the GIL and runs no Python code.
+    Allocates nothing (a short read of a row: ``lsm._read``)."""
     cdef PrefixExtractor pe = mem.prefix_extractor
     cdef const unsigned char* lp = <const unsigned char*>PyBytes_AS_STRING(lo)
     cdef const unsigned char* hp = <const unsigned char*>PyBytes_AS_STRING(hi)
-    cdef Py_ssize_t ln = PyBytes_GET_SIZE(lo), hn = PyBytes_GET_SIZE(hi), p
+    cdef const unsigned char* kp
+    cdef Py_ssize_t ln = PyBytes_GET_SIZE(lo), hn = PyBytes_GET_SIZE(hi), p, kn
     cdef Slot* slot
-    cdef Version v
+    cdef PyObject* v
     if pe is None:
         return -2
     p = pe.fn(lp, ln, pe.arg)
@@ -258,16 +263,32 @@ cdef int _prefix_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits,
         return 0                        # no key has the prefix
     if slot.plen & MULTI:
         return -2
-    k = <bytes>slot.key                 # the prefix's one key (its hash's, at least)
-    if (cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), lp, ln) < 0
-            or cmp_user(<const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), hp, hn) >= 0):
+    kp = <const unsigned char*>PyBytes_AS_STRING(<object>slot.key)   # the prefix's one key
+    kn = PyBytes_GET_SIZE(<object>slot.key)                          # (its hash's, at least)
+    if cmp_user(kp, kn, lp, ln) < 0 or cmp_user(kp, kn, hp, hn) >= 0:
         return 0
+    key[0] = slot.key
+    v = PyDict_GetItem(mem.versions, <object>slot.key)
+    while v != NULL and (<Version>v).seq > seq:
+        v = <PyObject*>(<Version>v).prev if (<Version>v).prev is not None else NULL
+    version[0] = v
+    return 1
+
+
+cdef int _prefix_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits,
+                      Py_ssize_t cap) except -3:
+    """``_visible_walk`` through the prefix table (``prefix_one``): -2 when
+    it cannot answer, else as ``_visible_walk``."""
+    cdef PyObject* k = NULL
+    cdef PyObject* v = NULL
+    cdef int rc = prefix_one(mem, lo, hi, seq, &k, &v)
+    if rc <= 0:
+        return rc
     if cap == 0:
         return -1
-    v = get_version(mem.versions, k, seq)
-    if v is not None:
-        hits.append(k)
-        hits.append(v)
+    if v != NULL:
+        hits.append(<object>k)
+        hits.append(<object>v)
     return 0
 
 

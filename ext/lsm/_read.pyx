@@ -60,7 +60,7 @@ from libc.stdlib cimport malloc, free
 
 from lsm._blockcache cimport BlockCache, read_enter, read_exit
 from lsm._keys cimport KIND_VALUE, bisect_keys, cmp_ikey, cmp_user, lower_bound as _lower_bound, pack_tag
-from lsm._memtable cimport Version, get_version, visible_range
+from lsm._memtable cimport MemTable, Version, get_version, prefix_one, visible_range
 from lsm._state cimport CurrentVersion, DBState
 from lsm._table cimport PointReader
 
@@ -652,25 +652,57 @@ cdef class PointPath:
     cdef object _short(self, object mem, object imm, ReadView rv, uint64_t seq,
                        bytes lo, bytes hi, Py_ssize_t limit):
         """The short scan's answer, or None: a source holds too many keys.
-        The tables are found through ``rv``, the version's view."""
+        The tables are found through ``rv``, the version's view.  A memtable
+        whose prefix table answers (``prefix_one``: the range within one
+        prefix of one key) adds no list; when that key is all the range
+        holds, the answer is made from its Version directly."""
         cdef const unsigned char* uk = <const unsigned char*>PyBytes_AS_STRING(lo)
         cdef Py_ssize_t un = PyBytes_GET_SIZE(lo)
         cdef const unsigned char* hk = <const unsigned char*>PyBytes_AS_STRING(hi)
         cdef Py_ssize_t hn = PyBytes_GET_SIZE(hi)
         cdef unsigned char stack[LKBUF]
-        cdef list merged = None, got
-        cdef object m
+        cdef list merged = None
+        cdef PyObject* key = NULL       # the one key the memtables' prefix tables found
+        cdef PyObject* ver = NULL       # ... and its visible Version (borrowed: no Python code
+        cdef PyObject* k2 = NULL        # runs before they are used or taken)
+        cdef PyObject* v2 = NULL
+        cdef bytes k1
+        cdef Version v1
+        cdef int rc
         if un + 8 > LKBUF:
             return None
+        rc = prefix_one(<MemTable>mem, lo, hi, seq, &key, &ver)
+        if rc == -2:
+            merged = _range_of(<MemTable>mem, lo, hi, seq)
+            if merged is None:
+                return None
+        if imm is not None:
+            rc = prefix_one(<MemTable>imm, lo, hi, seq, &k2, &v2)
+            if rc == -2 or (ver != NULL and v2 != NULL):
+                merged = _merge(merged, _taken(key, ver))
+                key = ver = NULL
+                if rc == -2:
+                    got = _range_of(<MemTable>imm, lo, hi, seq)
+                    if got is None:
+                        return None
+                    merged = _merge(merged, got)
+                else:
+                    merged = _merge(merged, _taken(k2, v2))
+            elif v2 != NULL:
+                key, ver = k2, v2
         memcpy(stack, uk, un)
         encode_fixed64(stack + un, pack_tag(seq, KIND_VALUE))
-        for m in (mem, imm):
-            if m is not None:
-                got = []
-                if visible_range(m, lo, hi, seq, got, SHORT_CAP) < 0:
-                    return None
-                merged = _merge(merged, got)
-        merged = self._short_view(rv, uk, un, stack, un + 8, hk, hn, seq, merged)
+        if ver == NULL:
+            merged = self._short_view(rv, uk, un, stack, un + 8, hk, hn, seq, merged)
+        else:
+            # Held: the tables' reads below may run Python code (an open, a fill).
+            k1, v1 = <bytes>key, <Version>ver
+            merged = self._short_view(rv, uk, un, stack, un + 8, hk, hn, seq, merged)
+            if merged is _TOO_MANY:
+                return None
+            if not merged:              # the key is all the range holds
+                return [(k1, v1.value)] if limit > 0 and v1.kind == KIND_VALUE else []
+            merged = _merge(merged, [(k1, pack_tag(v1.seq, v1.kind), v1.value)])
         return None if merged is _TOO_MANY else _visible(merged, limit)
 
     cdef list _short_view(self, ReadView rv, const unsigned char* uk, Py_ssize_t un,
@@ -883,6 +915,25 @@ cdef inline bint _lt(bytes a, bytes b):
 
 
 cdef list _TOO_MANY = []       # _short_view's answer when a table must be iterated
+
+
+cdef list _range_of(MemTable m, bytes lo, bytes hi, uint64_t seq):
+    """``visible_range`` of ``[lo, hi)`` in ``m``, or None: it holds more
+    than SHORT_CAP keys of it."""
+    cdef list got = []
+    if visible_range(m, lo, hi, seq, got, SHORT_CAP) < 0:
+        return None
+    return got
+
+
+cdef list _taken(PyObject* key, PyObject* ver):
+    """``[(key, tag, value)]`` of a key and its Version found by
+    ``prefix_one`` (``[]`` when ``ver`` is NULL)."""
+    cdef Version v
+    if ver == NULL:
+        return []
+    v = <Version>ver
+    return [(<object>key, pack_tag(v.seq, v.kind), v.value)]
 
 
 cdef list _visible(list merged, Py_ssize_t limit):
