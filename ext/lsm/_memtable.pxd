@@ -43,6 +43,7 @@ cdef class MemTable:
 
 
 cpdef Version get_version(dict versions, bytes key, uint64_t seq)
+cdef void prefix_prefetch(MemTable mem, bytes lo, bint key) noexcept
 cdef int prefix_one(MemTable mem, bytes lo, bytes hi, uint64_t seq, PyObject** key,
                     PyObject** version) noexcept
 cpdef int visible_range(MemTable mem, bytes lo, bytes hi, uint64_t seq, list out,

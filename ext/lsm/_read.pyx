@@ -60,7 +60,8 @@ from libc.stdlib cimport malloc, free
 
 from lsm._blockcache cimport BlockCache, read_enter, read_exit
 from lsm._keys cimport KIND_VALUE, bisect_keys, cmp_ikey, cmp_user, lower_bound as _lower_bound, pack_tag
-from lsm._memtable cimport MemTable, Version, get_version, prefix_one, visible_range
+from lsm._memtable cimport (MemTable, Version, get_version, prefix_one, prefix_prefetch,
+                            visible_range)
 from lsm._state cimport CurrentVersion, DBState
 from lsm._table cimport PointReader
 
@@ -635,6 +636,8 @@ cdef class PointPath:
             v = cur.version
             if short:
                 rv = self._view(cur, v)
+                if attempt == 0 and len(ranges) > 1:
+                    _prefetch_rows(<MemTable>mem, ranges)
             out = []
             try:
                 for start, end in ranges:
@@ -912,6 +915,17 @@ cdef inline bint _lt(bytes a, bytes b):
     return cmp_user(<const unsigned char*>PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a),
                     <const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b)) < 0
 
+
+
+cdef void _prefetch_rows(MemTable mem, list ranges):
+    """``prefix_prefetch`` of each range's start in ``mem``: the slots, then
+    the keys and versions (``_scan`` of many short ranges)."""
+    cdef bint key
+    for key in (False, True):
+        for pair in ranges:
+            lo = (<tuple>pair)[0]
+            if type(lo) is bytes:
+                prefix_prefetch(mem, <bytes>lo, key)
 
 
 cdef list _TOO_MANY = []       # _short_view's answer when a table must be iterated
