@@ -4,6 +4,8 @@
     pip install -e '.[bench]'
     python -m pytest bench/test_bench_lsm.py --benchmark-only -s         # N = 1,000,000
     BENCH_N=200000 python -m pytest bench/test_bench_lsm.py --benchmark-only -s
+    BENCH_N=10000000 BENCH_PEERS=plyvel,rocksdict python -m pytest bench/test_bench_lsm.py \
+        --benchmark-only -s -k "not flat and not threads"     # every workload at 1e7: ~18 min
 
 Shapes (as in ../shared/reference/perf.md): 16-byte keys (big-endian counter
 for fillseq/fillbatch, random bytes for fillrandom), 100-byte values from a
