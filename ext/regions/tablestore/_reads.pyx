@@ -19,7 +19,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp
 from regions.tablestore._layout cimport *
 from regions.tablestore._cellcodec cimport (_as_bytes, _atomic, _head_cells, _maybe_atomic,
-                                            _names_size, _row_cells, _untracked)
+                                            _names_size, _new_untracked, _row_cells)
 from regions.tablestore._rowcodec cimport _decode_one, _make_cu, _make_row, _plain_key, _read_cu
 
 from regions.tablestore.metadata import RowDataItem
@@ -29,7 +29,6 @@ cdef extern from "Python.h":
     int PyGC_Enable()
     int PyGC_Disable()
 
-cdef object _new_object = object.__new__
 cdef object _RowDataItem = RowDataItem
 cdef Py_ssize_t _CELL_TS_BYTES = CELL_TS_BYTES
 
@@ -285,7 +284,7 @@ cdef object _make_item(table_name, consumed, row):
     (a Row or None) without the Python-level __init__: its attributes set in
     the order its ``__init__`` sets them; untracked, as the row and its CU are
     (see _cellcodec.pxd)."""
-    item = _untracked(_new_object(_RowDataItem))
+    item = _new_untracked(_RowDataItem)
     item.is_ok = True
     item.error_code = None
     item.error_message = None

@@ -3,8 +3,8 @@
 # objects built without their Python-level __init__ (see _untracked in
 # _cellcodec.pxd).
 from regions._api cimport Buf
-from regions.tablestore._cellcodec cimport (_as_bytes, _get_be64, _maybe_atomic, _untracked,
-                                            _utf8_len, _value_size)
+from regions.tablestore._cellcodec cimport (_as_bytes, _get_be64, _maybe_atomic, _new_untracked,
+                                            _untracked, _utf8_len, _value_size)
 
 
 # -- defined in _rowcodec.pyx -------------------------------------------------

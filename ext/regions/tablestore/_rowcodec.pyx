@@ -40,7 +40,6 @@ cdef object _INF_MIN = INF_MIN
 cdef object _INF_MAX = INF_MAX
 cdef object _Row = Row
 cdef object _CapacityUnit = CapacityUnit
-cdef object _new_object = object.__new__
 cdef Py_ssize_t _SHORT_PK_STR = SHORT_PK_STR
 cdef Py_ssize_t _UNIT = UNIT
 
@@ -268,7 +267,7 @@ cdef object _make_row(primary_key, attribute_columns):
     """``Row(primary_key, attribute_columns)`` without the Python-level __init__
     call: the same two attributes, set in the same order (the twin tests
     compare rows by their attributes); the row and its lists untracked."""
-    row = _untracked(_new_object(_Row))
+    row = _new_untracked(_Row)
     if type(primary_key) is list:
         _untracked(primary_key)
     if type(attribute_columns) is list:
@@ -280,7 +279,7 @@ cdef object _make_row(primary_key, attribute_columns):
 
 cdef object _make_cu(Py_ssize_t read, Py_ssize_t write):
     """``CapacityUnit(read, write)`` without the Python-level __init__, untracked."""
-    cu = _untracked(_new_object(_CapacityUnit))
+    cu = _new_untracked(_CapacityUnit)
     cu.read = read
     cu.write = write
     return cu

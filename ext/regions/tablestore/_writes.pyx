@@ -18,8 +18,8 @@ from cpython.unicode cimport PyUnicode_AsUTF8String
 from regions._api cimport Buf
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free
-from regions.tablestore._cellcodec cimport (_delta_key, _now_ms, _put_delta, _put_head, _untracked,
-                                            _utf8_len)
+from regions.tablestore._cellcodec cimport (_delta_key, _new_untracked, _now_ms, _put_delta,
+                                            _put_head, _utf8_len)
 from regions.tablestore._rowcodec cimport _make_row, _plain_key, _write_cu
 
 from regions.tablestore import cells as _cells_module
@@ -33,7 +33,6 @@ cdef extern from "Python.h":
     int PyGC_Enable()
     int PyGC_Disable()
 
-cdef object _new_object = object.__new__
 cdef object _Row = Row
 cdef Py_ssize_t _SHORT_VALUE_STR = SHORT_VALUE_STR     # validate._plain_value's
 cdef Py_ssize_t _MAX_ROW_WRITE_BYTES = MAX_ROW_WRITE_BYTES
@@ -404,7 +403,7 @@ cdef object _ok_item(Py_ssize_t size, Py_ssize_t index):
     set in the order its ``__init__`` sets them, then its ``index`` in its
     table's rows (``BatchWriteRowResponse`` sets it); untracked by the GC, as
     its CU and row are (_cellcodec.pxd)."""
-    item = _untracked(_new_object(_BatchWriteRowResponseItem))
+    item = _new_untracked(_BatchWriteRowResponseItem)
     item.is_ok = True
     item.error_code = None
     item.error_message = None
