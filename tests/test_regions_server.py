@@ -219,6 +219,26 @@ def test_read_ranges_reads_each_range_as_read_range(server):
         server.read_ranges("nope", [(b"a", b"b")])
 
 
+def test_read_ranges_of_one_region_read_it_once(server):
+    """Ranges that all lie in one region (every batch of a table of one
+    region) are read in one call of its store, each counted as a read, and
+    each answered as read_range answers it: a range of more than a scan
+    chunk read whole, an empty one empty; a range past the region's end
+    sends the batch down the general path, with the same answers."""
+    server.create_table("t", [key(6000)])
+    fill(server, "t", 7000)
+    bounds = [(7, 8), (0, 5000), (5, 5), (10, 13), (5999, 6000)]
+    ranges = [(key(lo), key(hi)) for lo, hi in bounds]
+    before = server.regions("t")[0].reads
+    got = server.read_ranges("t", ranges[2:])
+    assert server.regions("t")[0].reads - before == 3      # one gate entry, three reads
+    got = server.read_ranges("t", ranges)
+    assert got == [server.read_range("t", a, b) for a, b in ranges]
+    assert [len(g) for g in got] == [1, 5000, 0, 3, 1]
+    past = ranges + [(key(5999), key(6001))]
+    assert server.read_ranges("t", past) == [server.read_range("t", a, b) for a, b in past]
+
+
 def test_write_batches_within_and_across_regions(server):
     server.create_table("t", [b"m"])
     server.write("t", [(b"a1", b"1"), (b"a2", b"2"), (b"a1", None)])

@@ -333,7 +333,10 @@ cdef class Router:
         t = self._map.get(table)
         starts = None if t is None else (<Table?>t)._starts   # read once: a region in
         regs = None if t is None else (<Table>t)._regs        # transition since is routed
-        for i in range(n):                                           # again below
+        got = self._one_region(table, starts, regs, ranges)   # again below
+        if got is not None:
+            return got
+        for i in range(n):
             pair = ranges[i]
             r = _bisect_regions(starts, regs, (<tuple>pair)[0]) if _short_range(pair) else None
             if r is None:               # not one short range of a known table
@@ -365,6 +368,37 @@ cdef class Router:
             pair = ranges[i]
             out[i] = list(self._scan(table, (<tuple>pair)[0], (<tuple>pair)[1]))
         return out
+
+    cdef list _one_region(self, table, tuple starts, tuple regs, list ranges):
+        """``read_ranges``' answer when every range is short and lies in one
+        region (a table of one region; a batch of neighbouring keys): that
+        region's store read once over ``ranges`` as they are, with no grouping
+        by region; None, having read nothing, otherwise or when the region is
+        in transition (``read_ranges`` then routes each range)."""
+        cdef Region r, only = None
+        cdef Py_ssize_t i, n = len(ranges)
+        cdef list got
+        for pair in ranges:
+            if not _short_range(pair):
+                return None
+            r = _bisect_regions(starts, regs, (<tuple>pair)[0])
+            if r is None or (only is not None and r is not only):
+                return None
+            if r.end and _compare(<bytes>(<tuple>pair)[1], <bytes?>r.end) > 0:
+                return None
+            only = r
+        if only is None or not region_admit(only, READ):
+            return None
+        try:
+            only.reads += n - 1
+            got = only._db.scan_short_many(ranges, _MAX_CHUNK)
+        finally:
+            region_leave(only)
+        for i in range(n):
+            if len(<list>got[i]) >= _MAX_CHUNK:    # read whole, through splits
+                pair = ranges[i]
+                got[i] = list(self._scan(table, (<tuple>pair)[0], (<tuple>pair)[1]))
+        return got
 
     def get(self, table, key):
         """The value of ``key`` of ``table``, or None."""
