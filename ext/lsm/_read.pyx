@@ -65,6 +65,17 @@ from lsm._memtable cimport (MemTable, Version, get_version, prefix_one, prefix_p
 from lsm._state cimport CurrentVersion, DBState
 from lsm._table cimport PointReader
 
+cdef extern from *:
+    """
+    #define lsm_read_prefetch(p) __builtin_prefetch((const void*)(p))
+    """
+    # (_memtable.pyx's lsm_prefetch, which its .pxd does not export)
+    void _prefetch "lsm_read_prefetch"(const void* p) noexcept nogil
+
+# The bytes _prefetch_rows asks for from a value's address: its header and
+# a row's head of up to ~220 bytes.
+cdef Py_ssize_t _PREFETCH_VALUE = 256
+
 from lsm._iter import LevelIterator, MergingIterator
 from lsm._table import DELETED
 from lsm.batch import check_bound, check_key
@@ -637,7 +648,7 @@ cdef class PointPath:
             if short:
                 rv = self._view(cur, v)
                 if attempt == 0 and len(ranges) > 1:
-                    _prefetch_rows(<MemTable>mem, ranges)
+                    _prefetch_rows(<MemTable>mem, ranges, seq)
             out = []
             try:
                 for start, end in ranges:
@@ -917,15 +928,33 @@ cdef inline bint _lt(bytes a, bytes b):
 
 
 
-cdef void _prefetch_rows(MemTable mem, list ranges):
+cdef void _prefetch_rows(MemTable mem, list ranges, uint64_t seq):
     """``prefix_prefetch`` of each range's start in ``mem``: the slots, then
-    the keys and versions (``_scan`` of many short ranges)."""
+    the keys and versions; then, each range's key and Version in hand
+    (``prefix_one``, its lines now on their way), the value that Version
+    holds, which the read hands out and its caller reads next (``_scan`` of
+    many short ranges).  Each phase asks for all the ranges' lines before
+    the next reads any, so the batch's cache misses overlap."""
     cdef bint key
+    cdef PyObject* k
+    cdef PyObject* v
+    cdef const char* p
+    cdef Py_ssize_t off
     for key in (False, True):
         for pair in ranges:
             lo = (<tuple>pair)[0]
             if type(lo) is bytes:
                 prefix_prefetch(mem, <bytes>lo, key)
+    for pair in ranges:
+        lo, hi = (<tuple>pair)[0], (<tuple>pair)[1]
+        if type(lo) is not bytes or type(hi) is not bytes:
+            continue
+        k = v = NULL
+        if prefix_one(mem, <bytes>lo, <bytes>hi, seq, &k, &v) == 1 and v != NULL:
+            # Its address only: reading its size or its count would wait for it.
+            p = <const char*><PyObject*>(<Version>v).value
+            for off in range(0, _PREFETCH_VALUE, 64):
+                _prefetch(p + off)
 
 
 cdef list _TOO_MANY = []       # _short_view's answer when a table must be iterated
