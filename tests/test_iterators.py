@@ -134,11 +134,12 @@ def test_memtable_iterator_crosses_chunks_and_sorted_sublists():
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_flush_of_keys_written_in_order_walks_the_dict_and_sees_what_the_iterator_sees(seed):
-    """A memtable whose keys were first written in ascending order is
-    flushed by walking its dict (``InsertionOrderIterator``): the same
+def test_a_flush_iterator_sees_what_the_sorted_iterator_sees_in_order_or_not(seed):
+    """A flush drains a ``FrozenIterator``: the memtable's entries gathered
+    into a C array, from its dict when its keys were first written in
+    ascending order, else from its sorted keys; either way the same
     entries, every version of a key newest first, as ``MemTableIterator``."""
-    from lsm._memtable import InsertionOrderIterator
+    from lsm._memtable import FrozenIterator
     rng = random.Random(seed)
     keys = user_keys(rng, 60)
     mem, seq = MemTable(), 0
@@ -153,18 +154,20 @@ def test_a_flush_of_keys_written_in_order_walks_the_dict_and_sees_what_the_itera
         else:
             mem.add(seq, KIND_VALUE, k, b"v%d" % seq)
     it = mem.flush_iterator()
-    assert type(it) is InsertionOrderIterator
+    assert type(it) is FrozenIterator
     want = drain(mem.iterator())
     assert len(want) == seq and drain(it) == want
     for move in (it.prev, it.seek_to_last, lambda: it.seek(want[0][0]), lambda: it.seek_for_prev(want[0][0])):
         with pytest.raises(NotImplementedError, match="forward only"):
             move()
+    it.seek_to_first()
+    assert drain(it) == want
     # A key first written out of order (user keys here are at most 4 bytes,
-    # so it is new, and below the last): the flush takes the sorted iterator.
+    # so it is new, and below the last): gathered from the sorted keys.
     mem.add(seq + 1, KIND_VALUE, b"\x00" * 5, b"late")
-    assert type(mem.flush_iterator()) is not InsertionOrderIterator
-    assert drain(mem.flush_iterator()) == drain(mem.iterator())
-    assert type(MemTable().flush_iterator()) is InsertionOrderIterator and drain(MemTable().flush_iterator()) == []
+    want = drain(mem.iterator())
+    assert len(want) == seq + 1 and drain(mem.flush_iterator()) == want
+    assert drain(MemTable().flush_iterator()) == []
 
 
 def test_memtable_knows_whether_a_range_holds_a_key():

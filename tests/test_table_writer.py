@@ -166,20 +166,24 @@ class PythonBuilder:
         self.size_estimate = builder.size_estimate
 
 
-def drain(items, through_core, target, smallest_snapshot, bottommost, filter_fn):
-    """The tables ``fill`` writes from ``items``, cut at ``target`` bytes."""
-    it = ListIterator([k for k, _ in items], [v for _, v in items])
-    it.seek_to_first()
+def drain(items, through_core, target, smallest_snapshot, bottommost, filter_fn, it=None, new_file=None):
+    """The tables ``fill`` writes from ``items`` (or from the positioned
+    iterator ``it``), cut at ``target`` bytes, into files of ``new_file()``
+    (read back by ``read(f)``; default: in memory)."""
+    if it is None:
+        it = ListIterator([k for k, _ in items], [v for _, v in items])
+        it.seek_to_first()
+    new_file = new_file or (lambda: (MemoryAppendFile(), MemoryAppendFile.getvalue))
     stream = CompactionStream(it, smallest_snapshot, bottommost, filter_fn)
     options = Options(compression=False, block_size=512)
     tables = []
     while stream.valid():
-        f = MemoryAppendFile()
+        f, read = new_file()
         tb = TableBuilder(f, options)
         added = stream.fill(tb.core if through_core else PythonBuilder(tb), target)
         assert added == tb.num_entries
         tb.finish()
-        tables.append(f.getvalue())
+        tables.append(read(f))
     return tables, (stream.entries_in, stream.entries_out, stream.max_seq)
 
 
@@ -212,3 +216,66 @@ def test_build_tables_writes_through_the_core_and_cuts_between_user_keys():
     assert len(metas) > 3 and sum(m.entries for m in metas) == len({k[:-8] for k, _ in items})   # the newest of each
     for a, b in zip(metas, metas[1:]):
         assert a.largest[:-8] < b.smallest[:-8]
+
+
+def memtable_of(items):
+    """A memtable holding ``items`` (internal key, value), written in
+    sequence order."""
+    from lsm.memtable import MemTable
+    mem = MemTable()
+    for k, v in sorted(items, key=lambda kv: struct.unpack("<Q", kv[0][-8:])[0]):
+        tag = struct.unpack("<Q", k[-8:])[0]
+        mem.add(tag >> 8, tag & 0xff, k[:-8], v)
+    return mem
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_a_flush_drained_without_the_gil_builds_the_tables_the_iterator_builds(tmp_path, monkeypatch, in_order):
+    """A frozen memtable's entries (``FrozenIterator``) drain into a raw
+    core without the GIL (``_fill_frozen``): the same tables, counts and
+    largest sequence as the general loop over the sorted iterator, into an
+    OS file (written without the GIL) or a file that needs the GIL (handed
+    its bytes between runs of the loop: a small write buffer makes many)."""
+    monkeypatch.setattr(TableBuilder, "WRITE_BUFFER", 4096)
+    items = entries(4000, 12)
+    if not in_order:    # the user keys first written out of order: gathered from the sorted keys
+        items = [(b"z" + k, v) if i % 3 == 0 else (k, v) for i, (k, v) in enumerate(items)]
+    mem = memtable_of(items)
+    seqs = sorted(struct.unpack("<Q", k[-8:])[0] >> 8 for k, _ in items)
+    names = iter(range(10 ** 6))
+
+    def os_file():
+        path = tmp_path / ("%d.sst" % next(names))
+        return OSFileSystem().open_append(str(path)), lambda f: (f.close(), path.read_bytes())[1]
+
+    for target in (0, 20000):
+        for snapshot in (0, seqs[len(seqs) // 2], seqs[-1]):     # 0: no version hidden from every snapshot
+            it = mem.iterator()
+            it.seek_to_first()
+            want = drain(None, False, target, snapshot, False, None, it=it)
+            for new_file in (None, os_file):
+                got = drain(None, True, target, snapshot, False, None, it=mem.flush_iterator(), new_file=new_file)
+                assert got == want and (len(want[0]) > 3) == (target > 0)
+                assert want[1][0] == len(items) and (want[1][1] < want[1][0]) == (snapshot > 0)
+
+
+def test_a_flush_to_a_full_disk_fails_as_the_write_with_the_gil_does(tmp_path):
+    """The write a flush makes without the GIL reports a failed ``write(2)``
+    (ENOSPC, from /dev/full) as ``OSAppendFile.append`` does."""
+    import errno
+    import os
+
+    from lsm.errors import StorageError
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    mem = memtable_of(entries(20000, 13))
+    f = OSFileSystem().open_append("/dev/full")
+    tb = TableBuilder(f, Options(compression=False))
+    with pytest.raises(StorageError) as nogil:
+        CompactionStream(mem.flush_iterator(), 10 ** 9, False).fill(tb.core)
+    g = OSFileSystem().open_append("/dev/full")
+    with pytest.raises(StorageError) as gil:
+        g.append(b"x" * 100)
+    f.close()
+    g.close()
+    assert str(nogil.value) == str(gil.value) and nogil.value.errno == errno.ENOSPC

@@ -13,6 +13,11 @@ cdef int block_find(const unsigned char* d, Py_ssize_t limit, uint32_t nrest,
                     Py_ssize_t* klen, Py_ssize_t* voff, Py_ssize_t* vlen) noexcept nogil
 
 
+cdef enum:
+    ADD_TOO_LARGE = 1              # BlockBuilder.add_raw's failures (raise_add_error)
+    ADD_NO_MEMORY = 2
+
+
 cdef class BlockBuilder:
     cdef int restart_interval
     cdef unsigned char* buf
@@ -21,12 +26,24 @@ cdef class BlockBuilder:
     cdef Py_ssize_t nrestarts, rcap
     cdef int counter
     cdef Py_ssize_t nentries
-    cdef bytes last_key
-    cdef int _reserve(self, Py_ssize_t extra) except -1
+    cdef unsigned char* lastk      # the last key added (its prefix is shared by the next)
+    cdef Py_ssize_t lastn, lastcap
+    cdef int _reserve(self, Py_ssize_t extra) noexcept nogil
+    cdef int add_raw(self, const unsigned char* k, Py_ssize_t kn, const unsigned char* v,
+                     Py_ssize_t vn) noexcept nogil
     cdef int _add(self, bytes key, bytes value) except -1
+    cdef void clear(self) noexcept nogil
+    cdef void finish_into(self, unsigned char* d) noexcept nogil
     cpdef bytes finish(self)
     cpdef reset(self)
     cpdef Py_ssize_t size_estimate(self)
+
+    cdef inline Py_ssize_t encoded_size(self) noexcept nogil:
+        """Bytes the block takes once finished (``size_estimate`` in C)."""
+        return self.size + 4 * self.nrestarts + 4
+
+
+cdef int raise_add_error(int rc) except -1
 
 
 cdef class Block:

@@ -227,7 +227,10 @@ cdef class BlockBuilder:
     """Builds one block from entries added in order.
 
     The caller guarantees the order (the table builder checks internal-key
-    order once, for the whole table); the builder only encodes.
+    order once, for the whole table); the builder only encodes.  ``add_raw``,
+    ``finish_into`` and ``clear`` run without the GIL (a table's build core
+    builds a flush's blocks so, lsm._table_builder); ``add``, ``finish`` and
+    ``reset`` are them for Python and for callers holding bytes.
     """
 
     def __cinit__(self, int restart_interval=16):
@@ -238,70 +241,89 @@ cdef class BlockBuilder:
         self.buf = <unsigned char*>malloc(self.cap)
         self.rcap = 64
         self.restarts = <uint32_t*>malloc(self.rcap * sizeof(uint32_t))
-        if self.buf == NULL or self.restarts == NULL:
+        self.lastcap = 64
+        self.lastk = <unsigned char*>malloc(self.lastcap)
+        if self.buf == NULL or self.restarts == NULL or self.lastk == NULL:
             raise MemoryError()
-        self.reset()
+        self.clear()
 
     def __dealloc__(self):
         free(self.buf)
         free(self.restarts)
+        free(self.lastk)
 
-    cpdef reset(self):
+    cdef void clear(self) noexcept nogil:
         self.size = 0
         self.nrestarts = 1
         self.restarts[0] = 0
         self.counter = 0
         self.nentries = 0
-        self.last_key = b""
+        self.lastn = 0
 
-    cdef int _reserve(self, Py_ssize_t extra) except -1:
-        cdef Py_ssize_t need = self.size + extra
+    cpdef reset(self):
+        self.clear()
+
+    cdef int _reserve(self, Py_ssize_t extra) noexcept nogil:
+        cdef Py_ssize_t need = self.size + extra, cap = self.cap
         cdef unsigned char* nb
-        if need <= self.cap:
+        if need <= cap:
             return 0
-        while self.cap < need:
-            self.cap *= 2
-        nb = <unsigned char*>realloc(self.buf, self.cap)
+        while cap < need:
+            cap *= 2
+        nb = <unsigned char*>realloc(self.buf, cap)
         if nb == NULL:
-            raise MemoryError()
-        self.buf = nb
+            return ADD_NO_MEMORY
+        self.buf, self.cap = nb, cap
         return 0
 
-    cdef int _add(self, bytes key, bytes value) except -1:
-        cdef Py_ssize_t kn = PyBytes_GET_SIZE(key), vn = PyBytes_GET_SIZE(value)
-        cdef const unsigned char* k = <const unsigned char*>PyBytes_AS_STRING(key)
-        cdef const unsigned char* last = <const unsigned char*>PyBytes_AS_STRING(self.last_key)
-        cdef Py_ssize_t lastn = PyBytes_GET_SIZE(self.last_key)
+    cdef int add_raw(self, const unsigned char* k, Py_ssize_t kn, const unsigned char* v,
+                     Py_ssize_t vn) noexcept nogil:
+        """Append ``k[:kn] -> v[:vn]``: 0, or ADD_TOO_LARGE (the lengths do
+        not fit the format), ADD_NO_MEMORY (``raise_add_error`` raises them)."""
+        cdef const unsigned char* last = self.lastk
         cdef Py_ssize_t shared = 0, lim
         cdef uint32_t* nr
-        if kn > 0xFFFFFFFF or vn > 0xFFFFFFFF or self.size + kn + vn > 0xFFFFFFF0:
-            raise ValueError("block entry too large for the format")
+        cdef unsigned char* nk
+        if kn > 0xFFFFFFFFLL or vn > 0xFFFFFFFFLL or self.size + kn + vn > 0xFFFFFFF0LL:
+            return ADD_TOO_LARGE
         if self.counter < self.restart_interval:
-            lim = kn if kn < lastn else lastn
+            lim = kn if kn < self.lastn else self.lastn
             while shared < lim and last[shared] == k[shared]:
                 shared += 1
         else:
             if self.nrestarts == self.rcap:
                 nr = <uint32_t*>realloc(self.restarts, 2 * self.rcap * sizeof(uint32_t))
                 if nr == NULL:
-                    raise MemoryError()
+                    return ADD_NO_MEMORY
                 self.restarts = nr
                 self.rcap *= 2
             self.restarts[self.nrestarts] = <uint32_t>self.size
             self.nrestarts += 1
             self.counter = 0
-        self._reserve(15 + kn - shared + vn)
+        if kn > self.lastcap:
+            nk = <unsigned char*>realloc(self.lastk, kn)
+            if nk == NULL:
+                return ADD_NO_MEMORY
+            self.lastk, self.lastcap = nk, kn
+        if self._reserve(15 + kn - shared + vn) != 0:
+            return ADD_NO_MEMORY
         self.size += _put_varint(self.buf + self.size, shared)
         self.size += _put_varint(self.buf + self.size, kn - shared)
         self.size += _put_varint(self.buf + self.size, vn)
         memcpy(self.buf + self.size, k + shared, kn - shared)
         self.size += kn - shared
-        memcpy(self.buf + self.size, PyBytes_AS_STRING(value), vn)
+        memcpy(self.buf + self.size, v, vn)
         self.size += vn
-        self.last_key = key
+        memcpy(self.lastk + shared, k + shared, kn - shared)
+        self.lastn = kn
         self.counter += 1
         self.nentries += 1
         return 0
+
+    cdef int _add(self, bytes key, bytes value) except -1:
+        return raise_add_error(self.add_raw(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
+                                            <const unsigned char*>PyBytes_AS_STRING(value),
+                                            PyBytes_GET_SIZE(value)))
 
     def add(self, bytes key not None, bytes value not None):
         """Append an entry; keys must come in the block's order."""
@@ -309,7 +331,7 @@ cdef class BlockBuilder:
 
     cpdef Py_ssize_t size_estimate(self):
         """Bytes ``finish()`` would return now."""
-        return self.size + 4 * self.nrestarts + 4
+        return self.encoded_size()
 
     @property
     def num_entries(self):
@@ -317,13 +339,12 @@ cdef class BlockBuilder:
 
     @property
     def last_key(self):
-        return self.last_key
+        """The last key added (b"" before any)."""
+        return PyBytes_FromStringAndSize(<char*>self.lastk, self.lastn)
 
-    cpdef bytes finish(self):
-        """The encoded block; the builder must be ``reset()`` before reuse."""
-        cdef Py_ssize_t n = self.size_estimate(), i, o
-        cdef bytes out = PyBytes_FromStringAndSize(NULL, n)
-        cdef unsigned char* d = <unsigned char*>PyBytes_AS_STRING(out)
+    cdef void finish_into(self, unsigned char* d) noexcept nogil:
+        """The encoded block, ``encoded_size()`` bytes, at ``d``."""
+        cdef Py_ssize_t i, o
         cdef uint32_t r
         memcpy(d, self.buf, self.size)
         o = self.size
@@ -334,7 +355,21 @@ cdef class BlockBuilder:
             d[o + 2] = (r >> 16) & 0xFF
             d[o + 3] = (r >> 24) & 0xFF
             o += 4
+
+    cpdef bytes finish(self):
+        """The encoded block; the builder must be ``reset()`` before reuse."""
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, self.encoded_size())
+        self.finish_into(<unsigned char*>PyBytes_AS_STRING(out))
         return out
+
+
+cdef int raise_add_error(int rc) except -1:
+    """Raise what a failed ``BlockBuilder.add_raw`` (``rc``) means; 0: nothing."""
+    if rc == ADD_TOO_LARGE:
+        raise ValueError("block entry too large for the format")
+    if rc == ADD_NO_MEMORY:
+        raise MemoryError()
+    return 0
 
 
 cdef extern from "Python.h":

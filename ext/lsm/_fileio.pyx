@@ -102,6 +102,22 @@ cdef _os_error(int err, str what, path):
     return storage_error(OSError(err, strerror(err)), what, path)
 
 
+cdef int _write_loop(int fd, const char* p, Py_ssize_t n, long long offset,
+                     Py_ssize_t* done) noexcept nogil:
+    """``write(2)`` (offset < 0) or ``pwrite(2)`` ``p[:n]`` whole: 0, or the
+    errno of the call that failed (``done``: the bytes written before)."""
+    cdef ssize_t r
+    while done[0] < n:
+        r = c_write(fd, p + done[0], n - done[0]) if offset < 0 \
+            else pwrite(fd, p + done[0], n - done[0], offset + done[0])
+        if r <= 0:
+            if r < 0 and errno == EINTR:
+                continue
+            return errno if r < 0 else EIO
+        done[0] += r
+    return 0
+
+
 cdef class OSAppendFile:
     """An ``lsm.fs.AppendFile`` on an OS descriptor (see the module doc).
 
@@ -179,26 +195,34 @@ cdef class OSAppendFile:
     cdef int _write_all(self, const char* p, Py_ssize_t n, long long offset) except -1:
         """``write`` (offset < 0) or ``pwrite`` every byte; ``size`` counts
         what reached the file even when a later call fails."""
-        cdef ssize_t r
         cdef Py_ssize_t done = 0
-        cdef int fd = self._fd, err
-        while done < n:
-            if n <= _SMALL:
-                r = c_write(fd, p + done, n - done) if offset < 0 \
-                    else pwrite(fd, p + done, n - done, offset + done)
-            else:
-                with nogil:
-                    r = c_write(fd, p + done, n - done) if offset < 0 \
-                        else pwrite(fd, p + done, n - done, offset + done)
-            if r <= 0:
-                err = errno if r < 0 else EIO
-                if r < 0 and err == EINTR:
-                    continue
-                self.size += done           # what reached the file; the tail is now unknown
-                raise _os_error(err, "append", self.path)
-            done += r
-        self.size += n
+        cdef int err
+        if n <= _SMALL:
+            err = _write_loop(self._fd, p, n, offset, &done)
+        else:
+            with nogil:
+                err = _write_loop(self._fd, p, n, offset, &done)
+        self.size += done               # what reached the file; after an error the tail is unknown
+        if err:
+            raise _os_error(err, "append", self.path)
         return 0
+
+    cdef int write_nogil(self, const char* p, Py_ssize_t n) noexcept nogil:
+        """``write`` for a C caller without the GIL, of a plain file (a
+        table being built, lsm._table_builder): 0, or the ``errno`` of a
+        failed write (``raise_write_error`` raises what ``write`` would
+        have), or -1: not a plain open file, call ``write`` with the GIL."""
+        cdef Py_ssize_t done = 0
+        cdef int err
+        if self._fd < 0 or self._step != 0 or self._map != NULL:
+            return -1
+        err = _write_loop(self._fd, p, n, -1, &done)
+        self.size += done
+        return err
+
+    cdef int raise_write_error(self, int err) except -1:
+        """Raise the error of a failed ``write_nogil`` (``err``: its return)."""
+        raise _os_error(err, "append", self.path)
 
     cdef int _zero_fill(self, long long start, long long want) except -1:
         """Extend the zeros, ``step`` at a time, until they reach ``want``;

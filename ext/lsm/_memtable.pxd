@@ -1,8 +1,11 @@
-# The memtable's point read (_memtable.pyx), for lsm._read, and its writes, for lsm._write.
+# The memtable's point read (_memtable.pyx), for lsm._read, its writes, for lsm._write,
+# and a frozen memtable's entries as a C array, for a flush (lsm._compaction_stream).
 from libc.stdint cimport uint32_t, uint64_t
 from cpython.ref cimport PyObject
 
 cimport cython
+
+from lsm._iter cimport InternalIterator
 
 
 @cython.final
@@ -40,6 +43,20 @@ cdef class MemTable:
     cdef Slot* _slots          # the prefix table (_memtable.pyx: _index_key, _bucket_walk)
     cdef Py_ssize_t _nslots, _nused
     cdef bint _has_keys_in(self, lo, hi) except -1
+
+
+ctypedef struct FrozenEntry:
+    PyObject* key              # the user key (bytes), held by the memtable's dict
+    PyObject* value            # the value (bytes), held by its Version
+    uint64_t tag
+
+
+cdef class FrozenIterator(InternalIterator):
+    cdef dict _versions        # keeps every key and Version of the entries alive
+    cdef FrozenEntry* entries  # in internal-key order
+    cdef Py_ssize_t n, cap
+    cdef Py_ssize_t pos        # the current entry (== n: invalid)
+    cdef int _gather(self, PyObject* key, Version v) except -1
 
 
 cpdef Version get_version(dict versions, bytes key, uint64_t seq)

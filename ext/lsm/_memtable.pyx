@@ -27,7 +27,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_SetDefault
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_REFCNT, PyObject
 from libc.stdint cimport uint32_t, uint64_t
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp
 
 from lsm._keys cimport cmp_user, ikey_of, lower_bound as _lower_bound, pack_tag, tag_of, user_of
@@ -447,7 +447,6 @@ cdef int _visible_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits
             hits.append(v)
 
 
-from lsm._iter cimport InternalIterator
 
 
 cdef class MemTableIterator(InternalIterator):
@@ -615,89 +614,103 @@ cdef class MemTableIterator(InternalIterator):
         return self._at(self._vi).value
 
 
-cpdef bint keys_in_order(dict versions):
-    """Whether the dict's keys, in its own order (the order each key was
-    first written), are ascending: then walking the dict is walking the
-    sorted keys, with no lookup a key (see ``InsertionOrderIterator``)."""
-    cdef Py_ssize_t pos = 0
-    cdef PyObject* k
-    cdef PyObject* v
-    cdef bytes prev = None, key
-    while PyDict_Next(versions, &pos, &k, &v):
-        key = <bytes?><object>k
-        if prev is not None and cmp_user(<const unsigned char*>PyBytes_AS_STRING(prev), PyBytes_GET_SIZE(prev),
-                                         <const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)) >= 0:
-            return False
-        prev = key
-    return True
+cdef class FrozenIterator(InternalIterator):
+    """A frozen memtable's entries, forward from the first, gathered once
+    (when made, under the GIL) into a C array in internal-key order: for
+    each version, its user key and its value (the objects, kept alive by the
+    memtable's dict, which this holds) and its tag.  A flush drains the array
+    in C without the GIL (lsm._compaction_stream); ``key``/``value`` serve
+    every other reader.  Nothing may write the memtable while it is used (a
+    flush's memtable is frozen).
 
+    The order: when the dict's own order (the order each key was first
+    written) is ascending, as after a sequential load, the dict is walked,
+    with no lookup a key (a flush of an in-order load spent a third of its
+    time in those lookups, each a cache miss); else the sorted keys are, each
+    looked up.  Forward only: ``seek_to_first``, ``next``."""
 
-cdef class InsertionOrderIterator(InternalIterator):
-    """A frozen memtable's entries, forward from the first, walking its dict
-    in the dict's own order: for a memtable whose keys were first written in
-    ascending order (``keys_in_order``), the same entries as
-    ``MemTableIterator`` without a dict lookup a key (the flush of an
-    in-order load spent a third of its time in those lookups, each a cache
-    miss).  Nothing may write the memtable while it is used (a flush's
-    memtable is frozen).  Forward only: ``seek_to_first``, ``next``."""
-    cdef dict _versions
-    cdef Py_ssize_t _pos     # PyDict_Next's position, after the current key
-    cdef bytes _uk           # the current user key
-    cdef Version _v          # the current version (its key's chain, walked newest first)
-    cdef bytes _key
+    def __cinit__(self, *args, **kwargs):
+        self.entries = NULL
 
-    def __init__(self, dict versions not None):
-        self._versions = versions
-        self._v = None
+    def __dealloc__(self):
+        free(self.entries)
 
-    cdef _enter_next_key(self):
+    def __init__(self, MemTable mem not None):
+        cdef Py_ssize_t cap = mem.entries + 1, pos = 0
         cdef PyObject* k
         cdef PyObject* v
-        self._key = None
-        if PyDict_Next(self._versions, &self._pos, &k, &v):
-            self._uk = <bytes><object>k
-            self._v = <Version><object>v
-        else:
-            self._v = None
+        cdef PyObject* prev = NULL
+        cdef bint ordered = True
+        self._versions = mem.versions
+        self.entries = <FrozenEntry*>malloc(cap * sizeof(FrozenEntry))
+        if self.entries == NULL:
+            raise MemoryError()
+        self.cap = cap
+        self.n = 0
+        while PyDict_Next(self._versions, &pos, &k, &v):
+            if prev != NULL and cmp_user(<const unsigned char*>PyBytes_AS_STRING(<bytes>prev),
+                                         PyBytes_GET_SIZE(<bytes>prev),
+                                         <const unsigned char*>PyBytes_AS_STRING(<bytes>k),
+                                         PyBytes_GET_SIZE(<bytes>k)) >= 0:
+                ordered = False
+                break
+            self._gather(k, <Version>v)
+            prev = k
+        if not ordered:
+            self.n = 0
+            for key in mem.keys:            # merges the pending keys
+                self._gather(<PyObject*>key, <Version>self._versions[key])
+        self.pos = 0
+
+    cdef int _gather(self, PyObject* key, Version v) except -1:
+        """Append ``key``'s versions, newest first."""
+        cdef FrozenEntry* e
+        while v is not None:
+            if self.n == self.cap:
+                e = <FrozenEntry*>realloc(self.entries, 2 * self.cap * sizeof(FrozenEntry))
+                if e == NULL:
+                    raise MemoryError()
+                self.entries, self.cap = e, 2 * self.cap
+            e = self.entries + self.n
+            e.key = key
+            e.value = <PyObject*>v.value
+            e.tag = pack_tag(v.seq, v.kind)
+            self.n += 1
+            v = v.prev
+        return 0
 
     cpdef bint valid(self):
-        return self._v is not None
+        return self.pos < self.n
 
     cpdef seek_to_first(self):
-        self._pos = 0
-        self._enter_next_key()
+        self.pos = 0
 
     cpdef next(self):
-        if self._v is None:
+        if self.pos >= self.n:
             raise ValueError("next() on an invalid iterator")
-        self._key = None
-        self._v = self._v.prev
-        if self._v is None:
-            self._enter_next_key()
+        self.pos += 1
 
     cpdef bytes key(self):
-        if self._v is None:
+        if self.pos >= self.n:
             raise ValueError("key() on an invalid iterator")
-        if self._key is None:
-            self._key = ikey_of(self._uk, pack_tag(self._v.seq, self._v.kind))
-        return self._key
+        return ikey_of(<bytes>self.entries[self.pos].key, self.entries[self.pos].tag)
 
     cpdef bytes value(self):
-        if self._v is None:
+        if self.pos >= self.n:
             raise ValueError("value() on an invalid iterator")
-        return self._v.value
+        return <bytes>self.entries[self.pos].value
 
     cpdef seek_to_last(self):
-        raise NotImplementedError("InsertionOrderIterator is forward only, from the first")
+        raise NotImplementedError("FrozenIterator is forward only, from the first")
 
     cpdef seek(self, bytes ikey):
-        raise NotImplementedError("InsertionOrderIterator is forward only, from the first")
+        raise NotImplementedError("FrozenIterator is forward only, from the first")
 
     cpdef seek_for_prev(self, bytes ikey):
-        raise NotImplementedError("InsertionOrderIterator is forward only, from the first")
+        raise NotImplementedError("FrozenIterator is forward only, from the first")
 
     cpdef prev(self):
-        raise NotImplementedError("InsertionOrderIterator is forward only, from the first")
+        raise NotImplementedError("FrozenIterator is forward only, from the first")
 
 
 # A chunk of the sorted keys, read from SortedList's own layout: sorted
@@ -870,13 +883,8 @@ cdef class MemTable:
 
     def flush_iterator(self):
         """The iterator a flush drains, forward from the first, once nothing
-        writes this memtable any more: when its keys were first written in
-        ascending order (a sequential load), its dict walked in the dict's
-        own order (``InsertionOrderIterator``: no lookup a key); else
-        ``iterator()``."""
-        if keys_in_order(self.versions):
-            return InsertionOrderIterator(self.versions)
-        return self.iterator()
+        writes this memtable any more: a ``FrozenIterator``."""
+        return FrozenIterator(self)
 
     def __len__(self):
         return self.entries

@@ -6,9 +6,10 @@ blocks and the footer; the file layout is documented there).
 What runs where:
 
 - per entry, here (``add``, or ``add_entry`` from C: lsm._compaction_stream
-  drains a flush or a compaction into it with no Python call): the order
-  check, the bloom digest of each new user key, the data block's encoding
-  (lsm._block.BlockBuilder);
+  drains a compaction into it with no Python call; or ``add_nogil``, without
+  the GIL: the stream drains a flush so, with pointers into the frozen
+  memtable): the order check, the bloom digest of each new user key, the
+  data block's encoding (lsm._block.BlockBuilder);
 - per data block, here: its stored form (``_store``: the zstd compressor's
   ``compress``, a C extension's, called once when compressing, the trailer,
   the masked CRC), gathered in a C buffer handed to the file
@@ -33,6 +34,7 @@ from libc.string cimport memcpy
 
 from lsm._coding cimport encode_fixed32, mask_crc, put_varint64
 from lsm._crc32 cimport lsm_crc32
+from lsm._block cimport raise_add_error
 from lsm._keys cimport cmp_ikey, cmp_user
 from lsm._bloom cimport murmur3_x64_128
 
@@ -52,14 +54,33 @@ cdef bytes _payload(bytes contents, object compress, unsigned char* btype):
     return contents
 
 
-cdef inline void _put_stored(unsigned char* d, bytes payload, unsigned char btype) noexcept:
-    """``payload`` + its trailer at ``d`` (room for len + TRAILER_SIZE)."""
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(payload)
+cdef inline void _put_trailer(unsigned char* d, Py_ssize_t n, unsigned char btype) noexcept nogil:
+    """The trailer of the payload ``d[:n]``, at ``d + n`` (TRAILER_SIZE bytes)."""
     cdef uint32_t crc
-    memcpy(d, PyBytes_AS_STRING(payload), n)
     d[n] = btype
     crc = lsm_crc32(lsm_crc32(0, d, n), d + n, 1)
     encode_fixed32(d + n + 1, mask_crc(crc))
+
+
+cdef inline void _put_stored(unsigned char* d, bytes payload, unsigned char btype) noexcept:
+    """``payload`` + its trailer at ``d`` (room for len + TRAILER_SIZE)."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(payload)
+    memcpy(d, PyBytes_AS_STRING(payload), n)
+    _put_trailer(d, n, btype)
+
+
+cdef inline int _keep_key(unsigned char** buf, Py_ssize_t* n, Py_ssize_t* cap,
+                          const unsigned char* k, Py_ssize_t kn) noexcept nogil:
+    """Copy ``k[:kn]`` into ``buf`` (grown as needed): 0 or BUILD_NO_MEMORY."""
+    cdef unsigned char* nb
+    if kn > cap[0]:
+        nb = <unsigned char*>realloc(buf[0], kn)
+        if nb == NULL:
+            return BUILD_NO_MEMORY
+        buf[0], cap[0] = nb, kn
+    memcpy(buf[0], k, kn)
+    n[0] = kn
+    return 0
 
 
 def encode_stored_block(bytes contents not None, compress=None):
@@ -86,12 +107,17 @@ cdef class TableBuildCore:
     def __cinit__(self, *args, **kwargs):
         self.digest_cap = 16 * 1024
         self.digests = <unsigned char*>malloc(self.digest_cap)
-        if self.digests == NULL:
+        self.firstcap = self.lastcap = 64
+        self.firstk = <unsigned char*>malloc(self.firstcap)
+        self.lastk = <unsigned char*>malloc(self.lastcap)
+        if self.digests == NULL or self.firstk == NULL or self.lastk == NULL:
             raise MemoryError()
 
     def __dealloc__(self):
         free(self.digests)
         free(self.out)
+        free(self.firstk)
+        free(self.lastk)
 
     def __init__(self, f, Py_ssize_t block_size, int restart_interval, bint bloom, compressor,
                  Py_ssize_t write_buffer):
@@ -106,6 +132,7 @@ cdef class TableBuildCore:
         self.f = f
         self.osf = f if type(f) is OSAppendFile else None
         self.compress = None if compressor is None else compressor.compress
+        self.raw = compressor is None
         self.write_buffer = write_buffer
         self.out_cap = write_buffer + 2 * block_size + 1024
         self.out = <unsigned char*>malloc(self.out_cap)
@@ -113,18 +140,17 @@ cdef class TableBuildCore:
             raise MemoryError()
 
     # -- entries -> data blocks -------------------------------------------
-    cdef int _add_digest(self, bytes ikey) except -1:
-        # The digest of the user key, h1 then h2 little-endian (_bloom.pyx).
+    cdef int _add_digest(self, const unsigned char* k, Py_ssize_t kn) noexcept nogil:
+        # The digest of the user key k[:kn], h1 then h2 little-endian (_bloom.pyx).
         cdef uint64_t h1, h2
         cdef unsigned char* nb
         cdef unsigned char* d
         cdef int i
-        murmur3_x64_128(<const unsigned char*>PyBytes_AS_STRING(ikey), PyBytes_GET_SIZE(ikey) - 8,
-                        0, &h1, &h2)
+        murmur3_x64_128(k, kn, 0, &h1, &h2)
         if self.ndigest_bytes + 16 > self.digest_cap:
             nb = <unsigned char*>realloc(self.digests, self.digest_cap * 2)
             if nb == NULL:
-                raise MemoryError()
+                return BUILD_NO_MEMORY
             self.digests = nb
             self.digest_cap *= 2
         d = self.digests + self.ndigest_bytes
@@ -134,33 +160,86 @@ cdef class TableBuildCore:
         self.ndigest_bytes += 16
         return 0
 
+    cdef int add_raw(self, const unsigned char* k, Py_ssize_t kn, const unsigned char* v,
+                     Py_ssize_t vn) noexcept nogil:
+        """The internal key ``k[:kn]`` -> ``v[:vn]`` into the data block
+        (which the caller finishes once it holds ``block_size``): 0, or a
+        BUILD_ failure (``raise_error`` raises it)."""
+        cdef bint new_user_key = True
+        cdef int rc
+        if self.closed:
+            return BUILD_CLOSED
+        if kn < 8:
+            return BUILD_SHORT_KEY
+        if self.num_entries:
+            if cmp_ikey(self.lastk, self.lastn, k, kn) >= 0:
+                return BUILD_ORDER
+            new_user_key = cmp_user(self.lastk, self.lastn - 8, k, kn - 8) != 0
+        elif _keep_key(&self.firstk, &self.firstn, &self.firstcap, k, kn) != 0:
+            return BUILD_NO_MEMORY
+        if self.bloom and new_user_key and self._add_digest(k, kn - 8) != 0:
+            return BUILD_NO_MEMORY
+        rc = self.data.add_raw(k, kn, v, vn)
+        if rc != 0:
+            return rc
+        if _keep_key(&self.lastk, &self.lastn, &self.lastcap, k, kn) != 0:
+            return BUILD_NO_MEMORY
+        self.num_entries += 1
+        self.raw_key_bytes += kn
+        self.raw_value_bytes += vn
+        return 0
+
+    cdef int add_nogil(self, const unsigned char* k, Py_ssize_t kn, const unsigned char* v,
+                       Py_ssize_t vn) noexcept nogil:
+        """``add`` without the GIL, for a core with no compressor (``raw``):
+        the entry, the data block it fills and the write that block makes
+        due (an ``OSAppendFile`` is written here).  0; BUILD_NEED_GIL: the
+        entry is in, and the caller must call ``write_out_pending`` with the
+        GIL before adding more; else a failure (``raise_error``)."""
+        cdef int rc = self.add_raw(k, kn, v, vn)
+        if rc != 0 or self.data.encoded_size() < self.block_size:
+            return rc
+        rc = self._finish_raw_block()
+        if rc != 0 or self.out_len < self.write_buffer:
+            return rc
+        rc = self.osf.write_nogil(<const char*>self.out, self.out_len) if self.osf is not None else -1
+        if rc == -1:
+            return BUILD_NEED_GIL
+        self.out_len = 0            # written or failed: the builder is abandoned after an error
+        if rc != 0:
+            self.io_errno = rc
+            return BUILD_IO
+        return 0
+
+    cdef int write_out_pending(self) except -1:
+        """After ``add_nogil`` returned BUILD_NEED_GIL: hand the gathered
+        blocks to the file."""
+        return self._write_out()
+
+    cdef int raise_error(self, int rc) except -1:
+        """Raise the failure ``rc`` of ``add_raw`` or ``add_nogil`` (0 and
+        BUILD_NEED_GIL: none)."""
+        if rc == 0 or rc == BUILD_NEED_GIL:
+            return 0
+        if rc == BUILD_CLOSED:
+            raise ValueError("add() after finish() or abandon()")
+        if rc == BUILD_SHORT_KEY:
+            raise ValueError("internal key must be >= 8 bytes")
+        if rc == BUILD_ORDER:
+            raise ValueError("internal keys must be added in strictly increasing order")
+        if rc == BUILD_IO:
+            self.osf.raise_write_error(self.io_errno)
+        raise_add_error(rc)
+        raise SystemError(f"TableBuildCore: unknown result {rc}")
+
     cdef int add_entry(self, bytes ikey, bytes value) except -1:
         """``add`` for C callers (neither argument None)."""
         cdef Py_ssize_t kn = PyBytes_GET_SIZE(ikey)
-        cdef const unsigned char* k = <const unsigned char*>PyBytes_AS_STRING(ikey)
-        cdef const unsigned char* last
-        cdef Py_ssize_t lastn
-        cdef bint new_user_key = True
-        if self.closed:
-            raise ValueError("add() after finish() or abandon()")
-        if kn < 8:
+        if kn < 8 and not self.closed:
             raise ValueError(f"internal key must be >= 8 bytes, got {kn}")
-        if self.num_entries:
-            last = <const unsigned char*>PyBytes_AS_STRING(self.last_key)
-            lastn = PyBytes_GET_SIZE(self.last_key)
-            if cmp_ikey(last, lastn, k, kn) >= 0:
-                raise ValueError("internal keys must be added in strictly increasing order")
-            new_user_key = cmp_user(last, lastn - 8, k, kn - 8) != 0
-        else:
-            self.first_key = ikey
-        if self.bloom and new_user_key:
-            self._add_digest(ikey)
-        self.data._add(ikey, value)
-        self.last_key = ikey
-        self.num_entries += 1
-        self.raw_key_bytes += kn
-        self.raw_value_bytes += PyBytes_GET_SIZE(value)
-        if self.data.size_estimate() >= self.block_size:
+        self.raise_error(self.add_raw(<const unsigned char*>PyBytes_AS_STRING(ikey), kn,
+                                      <const unsigned char*>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value)))
+        if self.data.encoded_size() >= self.block_size:
             self._finish_data_block()
         return 0
 
@@ -170,7 +249,7 @@ cdef class TableBuildCore:
 
     cpdef uint64_t size_estimate(self):
         """Bytes stored so far plus the data block being built."""
-        return self.offset + <uint64_t>(self.data.size_estimate() if self.data.nentries else 0)
+        return self.estimate()
 
     def flush_data_block(self):
         """Store the pending data block (if any)."""
@@ -178,15 +257,52 @@ cdef class TableBuildCore:
 
     # -- data blocks -> stored blocks -> the file ----------------------------
     cdef int _finish_data_block(self) except -1:
-        cdef bytes contents, last
+        cdef bytes handle
         if self.data.nentries == 0:
             return 0
-        contents = self.data.finish()
-        last = self.data.last_key
-        self.data.reset()
-        self.index._add(last, self._store(contents, self.compress))
+        if self.raw:
+            self.raise_error(self._finish_raw_block())
+            if self.out_len >= self.write_buffer:
+                self._write_out()
+            return 0
+        handle = self._store(self.data.finish(), self.compress)
+        raise_add_error(self.index.add_raw(self.data.lastk, self.data.lastn,
+                                           <const unsigned char*>PyBytes_AS_STRING(handle),
+                                           PyBytes_GET_SIZE(handle)))
+        self.data.clear()
         self.num_data_blocks += 1
         return 0
+
+    cdef int _finish_raw_block(self) noexcept nogil:
+        """Store the data block raw, encoded straight into ``out``, and
+        index it: 0 or a BUILD_ failure.  The caller writes ``out`` out."""
+        cdef Py_ssize_t n = self.data.encoded_size()
+        cdef unsigned char h[20]
+        cdef int hn, rc
+        if self.data.nentries == 0:
+            return 0
+        if self._reserve(n + TRAILER_SIZE) != 0:
+            return BUILD_NO_MEMORY
+        self.data.finish_into(self.out + self.out_len)
+        hn = self._stored(n, TYPE_RAW, h)
+        rc = self.index.add_raw(self.data.lastk, self.data.lastn, h, hn)
+        if rc != 0:
+            return rc
+        self.data.clear()
+        self.num_data_blocks += 1
+        return 0
+
+    cdef int _stored(self, Py_ssize_t n, unsigned char btype, unsigned char* h) noexcept nogil:
+        """The payload ``n`` bytes at the end of ``out`` becomes the next
+        stored block: its trailer, and its handle at ``h`` (room for 20
+        bytes; returns its length)."""
+        cdef int hn
+        _put_trailer(self.out + self.out_len, n, btype)
+        self.out_len += n + TRAILER_SIZE
+        hn = put_varint64(h, self.offset)
+        hn += put_varint64(h + hn, <uint64_t>n)
+        self.offset += <uint64_t>(n + TRAILER_SIZE)
+        return hn
 
     cdef bytes _store(self, bytes contents, object compress):
         """Gather ``contents`` stored as the next block (handed to the file
@@ -195,27 +311,25 @@ cdef class TableBuildCore:
         cdef bytes payload = _payload(contents, compress, &btype)
         cdef Py_ssize_t n = PyBytes_GET_SIZE(payload)
         cdef unsigned char h[20]
-        cdef Py_ssize_t hn
-        self._reserve(n + TRAILER_SIZE)
-        _put_stored(self.out + self.out_len, payload, btype)
-        self.out_len += n + TRAILER_SIZE
-        hn = put_varint64(h, self.offset)
-        hn += put_varint64(h + hn, <uint64_t>n)
-        self.offset += <uint64_t>(n + TRAILER_SIZE)
+        cdef int hn
+        if self._reserve(n + TRAILER_SIZE) != 0:
+            raise MemoryError()
+        memcpy(self.out + self.out_len, PyBytes_AS_STRING(payload), n)
+        hn = self._stored(n, btype, h)
         if self.out_len >= self.write_buffer:
             self._write_out()
         return PyBytes_FromStringAndSize(<char*>h, hn)
 
-    cdef int _reserve(self, Py_ssize_t n) except -1:
+    cdef int _reserve(self, Py_ssize_t n) noexcept nogil:
         """Room for ``n`` more bytes in ``out`` (a block larger than the
-        buffer's slack grows it)."""
+        buffer's slack grows it): 0, or -1 out of memory."""
         cdef Py_ssize_t cap
         cdef unsigned char* nb
         if self.out_len + n > self.out_cap:
             cap = self.out_len + n + self.write_buffer
             nb = <unsigned char*>realloc(self.out, cap)
             if nb == NULL:
-                raise MemoryError()
+                return -1
             self.out, self.out_cap = nb, cap
         return 0
 
@@ -237,7 +351,8 @@ cdef class TableBuildCore:
     def write_out(self, bytes tail not None):
         """Hand every gathered block, then ``tail`` (the footer), to the file."""
         cdef Py_ssize_t n = PyBytes_GET_SIZE(tail)
-        self._reserve(n)
+        if self._reserve(n) != 0:
+            raise MemoryError()
         memcpy(self.out + self.out_len, PyBytes_AS_STRING(tail), n)
         self.out_len += n
         self.offset += <uint64_t>n
@@ -254,11 +369,13 @@ cdef class TableBuildCore:
 
     @property
     def smallest(self):
-        return self.first_key
+        """The first internal key added (None before any)."""
+        return PyBytes_FromStringAndSize(<char*>self.firstk, self.firstn) if self.num_entries else None
 
     @property
     def largest(self):
-        return self.last_key
+        """The last internal key added (None before any)."""
+        return PyBytes_FromStringAndSize(<char*>self.lastk, self.lastn) if self.num_entries else None
 
     def filter_digests(self):
         """The bloom digests collected so far (16 bytes per distinct user key)."""
