@@ -18,7 +18,6 @@ load waited for it as long as the flushes ran).  It takes the GIL back only
 to hand bytes to a file that is not the OS's (lsm.memfs, lsm.faultfs).
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.ref cimport PyObject
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
@@ -26,14 +25,8 @@ from libc.string cimport memcpy
 from lsm._iter cimport InternalIterator
 from lsm._coding cimport encode_fixed64
 from lsm._keys cimport KIND_DELETE, KIND_VALUE, MAX_SEQ, TAG_SIZE, cmp_user, make_ikey, pack_tag, tag_of, user_of
-from lsm._memtable cimport FrozenEntry, FrozenIterator
+from lsm._memtable cimport FrozenEntry, FrozenIterator, frozen_bytes, frozen_size
 from lsm._table_builder cimport BUILD_NEED_GIL, BUILD_NO_MEMORY, TableBuildCore
-
-cdef extern from "Python.h":
-    # The bytes of a bytes object, without the GIL (a frozen memtable's,
-    # kept alive by it): the macros, declared nogil.
-    char* _bytes_data "PyBytes_AS_STRING" (PyObject* o) nogil
-    Py_ssize_t _bytes_size "PyBytes_GET_SIZE" (PyObject* o) nogil
 
 
 class CompactionAborted(Exception):
@@ -181,17 +174,17 @@ cdef class CompactionStream:
                         kind = e[i].tag & 0xff
                         entries_in += 1
                         if _verdict(last_seq, seq, kind, smallest, bottommost, False) == KEEP:
-                            un = _bytes_size(e[i].key)
+                            un = frozen_size(e[i].key)
                             if un + TAG_SIZE > cap:
                                 grown = <unsigned char*>realloc(ikey, un + TAG_SIZE)
                                 if grown == NULL:
                                     rc = BUILD_NO_MEMORY
                                     break
                                 ikey, cap = grown, un + TAG_SIZE
-                            memcpy(ikey, _bytes_data(e[i].key), un)
+                            memcpy(ikey, frozen_bytes(e[i].key), un)
                             encode_fixed64(ikey + un, e[i].tag)
-                            rc = core.add_nogil(ikey, un + TAG_SIZE, <const unsigned char*>_bytes_data(e[i].value),
-                                                _bytes_size(e[i].value))
+                            rc = core.add_nogil(ikey, un + TAG_SIZE, <const unsigned char*>frozen_bytes(e[i].value),
+                                                frozen_size(e[i].value))
                             if rc != 0 and rc != BUILD_NEED_GIL:
                                 break
                             added += 1

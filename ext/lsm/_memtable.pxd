@@ -45,6 +45,13 @@ cdef class MemTable:
     cdef bint _has_keys_in(self, lo, hi) except -1
 
 
+cdef extern from "Python.h":
+    # A frozen entry's key or value bytes, read without the GIL (the objects
+    # are immutable and kept alive by the frozen memtable): the macros, nogil.
+    char* frozen_bytes "PyBytes_AS_STRING" (PyObject* o) nogil
+    Py_ssize_t frozen_size "PyBytes_GET_SIZE" (PyObject* o) nogil
+
+
 ctypedef struct FrozenEntry:
     PyObject* key              # the user key (bytes), held by the memtable's dict
     PyObject* value            # the value (bytes), held by its Version

@@ -614,6 +614,18 @@ cdef class MemTableIterator(InternalIterator):
         return self._at(self._vi).value
 
 
+cdef bint _ascending(const FrozenEntry* e, Py_ssize_t n) noexcept nogil:
+    """Whether the user keys of ``e[:n]`` (a key's versions share its key
+    object) ascend from one key object to the next."""
+    cdef Py_ssize_t i
+    for i in range(1, n):
+        if e[i].key != e[i - 1].key and cmp_user(
+                <const unsigned char*>frozen_bytes(e[i - 1].key), frozen_size(e[i - 1].key),
+                <const unsigned char*>frozen_bytes(e[i].key), frozen_size(e[i].key)) >= 0:
+            return False
+    return True
+
+
 cdef class FrozenIterator(InternalIterator):
     """A frozen memtable's entries, forward from the first, gathered once
     (when made, under the GIL) into a C array in internal-key order: for
@@ -639,8 +651,7 @@ cdef class FrozenIterator(InternalIterator):
         cdef Py_ssize_t cap = mem.entries + 1, pos = 0
         cdef PyObject* k
         cdef PyObject* v
-        cdef PyObject* prev = NULL
-        cdef bint ordered = True
+        cdef bint ordered
         self._versions = mem.versions
         self.entries = <FrozenEntry*>malloc(cap * sizeof(FrozenEntry))
         if self.entries == NULL:
@@ -648,14 +659,9 @@ cdef class FrozenIterator(InternalIterator):
         self.cap = cap
         self.n = 0
         while PyDict_Next(self._versions, &pos, &k, &v):
-            if prev != NULL and cmp_user(<const unsigned char*>PyBytes_AS_STRING(<bytes>prev),
-                                         PyBytes_GET_SIZE(<bytes>prev),
-                                         <const unsigned char*>PyBytes_AS_STRING(<bytes>k),
-                                         PyBytes_GET_SIZE(<bytes>k)) >= 0:
-                ordered = False
-                break
             self._gather(k, <Version>v)
-            prev = k
+        with nogil:         # the keys' bytes read without the GIL: nothing changes them
+            ordered = _ascending(self.entries, self.n)
         if not ordered:
             self.n = 0
             for key in mem.keys:            # merges the pending keys
