@@ -42,8 +42,13 @@ cdef enum:
     CHUNK = 128         # ... doubling up to this many on each later load
 
 
+# Up to 2**18 freed Versions are kept for reuse (Cython's freelist, under the
+# GIL): a flushed memtable's Versions become the next memtable's, without
+# pymalloc freeing their arenas and the writer faulting fresh pages in (a
+# 189k-key insert in 1,000-op batches: 110 -> 75-85 ns a key).  At most 12 MB.
 @cython.final
 @cython.no_gc
+@cython.freelist(262144)
 cdef class Version:
     """One version of a key in a memtable: its sequence, kind and value, and
     the key's version before it (``prev``, None for the oldest)."""
