@@ -7,6 +7,16 @@ cimport cython
 
 from lsm._iter cimport InternalIterator
 
+cdef extern from *:
+    """
+    #ifndef lsm_prefetch
+    #define lsm_prefetch(p) __builtin_prefetch((const void*)(p))
+    #endif
+    """
+    # Ask the CPU for the line at ``p`` (no fault if it is not mapped): the
+    # memtable's lookups, and lsm._read's batches of them.
+    void lsm_prefetch(const void* p) noexcept nogil
+
 
 @cython.final
 @cython.no_gc

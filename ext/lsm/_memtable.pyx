@@ -155,9 +155,7 @@ cdef enum:
 cdef extern from *:
     """
     #define LSM_MULTI ((uint32_t)0x80000000u)
-    #define lsm_prefetch(p) __builtin_prefetch((const void*)(p))
     """
-    void _prefetch "lsm_prefetch"(const void* p) noexcept nogil
     # In Slot.plen: more than one key has the slot's prefix and hash.
     const uint32_t MULTI "LSM_MULTI"
 
@@ -299,10 +297,10 @@ cdef void prefix_prefetch(MemTable mem, bytes lo, bint key) noexcept:
         return
     slot = &mem._slots[<size_t>_hash(lp, p) & (<size_t>mem._nslots - 1)]
     if not key:
-        _prefetch(slot)
+        lsm_prefetch(slot)
     elif slot.key != NULL:
-        _prefetch(slot.key)
-        _prefetch(PyDict_GetItem(mem.versions, <object>slot.key))
+        lsm_prefetch(slot.key)
+        lsm_prefetch(PyDict_GetItem(mem.versions, <object>slot.key))
 
 
 cdef int _prefix_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits,

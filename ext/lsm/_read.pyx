@@ -60,17 +60,10 @@ from libc.stdlib cimport malloc, free
 
 from lsm._blockcache cimport BlockCache, read_enter, read_exit
 from lsm._keys cimport KIND_VALUE, bisect_keys, cmp_ikey, cmp_user, lower_bound as _lower_bound, pack_tag
-from lsm._memtable cimport (MemTable, Version, get_version, prefix_one, prefix_prefetch,
-                            visible_range)
+from lsm._memtable cimport (MemTable, Version, get_version, lsm_prefetch, prefix_one,
+                            prefix_prefetch, visible_range)
 from lsm._state cimport CurrentVersion, DBState
 from lsm._table cimport PointReader
-
-cdef extern from *:
-    """
-    #define lsm_read_prefetch(p) __builtin_prefetch((const void*)(p))
-    """
-    # (_memtable.pyx's lsm_prefetch, which its .pxd does not export)
-    void _prefetch "lsm_read_prefetch"(const void* p) noexcept nogil
 
 # The bytes _prefetch_rows asks for from a value's address: its header and
 # a row's head of up to ~220 bytes.
@@ -954,7 +947,7 @@ cdef void _prefetch_rows(MemTable mem, list ranges, uint64_t seq):
             # Its address only: reading its size or its count would wait for it.
             p = <const char*><PyObject*>(<Version>v).value
             for off in range(0, _PREFETCH_VALUE, 64):
-                _prefetch(p + off)
+                lsm_prefetch(p + off)
 
 
 cdef list _TOO_MANY = []       # _short_view's answer when a table must be iterated
