@@ -350,13 +350,16 @@ class ResultsOnly:
     def __init__(self):
         self.raw = b"x" * 60
 
+    @classmethod
+    def page(cls, start, stop, raw):
+        """The tuple GetRange returns for the rows ``start`` to ``stop``: its rows' list."""
+        page = result_rows("id", cls.names, range(start, stop), raw, 1.5, cls.stamp)
+        return (CapacityUnit(len(page), 0), [("id", stop)], page, b"")[2]
+
     def read_all(self):
         got = 0
         for start in range(0, N, PAGE):
-            page = result_rows("id", self.names, range(start, min(N, start + PAGE)), self.raw,
-                               1.5, self.stamp)
-            result = (CapacityUnit(len(page), 0), [("id", start + PAGE)], page, b"")
-            got += len(result[2])
+            got += len(self.page(start, min(N, start + PAGE), self.raw))
         return got
 
     def batch_get(self, ids):
@@ -383,6 +386,89 @@ def test_batch_get_row_100_result_floor(benchmark, stores):
     its row's lists a row) against sqlite3's whole ``IN (...)`` read."""
     _fill(stores[1], N)
     _paired(benchmark, [ResultsOnly(), stores[1]], _batch_get_all, N)
+
+
+class EngineAndObjects:
+    """The engine's own work and the API's objects, with nothing between
+    them: the bare ``lsm.DB`` (the table's store options, a store of its
+    own) holding the same entries as ours' table (its keys and row heads,
+    copied from it), read or written as ours reads and writes them (a page
+    by ``scan_chunk``, a batch by ``multi_get`` or ``write_pairs``), plus
+    the objects ``ResultsOnly`` builds for a read and ``RequestsOnly`` for a
+    write.  No row decoded or encoded, no check, no lock, no routing: its
+    rate bounds what a Tablestore API over this engine can reach.  Below
+    1.0 against sqlite3, the goal is out of reach of the engine and the
+    SDK's objects alone (and the engine leads LevelDB and RocksDB on every
+    workload, bench/test_bench_lsm.py)."""
+    name = "engine_and_objects"
+
+    def __init__(self, ours, path):
+        import lsm
+        server = ours.c._server
+        server.flush_all()
+        self.pairs = list(server.scan("b"))
+        assert len(self.pairs) == N, "one head entry a row expected"
+        self.db = lsm.DB.open(str(path), server._store_options(server._table("b")))
+        for start in range(0, N, 200):
+            self.db.write_pairs(self.pairs[start:start + 200])
+        self.results, self.requests = ResultsOnly(), RequestsOnly()
+
+    def read_all(self):
+        got, start, pairs = 0, 0, self.pairs
+        while start < N:
+            chunk = self.db.scan_chunk(pairs[start][0], None, PAGE)
+            page = ResultsOnly.page(start, min(N, start + PAGE), self.results.raw)
+            got += len(page)
+            start += len(chunk)
+        return got
+
+    def batch_get(self, ids):
+        got = self.db.multi_get([self.pairs[i][0] for i in ids])
+        return self.results.batch_get(ids), got
+
+    def batch_write(self, ids):
+        self.requests.batch_write(ids)
+        n = len(self.pairs)
+        self.db.write_pairs([self.pairs[i % n] for i in ids])
+
+    def close(self):
+        self.db.close()
+
+
+def _engine_floor(benchmark, stores, tmp_path, make_run, fill=True):
+    if fill:
+        for s in stores:
+            _fill(s, N)
+    peer = EngineAndObjects(stores[0], tmp_path / "engine")
+    try:
+        _paired(benchmark, [peer, stores[1]], make_run, N)
+    finally:
+        peer.close()
+
+
+def test_get_range_engine_floor(benchmark, stores, tmp_path):
+    """get_range's bound on this engine: ``EngineAndObjects`` (each page a
+    ``scan_chunk`` of the same entries and its Row objects built in C)
+    against sqlite3's whole paged read."""
+    _engine_floor(benchmark, stores, tmp_path, _read_all)
+
+
+def test_batch_get_row_100_engine_floor(benchmark, stores, tmp_path):
+    """batch_get_row's bound on this engine: a ``multi_get`` of the batch's
+    100 keys and its response built in C, against sqlite3's ``IN (...)``."""
+    _engine_floor(benchmark, stores, tmp_path, _batch_get_all)
+
+
+def test_batch_write_row_200_engine_floor(benchmark, stores, tmp_path):
+    """batch_write_row's bound on this engine: the caller's 200-row request
+    built, then ``write_pairs`` of 200 rows' entries (synced in the durable
+    run, as ours' store syncs), against sqlite3's executemany."""
+    _fill(stores[0], N)
+
+    def make(store, rnd):
+        base = (rnd + 1) * N
+        return lambda: [store.batch_write(range(s, s + 200)) for s in range(base, base + N, 200)]
+    _engine_floor(benchmark, stores, tmp_path, make, fill=False)
 
 
 class SyncOnly:
