@@ -6,6 +6,7 @@ import random
 import pytest
 
 import lsm
+from lsm import _twins
 from conftest import tiny_options
 
 
@@ -30,6 +31,7 @@ def check_chunk(db, rng, model, start, end, reverse, snapshot=None):
     else:
         it.seek_to_first()
     assert it.next_batch(limit, reverse) == got
+    check_scan_into(db, rng, got, start, end, limit, reverse, snapshot)
     if not reverse:
         assert db.scan_short(start, end, limit, snapshot) == got, (start, end, limit)
         # scan_short_many: this range among others, all at one sequence
@@ -39,6 +41,20 @@ def check_chunk(db, rng, model, start, end, reverse, snapshot=None):
         assert many[len(others)] == got, (start, end, limit)
         assert many == [db.scan_short(a, b, limit, snapshot) if a is not None and b is not None
                         else db.scan_chunk(a, b, limit, False, snapshot) for a, b in ranges]
+
+
+def check_scan_into(db, rng, got, start, end, limit, reverse, snapshot=None):
+    """lsm's C face ``point_scan_into`` (its entries handed to a C consumer
+    in place, lsm._twins.scan_into) against ``scan_chunk``'s ``got``: the
+    same entries, the last one's key, and a consumer's stop honoured."""
+    taken = _twins.scan_into(db, start, end, limit, reverse, snapshot)
+    if taken is None:                   # LSM_REGIONS_PUREPYTHON: no C path
+        return
+    assert taken == (got, got[-1][0] if got else None, False), (start, end, reverse, limit)
+    if got:
+        stop = rng.randint(1, len(got))
+        assert _twins.scan_into(db, start, end, limit, reverse, snapshot, stop) == (
+            got[:stop], got[stop - 1][0], True)
 
 
 def rand_key(rng):

@@ -9,6 +9,10 @@
 #                                            and store.write_pairs
 #   point_get(path, key)                     DB.get from C (path: a point_path)
 #   point_scan_short(path, start, end, n)    DB.scan_short from C (the same path)
+#   point_scan_into(path, start, end, n,     DB.scan_chunk from C (the same path), each entry
+#       reverse, snapshot, fn, ctx,          handed to fn(ctx, key, klen, value, vlen) in place
+#       &count, &stopped)                    (an entry_fn: 0 go on, 1 stop, -1 raised) instead
+#                                            of a list; returns the last key handed over
 #   write_put(path, key, value, sync)        DB.put from C (path: a write_path)
 #   write_pairs(path, pairs, sync)           DB.write_pairs from C (the same path): a list of
 #                                            (key, value) tuples, value None a delete, applied
@@ -17,7 +21,8 @@
 #                                            the first bad pair), lengths aside; its bytes
 #   PrefixExtractor, prefix_fn               a prefix extractor made in C (Options.prefix_extractor)
 from lsm._memtable cimport PrefixExtractor, prefix_fn
-from lsm._read cimport point_get, point_scan_short
+from lsm._db_iter cimport entry_fn
+from lsm._read cimport point_get, point_scan_into, point_scan_short
 from lsm._write cimport write_pairs, write_put
 from lsm._write_batch cimport pairs_bytes
 

@@ -30,7 +30,7 @@ from libc.string cimport memcpy, memcmp
 
 from lsm._coding cimport decode_fixed32 as _fixed32, get_block_handle, get_varint64, put_varint64 as _put_varint
 from lsm._keys cimport cmp_ikey, tag_at
-from lsm._iter cimport InternalIterator
+from lsm._iter cimport InternalIterator, RawEntry
 
 import zstandard
 
@@ -717,3 +717,13 @@ cdef class BlockIter(InternalIterator):
         if self.cur >= self.limit:
             raise ValueError("value() on an invalid iterator")
         return PyBytes_FromStringAndSize(<char*>self.ptr + self.voff, self.vlen)
+
+    cdef int entry(self, RawEntry* e) except -1:
+        if self.cur >= self.limit:
+            raise ValueError("entry() on an invalid iterator")
+        if self.klen < 8:
+            return 0                    # key() shows it as it is
+        e.key, e.klen = self.kbuf, self.klen - 8
+        e.tag = tag_at(self.kbuf, self.klen)
+        e.value, e.vlen = self.ptr + self.voff, self.vlen
+        return 1

@@ -2,6 +2,13 @@ from libc.stdint cimport uint64_t
 
 from lsm._iter cimport InternalIterator
 
+# A consumer of a scan's entries in place (DBIterator.feed, lsm/_api.pxd's
+# point_scan_into): called with a visible entry's user key and value, valid
+# only during the call; returns 0 to go on, 1 to stop after this entry, -1
+# with an exception set.
+ctypedef int (*entry_fn)(void* ctx, const unsigned char* key, Py_ssize_t klen,
+                         const unsigned char* value, Py_ssize_t vlen) except -1
+
 
 cdef class DBIterator:
     cdef InternalIterator _it
@@ -21,3 +28,5 @@ cdef class DBIterator:
     cdef _find_prev(self)
     cpdef next(self)
     cpdef prev(self)
+    cdef Py_ssize_t feed(self, Py_ssize_t limit, bint reverse, entry_fn fn, void* ctx,
+                         bint* stopped) except -1

@@ -5,10 +5,12 @@ and values as of one snapshot, in ``[start, end)``, forward or backward.
 
 Thread-safety: one thread at a time.
 """
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
 
-from lsm._iter cimport InternalIterator
+from lsm._iter cimport InternalIterator, RawEntry
 from lsm._keys cimport KIND_DELETE, KIND_VALUE, MAX_SEQ, cmp_user, cmp_user_of, ikey_of, lookup_ikey, tag_of, user_of
 
 
@@ -216,3 +218,116 @@ cdef class DBIterator:
             else:
                 self.next()
         return out
+
+    cdef Py_ssize_t feed(self, Py_ssize_t limit, bint reverse, entry_fn fn, void* ctx,
+                         bint* stopped) except -1:
+        """``next_batch(limit, reverse)`` handed to ``fn`` entry by entry
+        instead of made into a list: the same entries, from the current
+        position on (the one a seek found, in the direction it was made
+        for).  Forward, the entries after the first are read in place
+        (``InternalIterator.entry``) where the iterator can, so an entry
+        costs no object; backward, and an entry the iterator cannot lend,
+        go through ``key()``/``value()`` as ``next_batch``'s do.  Returns
+        how many entries ``fn`` was handed; ``*stopped`` says whether it
+        asked to stop.  The iterator is spent afterwards: ``key()`` is the
+        last entry handed over (None if none), which is where a caller
+        reading in chunks goes on from."""
+        cdef Py_ssize_t n = 0
+        cdef _KeyBuf last, dead             # the last key handed over, the last deleted
+        cdef _KeyBuf* skip = &last          # the key whose older entries are skipped
+        cdef const unsigned char* endp = NULL
+        cdef Py_ssize_t endn = 0
+        cdef InternalIterator it = self._it
+        cdef RawEntry e
+        cdef bytes k, v, ik, iv
+        cdef bint found
+        cdef int r = 0
+        stopped[0] = False
+        if limit <= 0 or not self._valid:
+            self._valid, self._key, self._value = False, None, None
+            return 0
+        k = self._key
+        if reverse or not self._forward:
+            while True:
+                k, v = self._key, self._value
+                r = fn(ctx, <const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
+                       <const unsigned char*>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+                n += 1
+                if r or n == limit:
+                    break
+                if reverse:
+                    self.prev()
+                else:
+                    self.next()
+                if not self._valid:
+                    break
+            stopped[0] = r != 0
+            self._valid, self._key, self._value = False, k, None
+            return n
+        if self._end is not None:
+            endp, endn = <const unsigned char*>PyBytes_AS_STRING(self._end), PyBytes_GET_SIZE(self._end)
+        last.p = dead.p = NULL
+        last.cap = dead.cap = 0
+        try:
+            e.key, e.klen = <const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k)
+            e.value = <const unsigned char*>PyBytes_AS_STRING(self._value)
+            e.vlen = PyBytes_GET_SIZE(self._value)
+            while True:
+                # e is a visible entry: hand it over, and skip its older versions
+                r = fn(ctx, e.key, e.klen, e.value, e.vlen)
+                n += 1
+                _keep(&last, e.key, e.klen)
+                skip = &last
+                if r or n == limit:
+                    break
+                # the next visible entry (_find_next's walk, in place)
+                found = False
+                while True:
+                    it.next()
+                    if not it.valid():
+                        break
+                    ik = iv = None
+                    if it.entry(&e) == 0:
+                        ik, iv = it.key(), it.value()     # held while e points into them
+                        if PyBytes_GET_SIZE(ik) < 8:
+                            raise ValueError(f"an internal key shorter than its tag: {ik!r}")
+                        e.key, e.klen = <const unsigned char*>PyBytes_AS_STRING(ik), PyBytes_GET_SIZE(ik) - 8
+                        e.tag = tag_of(ik)
+                        e.value, e.vlen = <const unsigned char*>PyBytes_AS_STRING(iv), PyBytes_GET_SIZE(iv)
+                    if endp != NULL and cmp_user(e.key, e.klen, endp, endn) >= 0:
+                        break
+                    if (e.tag >> 8) > self._snap:
+                        continue
+                    if (e.tag & 0xff) == KIND_DELETE:
+                        _keep(&dead, e.key, e.klen)
+                        skip = &dead
+                    elif cmp_user(e.key, e.klen, skip.p, skip.n) > 0:
+                        found = True
+                        break
+                if not found:
+                    break
+            stopped[0] = r != 0
+            self._key = PyBytes_FromStringAndSize(<const char*>last.p, last.n)
+        finally:
+            free(last.p)
+            free(dead.p)
+            self._valid, self._value = False, None
+        return n
+
+
+cdef struct _KeyBuf:
+    unsigned char* p
+    Py_ssize_t n, cap
+
+
+cdef int _keep(_KeyBuf* b, const unsigned char* key, Py_ssize_t n) except -1:
+    """A copy of ``key[:n]`` in ``b`` (grown as needed; the owner frees ``b.p``)."""
+    cdef unsigned char* grown
+    if n > b.cap or b.p == NULL:
+        grown = <unsigned char*>realloc(b.p, n if n > 64 else 64)
+        if grown == NULL:
+            raise MemoryError()
+        b.p, b.cap = grown, (n if n > 64 else 64)
+    memcpy(b.p, key, n)
+    b.n = n
+    return 0

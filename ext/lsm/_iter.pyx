@@ -29,7 +29,11 @@ def compare_internal_keys(bytes a, bytes b):
 
 
 cdef class InternalIterator:
-    """Base of every internal iterator; subclasses override every method."""
+    """Base of every internal iterator; subclasses override every method
+    (``entry`` where they hold the entry's bytes: 0 here, read key()/value())."""
+
+    cdef int entry(self, RawEntry* e) except -1:
+        return 0
 
     cpdef bint valid(self):
         return False
@@ -206,6 +210,9 @@ cdef class LevelIterator(InternalIterator):
     cpdef bytes value(self):
         return self._cur.value()
 
+    cdef int entry(self, RawEntry* e) except -1:
+        return self._cur.entry(e)
+
 
 cdef class MergingIterator(InternalIterator):
     """Merges children into one stream in internal-key order.
@@ -329,3 +336,8 @@ cdef class MergingIterator(InternalIterator):
         if self._ci < 0:
             raise ValueError("value() on an invalid iterator")
         return self._cur.value()
+
+    cdef int entry(self, RawEntry* e) except -1:
+        if self._ci < 0:
+            raise ValueError("entry() on an invalid iterator")
+        return self._cur.entry(e)

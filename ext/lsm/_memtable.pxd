@@ -5,7 +5,7 @@ from cpython.ref cimport PyObject
 
 cimport cython
 
-from lsm._iter cimport InternalIterator
+from lsm._iter cimport InternalIterator, RawEntry
 
 cdef extern from *:
     """

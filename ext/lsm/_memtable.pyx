@@ -616,6 +616,21 @@ cdef class MemTableIterator(InternalIterator):
             raise ValueError("value() on an invalid iterator")
         return self._at(self._vi).value
 
+    cdef int entry(self, RawEntry* e) except -1:
+        cdef bytes uk
+        cdef Version v
+        if not self._valid:
+            raise ValueError("entry() on an invalid iterator")
+        uk = <bytes>self._chunk[self._ci]       # held by the chunk, the value by its Version
+        v = self._at(self._vi)
+        e.key, e.klen = <const unsigned char*>PyBytes_AS_STRING(uk), PyBytes_GET_SIZE(uk)
+        e.tag = pack_tag(v.seq, v.kind)
+        if v.value is None:
+            return 0
+        e.value = <const unsigned char*>PyBytes_AS_STRING(v.value)
+        e.vlen = PyBytes_GET_SIZE(v.value)
+        return 1
+
 
 cdef bint _ascending(const FrozenEntry* e, Py_ssize_t n) noexcept nogil:
     """Whether the user keys of ``e[:n]`` (a key's versions share its key

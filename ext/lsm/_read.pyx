@@ -53,7 +53,7 @@ from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
 from lsm._coding cimport encode_fixed64
-from lsm._db_iter cimport DBIterator
+from lsm._db_iter cimport DBIterator, entry_fn
 from lsm._iter cimport InternalIterator
 from cpython.ref cimport Py_XDECREF, Py_INCREF
 from libc.stdlib cimport malloc, free
@@ -376,6 +376,30 @@ cdef list point_scan_short(object path, bytes start, bytes end, Py_ssize_t limit
     return (<PointPath>path)._scan_short(start, end, limit, None)
 
 
+cdef object point_scan_into(object path, object start, object end, Py_ssize_t limit,
+                            bint reverse, object snapshot, entry_fn fn, void* ctx,
+                            Py_ssize_t* count, bint* stopped):
+    """``path.scan_chunk(start, end, limit, reverse, snapshot)`` from C
+    (``path`` a PointPath; _read.pxd), each entry handed to ``fn(ctx, key,
+    klen, value, vlen)`` in place instead of made into a list: the same
+    entries in the same order, at one sequence.  ``*count``: how many ``fn``
+    was handed; ``*stopped``: whether ``fn`` asked to stop.  Returns the last
+    entry's key (where a caller reading in chunks goes on), None when
+    none was handed.  A forward scan makes no object an entry where its
+    sources lend their entries in place (memtables, tables)."""
+    return (<PointPath>path)._scan_into(start, end, limit, reverse, snapshot, fn, ctx, count,
+                                        stopped)
+
+
+cdef inline int _check_bounds(object start, object end) except -1:
+    """A scan's bounds: bytes or None (``check_bound`` raises for others)."""
+    if start is not None and type(start) is not bytes:
+        check_bound("start", start)
+    if end is not None and type(end) is not bytes:
+        check_bound("end", end)
+    return 0
+
+
 cdef inline int _vanished(CurrentVersion cur, object v, exc) except -1:
     """A table file gone under a read of version ``v``: a compaction deleted
     it after the version was read, and the data is in the newer version (the
@@ -579,11 +603,50 @@ cdef class PointPath:
         ones with ``reverse``) as one list (``DB.scan_chunk``)."""
         if type(limit) is not int or limit < 0:
             raise ValueError(f"limit must be an int >= 0, got {limit!r}")
-        if start is not None and type(start) is not bytes:
-            check_bound("start", start)
-        if end is not None and type(end) is not bytes:
-            check_bound("end", end)
+        _check_bounds(start, end)
         return self._scan([(start, end)], limit, reverse, snapshot, False)[0]
+
+    cdef int _read_seq(self, object snapshot, uint64_t* seq) except -1:
+        """The sequence a read reads at (the last, or ``snapshot``'s), the
+        store checked open: the state a scan reads is read after it."""
+        cdef DBState s = self._s
+        if s.closed:
+            self._check_open()
+        seq[0] = s.last_seq if snapshot is None else self._snapshot_seq(snapshot)
+        return 0
+
+    cdef object _scan_into(self, object start, object end, Py_ssize_t limit, bint reverse,
+                           object snapshot, entry_fn fn, void* ctx, Py_ssize_t* count,
+                           bint* stopped):
+        """``scan_chunk(start, end, limit, reverse, snapshot)``'s entries
+        handed to ``fn`` one by one, in place (``DBIterator.feed``), instead
+        of made into a list (point_scan_into, lsm/_api.pxd)."""
+        cdef DBState s = self._s
+        cdef uint64_t seq
+        cdef object v
+        cdef CurrentVersion cur
+        cdef DBIterator dbi
+        cdef int attempt
+        count[0], stopped[0] = 0, False
+        if limit < 0:
+            raise ValueError(f"limit must be an int >= 0, got {limit!r}")
+        _check_bounds(start, end)
+        self._read_seq(snapshot, &seq)
+        mem, imm = s.mem, s.imm
+        cur = self._current()
+        for attempt in range(3):
+            v = cur.version
+            try:
+                # every table is opened here: a file deleted after can still be read
+                dbi = self._positioned(mem, imm, v, seq, start, end, reverse)
+            except FileMissingError as exc:
+                _vanished(cur, v, exc)
+                continue
+            if dbi is None:
+                return None
+            count[0] = dbi.feed(limit, reverse, fn, ctx, stopped)
+            return dbi._key
+        raise CorruptionError(f"table files keep vanishing under a scan of {(start, end)!r}")
 
     def scan_short(self, start, end, limit=1000, snapshot=None):
         """``scan_chunk(start, end, limit, False, snapshot)`` for a range
@@ -630,9 +693,7 @@ cdef class PointPath:
         cdef CurrentVersion cur
         cdef list out
         cdef int attempt
-        if s.closed:
-            self._check_open()
-        seq = s.last_seq if snapshot is None else self._snapshot_seq(snapshot)
+        self._read_seq(snapshot, &seq)
         # After seq: every entry at or below it is in these memtables by now.
         mem, imm = s.mem, s.imm
         cur = self._current()
@@ -773,6 +834,16 @@ cdef class PointPath:
 
     cdef list _chunk(self, object mem, object imm, object v, uint64_t seq, object lo, object hi,
                      Py_ssize_t limit, bint reverse):
+        cdef DBIterator dbi = self._positioned(mem, imm, v, seq, lo, hi, reverse)
+        if dbi is None:
+            return []
+        return dbi.next_batch(limit, reverse)
+
+    cdef DBIterator _positioned(self, object mem, object imm, object v, uint64_t seq, object lo,
+                                object hi, bint reverse):
+        """The DBIterator of ``[lo, hi)`` at ``seq`` over the sources that may
+        hold it (every table opened now), on its first entry (its last with
+        ``reverse``); None when no source may."""
         cdef list children = []
         cdef object m, item, files
         cdef list largest, smallest_users, largest_users
@@ -806,13 +877,13 @@ cdef class PointPath:
         elif children:
             it = MergingIterator(children)
         else:
-            return []
+            return None
         dbi = DBIterator(it, seq, lo, hi, None)
         if reverse:
             dbi.seek_to_last()
         else:
             dbi.seek_to_first()
-        return dbi.next_batch(limit, reverse)
+        return dbi
 
     cdef InternalIterator _iter(self, object f):
         cdef PyObject* t = PyDict_GetItem(self._tables, f.number)

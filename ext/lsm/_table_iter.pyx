@@ -12,7 +12,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes
 from libc.stdint cimport uint64_t
 
 from lsm._keys cimport TAG_FIRST, cmp_ikey, cmp_user, ikey_of
-from lsm._iter cimport InternalIterator
+from lsm._iter cimport InternalIterator, RawEntry
 from lsm._block cimport Block, BlockIter
 from lsm._table cimport PointReader
 
@@ -142,6 +142,11 @@ cdef class TwoLevelIter(InternalIterator):
         if not self.valid():
             raise ValueError("value() on an invalid iterator")
         return PyBytes_FromStringAndSize(<char*>self.data.ptr + self.data.voff, self.data.vlen)
+
+    cdef int entry(self, RawEntry* e) except -1:
+        if not self.valid():
+            raise ValueError("entry() on an invalid iterator")
+        return self.data.entry(e)
 
 
 
