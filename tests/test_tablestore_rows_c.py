@@ -5,6 +5,8 @@ Same random inputs through both: PK codec, head codec, head_cells, pk_size and
 the GetRange page loop (rows, next start, bytes read); corrupt input raises
 ValueError in both.
 """
+import itertools
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -218,6 +220,23 @@ def _stored_rows(draw):
     return entries
 
 
+def _page_callbacks(schema, keep, calls):
+    """A page's ``slow`` and ``live`` (as OTSClient._range_page's, at time 0
+    with no TTL), each call recorded in ``calls``."""
+    def slow(row_key, values, group):
+        calls.append(("slow", row_key, list(values), list(group)))
+        head, deltas = cells.split_entries(len(row_key), group)
+        return reads.assemble(schema, values, len(row_key), head, deltas, 0, None, keep,
+                              None, None)
+
+    def live(row_key, group):
+        calls.append(("live", row_key, list(group)))
+        head, deltas = cells.split_entries(len(row_key), group)
+        return reads.visible(len(row_key), head, deltas, -1, schema.max_versions,
+                             0) is not None
+    return slow, live
+
+
 @settings(max_examples=300, deadline=None)
 @given(_stored_rows(), st.booleans(), st.booleans(), st.integers(1, 3), st.integers(1, 6),
        st.integers(1, 400), st.integers(1, 3))
@@ -227,17 +246,7 @@ def test_range_page_matches_the_reference(entries, reverse, fast, keep, max_rows
     calls = {"c": [], "py": []}
 
     def callbacks(tag):
-        def slow(row_key, values, group):
-            calls[tag].append(("slow", row_key, list(values), list(group)))
-            head, deltas = cells.split_entries(len(row_key), group)
-            return reads.assemble(schema, values, len(row_key), head, deltas, 0, None, keep,
-                                  None, None)
-
-        def live(row_key, group):
-            calls[tag].append(("live", row_key, list(group)))
-            head, deltas = cells.split_entries(len(row_key), group)
-            return reads.visible(len(row_key), head, deltas, -1, max_versions, 0) is not None
-        return slow, live
+        return _page_callbacks(schema, keep, calls[tag])
 
     if reverse:
         entries = entries[::-1]
@@ -246,6 +255,65 @@ def test_range_page_matches_the_reference(entries, reverse, fast, keep, max_rows
     want = reference.range_page(iter(entries), *args, *callbacks("py"))
     assert got == want
     assert calls["c"] == calls["py"]
+
+
+_SCAN_TABLES = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def region_server():
+    import lsm
+    import regions
+    opts = regions.ServerOptions(memtable_bytes=4096, background_workers=0,
+                                 split_policy=regions.DisabledSplitPolicy(),
+                                 lsm_options=lsm.Options(block_size=256, background=False))
+    with regions.RegionServer.open(None, opts) as server:
+        yield server
+
+
+@client_c_path
+@settings(max_examples=150, deadline=None)
+@given(_stored_rows(), st.booleans(), st.booleans(), st.integers(1, 3), st.integers(1, 6),
+       st.integers(1, 400), st.data())
+def test_range_page_scan_reads_as_run_over_the_servers_scan(region_server, entries, reverse, fast,
+                                                            keep, max_rows, max_bytes, data):
+    """``RangePage.scan`` (the server's C scan handing each entry in place,
+    regions/_api.pxd ``range_scan_into``) against ``run`` of the server's
+    ``scan``: the same page, the same callbacks, the same region reads
+    counted, on a table pre-split anywhere, its rows in memtables or files,
+    read whole or from bounds in either direction."""
+    server = region_server
+    schema = Schema(["id", "s"], ["INTEGER", "STRING"], None, max_versions=2)
+    keys = sorted({k for k, _ in entries})
+    splits = sorted(set(data.draw(st.lists(st.sampled_from(keys), max_size=3)))) if keys else []
+    table = "scan%d" % next(_SCAN_TABLES)
+    server.create_table(table, split_keys=[k for k in splits if k])
+    if entries:
+        server.write(table, list(entries))
+    if data.draw(st.booleans()):
+        server.flush_all()
+    bound = st.one_of(st.none(), st.sampled_from(keys or [b"\x01"]), st.binary(max_size=3))
+    lo, hi = data.draw(bound) or b"", data.draw(bound)
+    calls = {"c": [], "py": []}
+
+    def callbacks(tag):
+        return _page_callbacks(schema, keep, calls[tag])
+
+    def region_reads():
+        return [r.reads for r in server._table(table).layout[1]]
+
+    args = (2, schema.names, fast, keep, max_rows, max_bytes)
+    before = region_reads()
+    got = _reads.RangePage(*args, *callbacks("c")).scan(server, table, lo, hi, reverse,
+                                                       max_rows + 2)
+    middle = region_reads()
+    want = _reads.RangePage(*args, *callbacks("py")).run(
+        server.scan(table, lo, hi, reverse=reverse, expect=max_rows + 2))
+    assert got == want
+    assert calls["c"] == calls["py"]
+    assert [b - a for a, b in zip(before, middle)] == [
+        b - a for a, b in zip(middle, region_reads())]
+    server.delete_table(table)
 
 
 def test_range_page_cuts_at_max_rows_and_names_the_next_start():

@@ -16,14 +16,15 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.string cimport memcmp
 
-from lsm._api cimport pairs_bytes, point_get, point_scan_short, write_pairs, write_put
+from lsm._api cimport (entry_fn, pairs_bytes, point_get, point_scan_into, point_scan_short,
+                      write_pairs, write_put)
 from regions._region cimport INTERNAL, READ, WRITE, Region, gate_kind, region_admit, region_leave
 
 #: Scan batch sizes: a range is read in chunks of FIRST_CHUNK entries,
 #: doubling up to MAX_CHUNK (RegionServer._chunks_forward).
 FIRST_CHUNK = 64
 MAX_CHUNK = 4096
-cdef Py_ssize_t _MAX_CHUNK = MAX_CHUNK
+cdef Py_ssize_t _FIRST_CHUNK = FIRST_CHUNK, _MAX_CHUNK = MAX_CHUNK
 
 
 cdef object _write_arg(int kind):
@@ -400,6 +401,64 @@ cdef class Router:
                 got[i] = list(self._scan(table, (<tuple>pair)[0], (<tuple>pair)[1]))
         return got
 
+    cdef int _scan_forward(self, object table, bytes lo, object hi, Py_ssize_t expect,
+                           entry_fn fn, void* ctx) except -1:
+        """``range_scan_into`` forward: RegionServer._chunks_forward's chunks
+        (its twin: the same regions, gates and chunk sizes), each handed to
+        ``fn`` as it is read."""
+        cdef Py_ssize_t chunk = _FIRST_CHUNK, n, count = 0
+        cdef bint stopped = False
+        cdef Region r
+        while hi is None or _compare(lo, <bytes>hi) < 0:
+            r = self._enter_fast(table, lo, READ)
+            n = min(chunk, expect) if expect > 0 else chunk
+            try:
+                rend = r.end
+                sub_hi = hi if not rend or (hi is not None and _compare(<bytes>hi, <bytes?>rend) < 0) \
+                    else rend
+                last = _scan_region(r, lo or None, sub_hi, n, False, fn, ctx, &count, &stopped)
+            finally:
+                region_leave(r)
+            if stopped:
+                return 0
+            expect -= count
+            if count == n:
+                lo = <bytes?>last + b"\x00"
+                chunk = min(chunk * 2, _MAX_CHUNK)
+            elif not rend or (hi is not None and _compare(<bytes>rend, <bytes>hi) >= 0):
+                return 0
+            else:
+                lo = rend
+        return 0
+
+    cdef int _scan_reverse(self, object table, bytes lo, object hi, Py_ssize_t expect,
+                           entry_fn fn, void* ctx) except -1:
+        """``range_scan_into`` backward: RegionServer._chunks_reverse's chunks
+        (its twin), each handed to ``fn`` as it is read."""
+        cdef Py_ssize_t chunk = _FIRST_CHUNK, n, count = 0
+        cdef bint stopped = False
+        cdef Region r
+        while hi is None or _compare(lo, <bytes>hi) < 0:
+            r = <Region?>self._enter_slow(table, hi, False, True)
+            n = min(chunk, expect) if expect > 0 else chunk
+            try:
+                rstart = <bytes?>r.start
+                sub_lo = (lo if _compare(lo, rstart) >= 0 else rstart) or None
+                last = _scan_region(r, sub_lo, hi, n, True, fn, ctx, &count, &stopped)
+            finally:
+                region_leave(r)
+            if stopped:
+                return 0
+            expect -= count
+            if count == n:
+                hi = last
+                chunk = min(chunk * 2, _MAX_CHUNK)
+            elif _compare(rstart, lo) <= 0:
+                return 0
+            else:
+                hi = rstart
+        return 0
+
     def get(self, table, key):
         """The value of ``key`` of ``table``, or None."""
         cdef Region r = self._enter_fast(table, key, READ)
@@ -409,3 +468,57 @@ cdef class Router:
             return r._db_get(key)
         finally:
             region_leave(r)
+
+
+# -- the scan in C, for the layers above (regions/_api.pxd) --------------------
+cdef object range_path(object server):
+    """The ``Router`` that ``server.read_range`` is bound to (a
+    ``RegionServer``'s, bound when it was made), or None: another kind of
+    server, or LSM_REGIONS_PUREPYTHON (then its Python methods run, and so
+    must its scans)."""
+    path = getattr(getattr(server, "read_range", None), "__self__", None)
+    return path if type(path) is Router else None
+
+
+cdef int range_scan_into(object path, object table, object start, object end, bint reverse,
+                         Py_ssize_t expect, entry_fn fn, void* ctx) except -1:
+    """``RegionServer.scan(table, start, end, reverse, expect)``'s entries
+    handed to ``fn(ctx, key, klen, value, vlen)`` in place, in order, until
+    the range ends or ``fn`` asks to stop (lsm's ``point_scan_into``, one
+    call a chunk): ``path`` a ``range_path``.  Returns 0; 1, having read
+    nothing, when the scan is not one it takes (a table the router does not
+    hold, a bound not bytes or None): the caller iterates ``scan``, which
+    raises what it raises."""
+    cdef Router router = <Router>path
+    if (type(start) is not bytes and start is not None) or (type(end) is not bytes
+                                                            and end is not None):
+        return 1
+    if table not in router._map:
+        return 1
+    if reverse:
+        router._scan_reverse(table, b"" if start is None else start, end, expect, fn, ctx)
+    else:
+        router._scan_forward(table, b"" if start is None else start, end, expect, fn, ctx)
+    return 0
+
+
+cdef object _scan_region(Region r, object lo, object hi, Py_ssize_t n, bint reverse, entry_fn fn,
+                         void* ctx, Py_ssize_t* count, bint* stopped):
+    """A chunk of the region's store handed to ``fn`` (``point_scan_into``;
+    a store without the C path through its ``scan_chunk`` list): the last
+    key handed over, ``*count`` entries, ``*stopped`` when ``fn`` said so."""
+    cdef list items
+    cdef bytes k, v
+    if r._point is not None:
+        return point_scan_into(r._point, lo, hi, n, reverse, None, fn, ctx, count, stopped)
+    items = r._db.scan_chunk(lo, hi, n, reverse)
+    count[0], stopped[0] = 0, False
+    k = None
+    for item in items:
+        k, v = <bytes?>(<tuple?>item)[0], <bytes?>(<tuple>item)[1]
+        count[0] += 1
+        if fn(ctx, <const unsigned char*>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
+              <const unsigned char*>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v)):
+            stopped[0] = True
+            break
+    return k

@@ -952,16 +952,17 @@ class OTSClient:
         # and knows a row whole at the entry after it: max_rows + 2 entries.
         expect = max_rows + 2
         if forward:
-            entries = self._server.scan(name, s, e, expect=expect)
+            scan = (name, s, e, False, expect)
         else:
-            entries = self._server.scan(name, cells.row_end(e), cells.row_end(s), reverse=True,
-                                        expect=expect)
-        return self._range_page(schema, entries, forward, names, max_version, rng,
+            scan = (name, cells.row_end(e), cells.row_end(s), True, expect)
+        return self._range_page(schema, scan, forward, names, max_version, rng,
                                 column_filter, max_rows, window)
 
-    def _range_page(self, schema, entries, forward, names, max_version, rng, column_filter,
+    def _range_page(self, schema, scan, forward, names, max_version, rng, column_filter,
                     max_rows, window=None):
-        """One GetRange page from an entry iterator: rows, next start PK, consumed."""
+        """One GetRange page of ``scan``, the server's scan's ``(table, start,
+        end, reverse, expect)``, read by ``RangePage.scan`` (in C, entry by
+        entry, when the server has its C scan): rows, next start PK, consumed."""
         now = cells.now_ms()
         pk_projection = self._pk_projection
 
@@ -979,7 +980,7 @@ class OTSClient:
                                decode_in_c(schema, names, rng, column_filter, window),
                                min(max_version or 1, schema.max_versions), max_rows,
                                RANGE_BYTES, slow, live)
-        rows, next_values, read_bytes = page.run(entries)
+        rows, next_values, read_bytes = page.scan(self._server, *scan)
         next_pk = None if next_values is None else list(zip(schema.names, next_values))
         return read_cu(read_bytes), next_pk, rows, b""
 

@@ -111,6 +111,8 @@ cdef inline Py_ssize_t _value_size(v) except -1:
 # -- defined in _cellcodec.pyx ------------------------------------------------
 cdef Py_ssize_t _names_size(names) except -1
 cdef object _head_cells(bytes data, Py_ssize_t keep, Py_ssize_t* size)
+cdef object _head_cells_at(const unsigned char* p, Py_ssize_t n, Py_ssize_t keep,
+                           Py_ssize_t* size)
 cdef object _row_cells(Py_ssize_t rklen, list entries, Py_ssize_t keep, Py_ssize_t* size)
 cdef bytes _delta_key(bytes row_key, bytes name, uint64_t gen)
 cdef int64_t _now_ms() noexcept nogil

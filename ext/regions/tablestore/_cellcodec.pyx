@@ -233,8 +233,14 @@ cdef object _decode_value(const unsigned char* p, Py_ssize_t n, Py_ssize_t* pos,
 
 cdef object _head_cells(bytes data, Py_ssize_t keep, Py_ssize_t* size):
     """Cells of a PUT head trimmed to ``keep`` versions a column (None: DELETED head)."""
-    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 9, ln, count = 0
+    return _head_cells_at(<const unsigned char*>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data),
+                          keep, size)
+
+
+cdef object _head_cells_at(const unsigned char* p, Py_ssize_t n, Py_ssize_t keep,
+                           Py_ssize_t* size):
+    """``_head_cells`` of the head ``p[:n]`` (read in place: a GetRange page's)."""
+    cdef Py_ssize_t pos = 9, ln, count = 0
     cdef Py_ssize_t prev = -1, prev_len = 0, skip = 0, name_pos
     cdef list out
     _need(0, 9, n)

@@ -14,12 +14,14 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t
-from regions._api cimport Buf, buf_put_byte as _put_byte
+from regions._api cimport (Buf, buf_put as _put, buf_put_byte as _put_byte, range_path,
+                           range_scan_into)
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp
 from regions.tablestore._layout cimport *
-from regions.tablestore._cellcodec cimport (_as_bytes, _atomic, _head_cells, _maybe_atomic,
-                                            _names_size, _new_untracked, _row_cells)
+from regions.tablestore._cellcodec cimport (_as_bytes, _atomic, _head_cells, _head_cells_at,
+                                            _maybe_atomic, _names_size, _new_untracked,
+                                            _row_cells)
 from regions.tablestore._rowcodec cimport _decode_one, _make_cu, _make_row, _plain_key, _read_cu
 
 from regions.tablestore.metadata import RowDataItem
@@ -49,11 +51,28 @@ cdef class RangePage:
     CU size and CELL_TS_BYTES for each cell's timestamp, so the row that
     crosses max_bytes is the page's last), the first row ``live(row_key,
     group)`` says exists is the next start.  Not thread-safe: one object per page.
+
+    ``scan(server, table, start, end, reverse, expect)`` is
+    ``run(server.scan(table, start, end, reverse=reverse, expect=expect))``
+    with the region server's scan in C (regions/_api.pxd,
+    ``range_scan_into``) handing each entry in place (``_entry``): a row's
+    first entry is kept in a buffer until the next row's shows the row whole,
+    and a row that is one head is decoded from there, so the scan makes no
+    object for its entries.
     """
     cdef Py_ssize_t npk, keep, max_rows, max_bytes, names_size, scanned, read_bytes, page_bytes
     cdef bint fast, done
     cdef list pk_names, rows
     cdef object slow, live, next_values
+    # scan's row in hand: its first entry (key, then value) in ``first``, its
+    # key's length and decoded values, its later entries (None: none yet)
+    cdef Buf first
+    cdef Py_ssize_t fkn, fvn, rklen, vsize
+    cdef list pk, group
+    cdef bint have_row
+
+    def __dealloc__(self):
+        free(self.first.p)
 
     def __init__(self, Py_ssize_t npk, pk_names, bint fast, Py_ssize_t keep,
                  Py_ssize_t max_rows, Py_ssize_t max_bytes, slow, live):
@@ -67,8 +86,7 @@ cdef class RangePage:
         returns); sets ``done`` when it is the next start."""
         cdef Py_ssize_t size = 0
         cdef list cells
-        if (self.scanned >= self.max_rows or self.page_bytes >= self.max_bytes
-                or PyList_GET_SIZE(self.rows) >= self.max_rows):
+        if self._full():
             if group is None:
                 group = [(first_key, first_value)]
             if self.live(first_key[:rklen], group):
@@ -96,6 +114,11 @@ cdef class RangePage:
             self.rows.append(_make_row(parts[0], parts[1]))
         return 0
 
+    cdef inline bint _full(self) noexcept:
+        """Whether the page holds all it may (``_row``: the next row is the next start)."""
+        return (self.scanned >= self.max_rows or self.page_bytes >= self.max_bytes
+                or PyList_GET_SIZE(self.rows) >= self.max_rows)
+
     cdef inline void _returned(self, Py_ssize_t size, Py_ssize_t ncells):
         """Count a row returned: its key's values and cells of CU ``size``
         (the key's names added here), and ``ncells`` cells' timestamps."""
@@ -120,6 +143,84 @@ cdef class RangePage:
             if was_enabled:
                 PyGC_Enable()
 
+    def scan(self, server, table, start, end, bint reverse, Py_ssize_t expect):
+        """``run(server.scan(table, start, end, reverse=reverse, expect=expect))``:
+        through the server's C scan when it has one (``range_path``), else
+        that very call.  The cyclic GC is paused as ``run`` pauses it."""
+        cdef int was_enabled
+        path = range_path(server)
+        if path is None:
+            return self.run(server.scan(table, start, end, reverse=reverse, expect=expect))
+        was_enabled = PyGC_Disable()
+        try:
+            self._start()
+            self.have_row, self.group, self.pk = False, None, None
+            if range_scan_into(path, table, start, end, reverse, expect, _page_entry,
+                               <void*>self) == 1:
+                return self._run(server.scan(table, start, end, reverse=reverse, expect=expect))
+            if self.have_row and not self.done:
+                self._row_in_hand()
+            self.have_row, self.group, self.pk = False, None, None
+            return self.rows, self.next_values, self.read_bytes
+        finally:
+            if was_enabled:
+                PyGC_Enable()
+
+    cdef int _entry(self, const unsigned char* kp, Py_ssize_t kn, const unsigned char* vp,
+                    Py_ssize_t vn) except -1:
+        """One entry of ``scan`` (``_run``'s loop body, in place): 1 once the
+        page is done (the entry is not needed), else 0."""
+        cdef Py_ssize_t rklen = self.rklen, pos = 0, vsize = 0, i
+        cdef list pk, names = self.pk_names
+        if (self.have_row and kn > rklen and (kp[rklen] == ROW_HEAD or kp[rklen] == ROW_DELTA)
+                and memcmp(kp, self.first.p, rklen) == 0):
+            if self.group is None:
+                self.group = [self._first_entry()]
+            self.group.append((PyBytes_FromStringAndSize(<const char*>kp, kn),
+                               PyBytes_FromStringAndSize(<const char*>vp, vn)))
+            return 0
+        if self.have_row:
+            self._row_in_hand()
+            if self.done:
+                return 1
+        pk = []                     # the row's key decoded into the list its Row holds
+        for i in range(self.npk):
+            pk.append(_maybe_atomic((names[i], _decode_one(kp, kn, &pos, &vsize))))
+        self.first.n = 0
+        _put(&self.first, kp, kn)
+        _put(&self.first, vp, vn)
+        self.fkn, self.fvn, self.rklen, self.vsize = kn, vn, pos, vsize
+        self.pk, self.group, self.have_row = pk, None, True
+        return 0
+
+    cdef tuple _first_entry(self):
+        """The row in hand's first entry as ``(key, value)`` bytes."""
+        return (PyBytes_FromStringAndSize(<const char*>self.first.p, self.fkn),
+                PyBytes_FromStringAndSize(<const char*>self.first.p + self.fkn, self.fvn))
+
+    cdef int _row_in_hand(self) except -1:
+        """``_row`` of the row in hand; a row that is one head, on a page not
+        full, decoded from the buffer (``_row``'s fast case, in place)."""
+        cdef Py_ssize_t size = 0
+        cdef tuple entry
+        self.have_row = False
+        if self.fast and self.group is None and self.fkn == self.rklen + 1 and not self._full():
+            cells = _head_cells_at(<const unsigned char*>self.first.p + self.fkn, self.fvn,
+                                   self.keep, &size)
+            if cells is not None:
+                self.scanned += 1
+                self._returned(self.vsize + size, PyList_GET_SIZE(cells))
+                self.rows.append(_make_row(self.pk, cells))
+            return 0
+        entry = self._first_entry()
+        return self._row(<bytes>entry[0], entry[1], self.rklen, self.pk, self.vsize, self.group)
+
+    cdef inline void _start(self):
+        self.rows = []
+        self.scanned = self.read_bytes = self.page_bytes = 0
+        self.done = False
+        self.next_values = None
+
     cdef _run(self, entries):
         cdef bytes key, first_key = None
         cdef const unsigned char* kp
@@ -127,10 +228,7 @@ cdef class RangePage:
         cdef Py_ssize_t rklen = 0, pos, vsize = 0, i
         cdef list group = None, pk = None, names = self.pk_names
         first_value = None
-        self.rows = []
-        self.scanned = self.read_bytes = self.page_bytes = 0
-        self.done = False
-        self.next_values = None
+        self._start()
         for key, value in entries:
             kp = <const unsigned char*>PyBytes_AS_STRING(key)
             if (first_key is not None and PyBytes_GET_SIZE(key) > rklen
@@ -153,6 +251,12 @@ cdef class RangePage:
             if first_key is not None:
                 self._row(first_key, first_value, rklen, pk, vsize, group)
         return self.rows, self.next_values, self.read_bytes
+
+
+cdef int _page_entry(void* ctx, const unsigned char* key, Py_ssize_t klen,
+                     const unsigned char* value, Py_ssize_t vlen) except -1:
+    """The ``entry_fn`` of ``RangePage.scan`` (``ctx``: the page)."""
+    return (<RangePage>ctx)._entry(key, klen, value, vlen)
 
 
 # -- GetRow of a whole row --------------------------------------------------
