@@ -142,6 +142,23 @@ def test_put_head_and_cells_size_match_the_reference(gen, cell_list, now):
         cells_size([(n, None) for n, _, _ in cell_list])
 
 
+@settings(max_examples=300, deadline=None)
+@given(INT.map(lambda g: g & ((1 << 64) - 1)), TS,
+       st.lists(st.tuples(st.one_of(NAMES, st.text("aé€𝄞", min_size=1, max_size=3)),
+                          st.one_of(INT, st.floats(allow_nan=False), st.text(max_size=12),
+                                    st.text("xé€𝄞", max_size=5))), max_size=6),
+       st.booleans())
+def test_an_unstamped_head_once_stamped_is_put_heads(gen, now, columns, as_lists):
+    """A plain batch's heads (_cellcodec._unstamped_head, encoded from the
+    row's (name, value) columns before the locks; _stamp_head under them):
+    put_head's bytes for the cells (name, value, None), names in any order,
+    repeated or not, ASCII or not."""
+    pairs = [list(c) for c in columns] if as_lists else columns
+    head = _cellcodec.unstamped_head(pairs)
+    assert _cellcodec.stamped(head, gen, now) == cells.put_head(gen, [(n, v, None) for n, v in columns], now)
+    assert head == cells.put_head(0, [(n, v, None) for n, v in columns], 0)
+
+
 def test_put_head_golden_bytes_from_the_format():
     head = _cellcodec.put_head(5, [("b", 1.5, None), ("a", True, 7)], 9)
     assert head == (b"\x01" + (5).to_bytes(8, "little")

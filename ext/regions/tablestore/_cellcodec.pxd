@@ -118,3 +118,6 @@ cdef bytes _delta_key(bytes row_key, bytes name, uint64_t gen)
 cdef int64_t _now_ms() noexcept nogil
 cdef bytes _put_delta(int64_t ts, value)
 cdef bytes _put_head(uint64_t gen, cells, int64_t now_ms)
+from regions._api cimport Buf
+cdef bytes _unstamped_head(Buf* b, columns)
+cdef int _stamp_head(bytes head, uint64_t gen, int64_t now_ms) except -1

@@ -436,3 +436,122 @@ cdef int64_t _now_ms() noexcept nogil:
 def now_ms():
     """``_now_ms`` for the tests that hold it to its twin, cells.now_ms."""
     return _now_ms()
+
+
+# -- heads encoded first, stamped later (the plain writer's batches) --------------
+# A BatchWriteRow of plain rows encodes each row's head as it checks the row,
+# before it takes any lock, straight from the row's (name, value) columns (no
+# cell tuples in between), and stamps the generation and the clock into the
+# heads under the rows' locks, where put_head is given them: the bytes are
+# put_head(gen, cells, now_ms)'s, the cells (name, value, None).
+from cpython.unicode cimport PyUnicode_Compare, PyUnicode_DATA
+
+
+cdef inline void _set_le(unsigned char* p, uint64_t v) noexcept:
+    """``v`` as 8 little-endian bytes at ``p``."""
+    cdef int i
+    for i in range(8):
+        p[i] = (v >> (8 * i)) & 0xff
+
+
+cdef inline int _put_str(Buf* b, str s, int width) except -1:
+    """``s`` in UTF-8 after its byte length in ``width`` little-endian bytes
+    (1: a name, 255 bytes at most; 4: a value, 4 GB at most), as
+    ``_put_cell`` and ``_put_value`` write them: an ASCII str copied from
+    its own characters, any other encoded first (as encoding raises)."""
+    cdef bytes raw
+    cdef const char* p
+    cdef Py_ssize_t n
+    if PyUnicode_IS_ASCII(s):
+        p, n = <const char*>PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s)
+    else:
+        raw = PyUnicode_AsUTF8String(s)
+        p, n = PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw)
+    if width == 1 and n > 255:
+        raise ValueError("column name longer than 255 bytes: %r" % s)
+    if n > 0xFFFFFFFF:
+        raise ValueError("cell value longer than 4 GB")
+    _put_le(b, <uint64_t>n, width)
+    _put(b, p, n)
+    return 0
+
+
+cdef int _put_unstamped_cell(Buf* b, name, value) except -1:
+    """``_put_cell(b, name, value, 0)``, a str name and a str value copied
+    from their own characters when ASCII (``_put_str``)."""
+    if type(name) is not str:
+        return _put_cell(b, name, value, 0)
+    _put_str(b, <str>name, 1)
+    _put_le(b, 0, 8)
+    if type(value) is not str:
+        return _put_value(b, value)
+    _put_byte(b, T_STRING)
+    _put_str(b, <str>value, 4)
+    return 0
+
+
+cdef bytes _unstamped_head(Buf* b, columns):
+    """``put_head(0, cells, 0)`` of a PutRow's ``columns`` (a list or tuple of
+    (name, value) pairs, checked plain by the caller), the cells (name,
+    value, None), encoded in ``b`` (emptied first: one buffer serves a
+    batch): its generation and every cell's timestamp 0, for ``_stamp_head``.
+    Names that strictly increase are encoded straight from the pairs; any
+    other order takes put_head's way (read_order: sorted, a repeated name
+    keeps its last value)."""
+    cdef Py_ssize_t i, n = len(columns)
+    prev = None
+    for i in range(n):
+        name = columns[i][0]
+        if type(name) is not str or (prev is not None and PyUnicode_Compare(prev, name) >= 0):
+            return _put_head(0, [(c[0], c[1], None) for c in columns], 0)
+        prev = name
+    b.n = 0
+    _put_byte(b, KIND_PUT)
+    _put_le(b, 0, 8)
+    for i in range(n):
+        col = columns[i]
+        _put_unstamped_cell(b, col[0], col[1])
+    return PyBytes_FromStringAndSize(<char*>b.p, b.n)
+
+
+cdef int _stamp_head(bytes head, uint64_t gen, int64_t now_ms) except -1:
+    """Write ``gen`` and ``now_ms`` into ``head`` (an ``_unstamped_head``), in
+    place, as its generation and every cell's timestamp: it becomes
+    put_head(gen, cells, now_ms).  ``head`` must be the caller's alone (no
+    one else holds it, nothing hashed it): bytes are otherwise immutable."""
+    cdef unsigned char* p = <unsigned char*>PyBytes_AS_STRING(head)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(head), pos
+    cdef unsigned char t
+    pos = _need(0, 9, n)
+    _set_le(p + 1, gen)
+    while pos < n:
+        pos = _need(pos, 1, n)
+        pos = _need(pos, p[pos - 1], n)        # the name
+        _set_le(p + pos, <uint64_t>now_ms)
+        pos = _need(pos, 9, n)                 # the timestamp, the value's type
+        t = p[pos - 1]
+        if t == T_INTEGER or t == T_DOUBLE:
+            pos = _need(pos, 8, n)
+        elif t == T_BOOLEAN:
+            pos = _need(pos, 1, n)
+        else:
+            pos = _need(pos, 4, n)
+            pos = _need(pos, <Py_ssize_t>_get_le(p + pos - 4, 4), n)
+    return 0
+
+
+def unstamped_head(columns):
+    """``_unstamped_head`` for the tests (stamped: put_head's bytes)."""
+    cdef Buf b
+    b.p, b.n, b.cap = NULL, 0, 0
+    try:
+        return _unstamped_head(&b, columns)
+    finally:
+        free(b.p)
+
+
+def stamped(bytes head not None, uint64_t gen, int64_t now_ms):
+    """A copy of ``head`` stamped by ``_stamp_head`` (for the tests)."""
+    cdef bytes out = PyBytes_FromStringAndSize(PyBytes_AS_STRING(head), PyBytes_GET_SIZE(head))
+    _stamp_head(out, gen, now_ms)
+    return out

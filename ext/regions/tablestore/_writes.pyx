@@ -13,13 +13,13 @@ _rowcodec, heads and deltas by _cellcodec.  Nothing here imports writes.py:
 what it needs of it (``failed_item``, ``write_failed``) is handed in at
 construction.
 """
-from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8String
-from regions._api cimport Buf
+from regions._api cimport Buf, buf_put as _put
 from libc.stdint cimport int64_t
-from libc.stdlib cimport free
+from libc.stdlib cimport calloc, free, malloc
 from regions.tablestore._cellcodec cimport (_delta_key, _new_untracked, _now_ms, _put_delta,
-                                            _put_head, _utf8_len)
+                                            _put_head, _stamp_head, _unstamped_head, _utf8_len)
 from regions.tablestore._rowcodec cimport _make_row, _plain_key, _write_cu
 
 from regions.tablestore import cells as _cells_module
@@ -32,6 +32,7 @@ from regions.tablestore.validate import (GOOD_NAMES, MAX_ROW_WRITE_BYTES, MAX_WR
 cdef extern from "Python.h":
     int PyGC_Enable()
     int PyGC_Disable()
+    Py_ssize_t _Py_HashBytes(const void* src, Py_ssize_t size)
 
 cdef object _Row = Row
 cdef Py_ssize_t _SHORT_VALUE_STR = SHORT_VALUE_STR     # validate._plain_value's
@@ -42,36 +43,36 @@ cdef object _Condition = Condition
 cdef object _IGNORE = RowExistenceExpectation.IGNORE
 cdef object _RT_NONE = ReturnType.RT_NONE
 cdef bytes _HEAD = _cells_module.HEAD
+cdef Py_ssize_t _HEAD_LEN = len(_HEAD)
 cdef object _PutRowItem = PutRowItem
 cdef object _BatchWriteRowResponseItem = BatchWriteRowResponseItem
 cdef object _PUT = BatchWriteRowType.PUT
 cdef bytes _EXISTS_VALUE = _cells_module.EXISTS_VALUE
 
 
-cdef list _plain_cells(list pk_names, columns, bint update, Py_ssize_t* attr):
-    """The cells of plain columns, or None: (name, value) pairs whose names
-    passed ``check_name`` as attribute names before (``validate.GOOD_NAMES``)
-    and are not key columns, with plain values (``validate._plain_value``);
-    for an update, each name once; at most MAX_WRITE_COLUMNS of them.  Put
-    cells are (name, value, None), update cells ("PUT", name, value, None);
-    their CU size is added to ``attr``."""
-    cdef list out = []
+cdef Py_ssize_t _columns_size(list pk_names, columns, bint update) except -2:
+    """The CU size of plain columns, or -1 when they are not: (name, value)
+    pairs (tuples; for a put, lists too) whose names passed ``check_name``
+    as attribute names before (``validate.GOOD_NAMES``) and are not key
+    columns, with plain values (``validate._plain_value``); for an update,
+    each name once; at most MAX_WRITE_COLUMNS of them."""
     cdef set names = set() if update else None
+    cdef Py_ssize_t size = 0
     cdef double d
     cdef int64_t iv
     if type(columns) is not list and type(columns) is not tuple:
-        return None
+        return -1
     if len(columns) > _MAX_WRITE_COLUMNS:
-        return None
+        return -1
     for col in columns:
         if (type(col) is not tuple and (update or type(col) is not list)) or len(col) != 2:
-            return None
+            return -1
         name = col[0]
         if type(name) is not str or name not in _GOOD_NAMES_SET or name in pk_names:
-            return None
+            return -1
         if update:
             if name in names:
-                return None
+                return -1
             names.add(name)
         v = col[1]
         t = type(v)
@@ -79,22 +80,34 @@ cdef list _plain_cells(list pk_names, columns, bint update, Py_ssize_t* attr):
             try:
                 iv = v
             except OverflowError:
-                return None
-            attr[0] += 8
+                return -1
+            size += 8
         elif t is float:
             d = v
             if d != d or d - d != 0.0:          # NaN or an infinity
-                return None
-            attr[0] += 8
+                return -1
+            size += 8
         elif t is str:
             if len(<str>v) > _SHORT_VALUE_STR:
-                return None
-            attr[0] += _utf8_len(<str>v)
+                return -1
+            size += _utf8_len(<str>v)
         else:
-            return None
-        attr[0] += _utf8_len(name)
-        out.append(("PUT", name, v, None) if update else (name, v, None))
-    return out
+            return -1
+        size += _utf8_len(name)
+    return size
+
+
+cdef list _plain_cells(list pk_names, columns, bint update, Py_ssize_t* attr):
+    """The cells of plain columns (``_columns_size``), or None: put cells
+    are (name, value, None), update cells ("PUT", name, value, None); their
+    CU size is added to ``attr``."""
+    cdef Py_ssize_t size = _columns_size(pk_names, columns, update)
+    if size < 0:
+        return None
+    attr[0] += size
+    if update:
+        return [("PUT", col[0], col[1], None) for col in columns]
+    return [(col[0], col[1], None) for col in columns]
 
 
 cdef object _plain_row(schema, primary_key, list cells, Py_ssize_t attr):
@@ -226,93 +239,83 @@ cdef class PlainWriter:
             if was_enabled:
                 PyGC_Enable()
 
-    cdef object _batch(self, dict items, Py_ssize_t max_bytes):
-        cdef Py_ssize_t attr, size, total = 0, i, n, nlocks = len(self._locks)
-        cdef list plans = [], rows, results, locks
-        cdef tuple got
+    cdef dict _batch(self, dict items, Py_ssize_t max_bytes):
+        cdef Py_ssize_t total = 0, size
+        cdef list tables = []
         cdef dict response = {}
-        for table_name, table_item in items.items():
-            if type(table_name) is not str:
-                return None
-            schema = self._schemas.get(table_name)
-            if schema is None:
-                return None
-            rows = []
-            keys = set()
-            for row_item in table_item.row_items:
-                if type(row_item) is not _PutRowItem:
+        cdef _TableRows rows
+        cdef Buf b
+        b.p, b.n, b.cap = NULL, 0, 0
+        try:
+            for table_name, table_item in items.items():
+                if type(table_name) is not str:
                     return None
-                if not _unconditional(row_item.condition, row_item.return_type) \
-                        or row_item.return_column_names:
+                schema = self._schemas.get(table_name)
+                if schema is None:
                     return None
-                row = row_item.row
-                if type(row) is not _Row:
+                rows = _TableRows(table_name, table_item.row_items, len(self._locks))
+                size = rows.plan(schema, &b)
+                if size < 0:
                     return None
-                attr = 0
-                cells = _plain_cells(<list?>schema.names, row.attribute_columns, False, &attr)
-                if cells is None:
-                    return None
-                got = _plain_row(schema, row.primary_key, cells, attr)
-                if got is None or got[1] in keys:
-                    return None
-                keys.add(got[1])
-                size = <Py_ssize_t>got[3] + <Py_ssize_t>got[4]
                 total += size
-                rows.append((got[1], got[2], size))
-            plans.append((table_name, rows))
+                tables.append(rows)
+        finally:
+            free(b.p)
         if total > max_bytes:
             return None
-        for table_name, rows in plans:
-            n = len(rows)
-            results = [None] * n
-            locks = stripe_locks(self._locks, [(<tuple>r)[0] for r in rows])
-            for lock in locks:
-                lock.acquire()
-            try:
-                self._write_rows(table_name, rows, results)
-            finally:
-                for lock in reversed(locks):
-                    lock.release()
-            response[table_name] = results
+        for rows in tables:
+            response[rows.table] = self._write_rows(rows)
         return response
 
-    cdef int _write_rows(self, str table_name, list rows, list results) except -1:
-        """One table's plain rows, under their locks (``batch``)."""
-        cdef Py_ssize_t i
-        cdef list written = []
-        cdef list ops = []
-        cdef tuple r
-        now = _now_ms()
-        for i in range(len(rows)):
-            r = <tuple>rows[i]
-            try:
-                self._check_write(table_name, r[0], r[2])
-            except Exception as exc:
-                results[i] = self._failed(table_name, exc, i)
-                continue
-            ops.append((<bytes>r[0] + _HEAD, _put_head(self._gens.next(), r[1], now)))
-            written.append(i)
-        if not written:
-            return 0
-        feed = keys = None
-        if table_name in self._indexed:
-            keys = [(<tuple>rows[i])[0] for i in written]
-            feed = self._indexer.before_write(table_name, keys)
+    cdef list _write_rows(self, _TableRows rows):
+        """One table's planned rows written (``batch``): their result items."""
+        cdef Py_ssize_t i, n = rows.n, refused = 0
+        cdef list results = [None] * n, ops = rows.ops
+        cdef tuple op
+        cdef int64_t now
+        table_name = rows.table
+        locks = rows.locks(self._locks)
+        for lock in locks:
+            lock.acquire()
         try:
-            self._server.write(table_name, ops)
-            applied = None
-        except Exception as exc:
-            applied = self._write_failed(table_name, len(written), exc)
-            failure = exc
-        if feed is not None:
-            self._indexer.after_write(table_name, keys, feed)
-        for i in written:
-            r = <tuple>rows[i]
-            if applied is None or <bytes>r[0] + _HEAD in applied:
-                results[i] = _ok_item(r[2], i)
-            else:
-                results[i] = self._failed(table_name, failure, i)
-        return 0
+            now = _now_ms()
+            next_gen = self._gens.next
+            for i in range(n):
+                op = <tuple>ops[i]
+                if self._held:
+                    try:
+                        self._check_write(table_name, _row_key(op[0]), rows.sizes[i])
+                    except Exception as exc:
+                        results[i] = self._failed(table_name, exc, i)
+                        refused += 1
+                        continue
+                _stamp_head(<bytes>op[1], next_gen(), now)
+            if refused == n:
+                return results
+            if refused:
+                ops = [ops[i] for i in range(n) if results[i] is None]
+            feed = keys = None
+            if table_name in self._indexed:
+                keys = [_row_key((<tuple>op)[0]) for op in ops]
+                feed = self._indexer.before_write(table_name, keys)
+            try:
+                self._server.write(table_name, ops)
+                applied = None
+            except Exception as exc:
+                applied = self._write_failed(table_name, len(ops), exc)
+                failure = exc
+            if feed is not None:
+                self._indexer.after_write(table_name, keys, feed)
+        finally:
+            for lock in reversed(locks):
+                lock.release()
+        for i in range(n):
+            if results[i] is None:
+                if applied is None or (<tuple>rows.ops[i])[0] in applied:
+                    results[i] = _ok_item(rows.sizes[i], i)
+                else:
+                    results[i] = self._failed(table_name, failure, i)
+        return results
 
     cdef object _write(self, table_name, row, condition, return_type, bint update):
         cdef Py_ssize_t attr = 0, size, i
@@ -373,10 +376,104 @@ cdef class PlainWriter:
         return item
 
 
+cdef class _TableRows:
+    """One table's rows of a plain batch, checked and encoded before any lock
+    is taken (``plan``), for ``PlainWriter._write_rows``: per row its (key,
+    head) pair for the region server (the row key + HEAD; the head
+    unstamped, ``_cellcodec._stamp_head`` stamps it under the locks) and
+    its CU size; the stripes of their locks.  One batch's, one thread's."""
+    cdef str table
+    cdef object row_items
+    cdef list ops
+    cdef Py_ssize_t n, nlocks
+    cdef Py_ssize_t* sizes
+    cdef unsigned char* taken      # per stripe: 1 when a row holds its lock
+
+    def __cinit__(self, str table, row_items, Py_ssize_t nlocks):
+        self.table = table
+        self.row_items = row_items
+        self.ops = []
+        self.nlocks = nlocks
+        self.taken = <unsigned char*>calloc(nlocks, 1)
+        if self.taken == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.sizes)
+        free(self.taken)
+
+    cdef Py_ssize_t plan(self, schema, Buf* b) except -2:
+        """The rows' bytes (their CU sizes' sum) when every row is one that
+        ``PlainWriter.batch`` takes, each row checked (``_columns_size``,
+        ``_rowcodec._plain_key``, MAX_ROW_WRITE_BYTES, its key not repeated)
+        and encoded in one pass over its columns; else -1.  ``b`` is the
+        batch's scratch buffer."""
+        cdef list names = <list?>schema.names, types = <list?>schema.types
+        cdef list values = []                   # _plain_key's (the key's values: unused)
+        cdef set keys = set()
+        cdef Py_ssize_t attr, size, total = 0, count
+        cdef bytes key
+        row_items = self.row_items
+        if type(row_items) is not list and type(row_items) is not tuple:
+            return -1
+        self.sizes = <Py_ssize_t*>malloc(max(1, len(row_items)) * sizeof(Py_ssize_t))
+        if self.sizes == NULL:
+            raise MemoryError()
+        for row_item in row_items:
+            if type(row_item) is not _PutRowItem:
+                return -1
+            if not _unconditional(row_item.condition, row_item.return_type) \
+                    or row_item.return_column_names:
+                return -1
+            row = row_item.row
+            if type(row) is not _Row:
+                return -1
+            columns = row.attribute_columns
+            attr = _columns_size(names, columns, False)
+            if attr < 0:
+                return -1
+            b.n = size = 0
+            if not _plain_key(names, types, row.primary_key, b, &size, values):
+                return -1
+            size += attr
+            if size > _MAX_ROW_WRITE_BYTES:
+                return -1
+            self.taken[_stripe_of(<char*>b.p, b.n, self.nlocks)] = 1
+            _put(b, <char*>_HEAD, _HEAD_LEN)
+            key = PyBytes_FromStringAndSize(<char*>b.p, b.n)
+            count = len(keys)
+            keys.add(key)
+            if len(keys) == count:              # repeated: the Python path orders it
+                return -1
+            self.ops.append((key, _unstamped_head(b, columns)))
+            self.sizes[self.n] = size
+            self.n += 1
+            total += size
+        return total
+
+    cdef list locks(self, list locks):
+        """The locks of ``locks`` (all stripes) that the rows hold, in stripe
+        order (``stripe_locks``'s order)."""
+        cdef Py_ssize_t s
+        return [locks[s] for s in range(self.nlocks) if self.taken[s]]
+
+
+cdef inline bytes _row_key(bytes key):
+    """The row key of a head's ``key`` (row key + HEAD)."""
+    return key[:PyBytes_GET_SIZE(key) - _HEAD_LEN]
+
+
 cpdef Py_ssize_t stripe(bytes row_key, Py_ssize_t n) except -1:
     """The stripe of ``n`` row locks that ``row_key``'s writes hold: ``hash(row_key) % n``
-    as Python computes it (C's % keeps the hash's sign).  writes.RowWriter takes it too."""
-    cdef Py_ssize_t s = hash(row_key) % n
+    as Python computes it.  writes.RowWriter takes it too."""
+    return _stripe_of(PyBytes_AS_STRING(row_key), PyBytes_GET_SIZE(row_key), n)
+
+
+cdef inline Py_ssize_t _stripe_of(const char* row_key, Py_ssize_t size, Py_ssize_t n) noexcept:
+    """``stripe`` of the row key ``row_key[:size]``, with no bytes object:
+    ``hash(bytes)`` is ``_Py_HashBytes`` of its characters.  C's % keeps
+    the hash's sign."""
+    cdef Py_ssize_t s = _Py_HashBytes(row_key, size) % n
     return s + n if s < 0 else s
 
 
