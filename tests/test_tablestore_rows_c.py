@@ -6,6 +6,7 @@ the GetRange page loop (rows, next start, bytes read); corrupt input raises
 ValueError in both.
 """
 import itertools
+import re
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -963,6 +964,75 @@ def test_plain_writer_batch_leaves_what_is_not_plain_and_reports_a_failed_write(
     assert (first.index, second.index) == (0, 1)
     assert first.is_ok and first.consumed.write == 1
     assert not second.is_ok and second.error_code == "OTSInternalServerError"
+
+
+@client_c_path
+def test_plain_writer_takes_a_request_only_as_plainly_as_the_client_checks_it():
+    """PlainWriter.batch_request (the client's first try) answers what the
+    client answers for a request of plain puts, and leaves to the client's
+    checks every request they might refuse: another class, a transaction,
+    an atomic batch, no tables, a table name not checked yet, a table
+    without rows (or not a list of them), more than BATCH_WRITE_ROWS rows."""
+    import gc
+    from regions.tablestore import (OTSClient, Row, TableMeta, BatchWriteRowRequest,
+                                    TableInBatchWriteRowItem, PutRowItem)
+    from regions.tablestore.validate import BATCH_WRITE_ROWS
+    with OTSClient(":memory:") as fast, OTSClient(":memory:") as slow:
+        slow._writer.stop_c_path()
+        for c in (fast, slow):
+            c.create_table(TableMeta("t", [("k", "INTEGER")]))
+            c.put_row("t", Row([("k", 0)], [("a", 1)]))
+        writer = fast._writer.c_path
+        plain = _batch_of([([("k", i)], [("a", i)]) for i in range(1, 4)])
+        got = writer.batch_request(plain)
+        assert gc.isenabled()
+        assert repr(got.table_of_put) == repr(slow.batch_write_row(plain).table_of_put)
+        assert (got.table_of_update, got.table_of_delete) == ({"t": []}, {"t": []})
+
+        def variant(change):
+            req = _batch_of([([("k", 1)], [("a", 1)])])
+            change(req)
+            return req
+        subclass = type("Sub", (BatchWriteRowRequest,), {})()
+        subclass.add(TableInBatchWriteRowItem("t", [PutRowItem(Row([("k", 1)], [("a", 1)]), None)]))
+        declined = [
+            subclass, plain.items["t"],
+            variant(lambda r: r.set_transaction_id("txn")),
+            variant(lambda r: r.set_atomic(True)),
+            variant(lambda r: r.items.clear()),
+            variant(lambda r: r.items.update({"unchecked": r.items.pop("t")})),
+            variant(lambda r: setattr(r.items["t"], "row_items", [])),
+            variant(lambda r: setattr(r.items["t"], "row_items", tuple(r.items["t"].row_items))),
+            _batch_of([([("k", i)], [("a", i)]) for i in range(BATCH_WRITE_ROWS + 1)]),
+            _batch_of([([("k", 1)], [("a", 1)]), ([("k", 1)], [("a", 2)])])]
+        for req in declined:
+            assert writer.batch_request(req) is None
+        assert gc.isenabled()
+        for req in declined[2:]:             # and the client answers as its Python path does
+            try:
+                expect = repr(slow.batch_write_row(req).table_of_put)
+            except Exception as e:
+                with pytest.raises(type(e), match=re.escape(str(e))):
+                    fast.batch_write_row(req)
+                continue
+            assert repr(fast.batch_write_row(req).table_of_put) == expect
+
+
+@client_c_path
+def test_a_plain_batch_admits_a_table_with_indexes_once_before_it_writes():
+    from regions.tablestore import OTSClient, Row, TableMeta, SecondaryIndexMeta
+    with OTSClient(":memory:") as client:
+        client.create_table(TableMeta("t", [("k", "INTEGER")], defined_columns=[("a", "INTEGER")]),
+                            secondary_indexes=[SecondaryIndexMeta("by_a", ["a"], [])])
+        client.put_row("t", Row([("k", 0)], [("a", 0)]))
+        calls = []
+        admit = client._indexer.admit
+        client._indexer.admit = lambda table: calls.append((table, client.get_row(
+            "t", [("k", 1)])[1])) or admit(table)
+        req = _batch_of([([("k", 1)], [("a", 5)]), ([("k", 2)], [("a", 6)])])
+        assert client._writer.c_path.batch_request(req).is_all_succeed()
+        assert calls == [("t", None)]                  # once, before the rows were written
+        assert client.get_row("t", [("k", 2)])[1].attribute_columns[0][:2] == ("a", 6)
 
 
 def test_the_c_clock_of_cell_versions_reads_what_cells_now_ms_reads():

@@ -1116,6 +1116,9 @@ class OTSClient:
         return name, schema
 
     def batch_write_row(self, request):
+        response = self._writer.write_plain_batch(request)
+        if response is not None:
+            return response
         if not isinstance(request, BatchWriteRowRequest):
             raise OTSClientError("The request should be a instance of BatchWriteRowRequest, not %s"
                                  % request.__class__.__name__)

@@ -20,12 +20,13 @@ sizes.  ``RowWriter.run_batch`` is the BatchWriteRow form: the rows of one
 table written together (one region write per region), each with its own
 result item whatever goes wrong.
 
-The C path: ``RowWriter.write_row`` and ``write_batch`` are the client's
-entries, and the one place where a write takes the C path or this one.  A
-plain row written unconditionally (the common PutRow, an UpdateRow that only
-puts, a BatchWriteRow of such puts) is checked, encoded and written in one
-call of ``_writes.PlainWriter`` (ext/regions/tablestore/_writes.pyx), which
-declines anything else before doing anything; then the steps above run.  The
+The C path: ``RowWriter.write_row``, ``write_plain_batch`` and
+``write_batch`` are the client's entries, and the one place where a write
+takes the C path or this one.  A plain row written unconditionally (the
+common PutRow, an UpdateRow that only puts, a BatchWriteRow of such puts) is
+checked, encoded and written in one call of ``_writes.PlainWriter``
+(ext/regions/tablestore/_writes.pyx), which declines anything else before
+doing anything; then the steps above run.  The
 C path is this module's twin (tests/test_tablestore_rows_c.py holds them to
 the same stored bytes and answers); ``LSM_REGIONS_PUREPYTHON=1``
 (lsm/purepython.py) turns it off.
@@ -298,6 +299,16 @@ class RowWriter:
         if schema is None:
             raise service_error("table_not_exist")
         return self.run(p, schema)
+
+    def write_plain_batch(self, request):
+        """A BatchWriteRow request of plain puts written whole, the client's
+        checks of it included, in one call of the C path
+        (``PlainWriter.batch_request``): its response, or None when the C
+        path is off or leaves the request to the client's checks and
+        ``write_batch`` (as it does any atomic batch)."""
+        if self.c_path is None or getattr(request, "is_atomic", False):
+            return None
+        return self.c_path.batch_request(request)
 
     def write_batch(self, request, atomic=False) -> BatchWriteRowResponse:
         """A BatchWriteRow's rows (the request checked by the caller: rows in

@@ -23,11 +23,12 @@ from regions.tablestore._cellcodec cimport (_delta_key, _new_untracked, _now_ms,
 from regions.tablestore._rowcodec cimport _make_row, _plain_key, _write_cu
 
 from regions.tablestore import cells as _cells_module
-from regions.tablestore.metadata import (BatchWriteRowResponseItem, BatchWriteRowType,
+from regions.tablestore.metadata import (BatchWriteRowRequest, BatchWriteRowResponse,
+                                         BatchWriteRowResponseItem, BatchWriteRowType,
                                          Condition, PutRowItem, ReturnType, Row,
                                          RowExistenceExpectation)
-from regions.tablestore.validate import (GOOD_NAMES, MAX_ROW_WRITE_BYTES, MAX_WRITE_COLUMNS,
-                                         SHORT_VALUE_STR)
+from regions.tablestore.validate import (BATCH_WRITE_BYTES, BATCH_WRITE_ROWS, GOOD_NAMES,
+                                         MAX_ROW_WRITE_BYTES, MAX_WRITE_COLUMNS, SHORT_VALUE_STR)
 
 cdef extern from "Python.h":
     int PyGC_Enable()
@@ -44,6 +45,11 @@ cdef object _IGNORE = RowExistenceExpectation.IGNORE
 cdef object _RT_NONE = ReturnType.RT_NONE
 cdef bytes _HEAD = _cells_module.HEAD
 cdef Py_ssize_t _HEAD_LEN = len(_HEAD)
+cdef set _GOOD_TABLES = GOOD_NAMES["table"]           # table names checked valid
+cdef Py_ssize_t _BATCH_WRITE_ROWS = BATCH_WRITE_ROWS
+cdef Py_ssize_t _BATCH_WRITE_BYTES = BATCH_WRITE_BYTES
+cdef object _BatchWriteRowRequest = BatchWriteRowRequest
+cdef object _of_puts = BatchWriteRowResponse.of_puts
 cdef object _PutRowItem = PutRowItem
 cdef object _BatchWriteRowResponseItem = BatchWriteRowResponseItem
 cdef object _PUT = BatchWriteRowType.PUT
@@ -234,12 +240,54 @@ cdef class PlainWriter:
         """
         cdef int was_enabled = PyGC_Disable()
         try:
-            return self._batch(items, max_bytes)
+            return self._batch(items, max_bytes, False)
         finally:
             if was_enabled:
                 PyGC_Enable()
 
-    cdef dict _batch(self, dict items, Py_ssize_t max_bytes):
+    def batch_request(self, request):
+        """``OTSClient.batch_write_row(request)``'s answer (``of_puts``) when
+        ``request`` passes the client's checks as plainly as ``batch`` takes
+        its rows: a BatchWriteRowRequest (this class), not atomic, outside a
+        transaction, each table named by a name ``check_name`` passed
+        before (``validate.GOOD_NAMES``) and given a list of rows, at most
+        BATCH_WRITE_ROWS rows in all, each table's rows ones ``batch``
+        takes; else None, before doing anything (the client's Python path
+        then checks the request and raises what it raises).  The rows are
+        written as ``batch`` writes them; a table with indexes is admitted
+        first (``indexer.admit``, as the client admits it), once every row
+        is checked.  The GC is paused for the whole call, the response
+        included (``batch`` says why): each collection the call started
+        would walk the request once more."""
+        cdef Py_ssize_t total = 0
+        cdef int was_enabled
+        if type(request) is not _BatchWriteRowRequest:
+            return None
+        if getattr(request, "transaction_id", None) is not None \
+                or getattr(request, "is_atomic", False):
+            return None
+        items = getattr(request, "items", None)
+        if type(items) is not dict or not items:
+            return None
+        for table_name, table_item in (<dict>items).items():
+            if type(table_name) is not str or table_name not in _GOOD_TABLES:
+                return None
+            row_items = getattr(table_item, "row_items", None)
+            if type(row_items) is not list or not row_items:
+                return None
+            total += len(<list>row_items)
+        if total > _BATCH_WRITE_ROWS:
+            return None
+        was_enabled = PyGC_Disable()
+        try:
+            response = self._batch(items, _BATCH_WRITE_BYTES, True)
+            return None if response is None else _of_puts(response)
+        finally:
+            if was_enabled:
+                PyGC_Enable()
+
+    cdef dict _batch(self, dict items, Py_ssize_t max_bytes, bint admit):
+        """``batch``; ``admit``: tables with indexes admitted (``batch_request``)."""
         cdef Py_ssize_t total = 0, size
         cdef list tables = []
         cdef dict response = {}
@@ -263,6 +311,10 @@ cdef class PlainWriter:
             free(b.p)
         if total > max_bytes:
             return None
+        if admit:
+            for rows in tables:
+                if rows.table in self._indexed:
+                    self._indexer.admit(rows.table)
         for rows in tables:
             response[rows.table] = self._write_rows(rows)
         return response
