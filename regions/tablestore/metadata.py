@@ -564,8 +564,13 @@ class RowItem(_Value):
 
 class PutRowItem(RowItem):
     def __init__(self, row, condition, return_type=None, return_column_names=None):
-        RowItem.__init__(self, BatchWriteRowType.PUT, row, condition, return_type,
-                         return_column_names)
+        # RowItem.__init__'s fields, in its order, set here: a BatchWriteRow
+        # of puts builds one item a row, and the second call was a fifth of it
+        self.type = BatchWriteRowType.PUT
+        self.condition = condition
+        self.row = row
+        self.return_type = return_type
+        self.return_column_names = return_column_names
 
 
 class UpdateRowItem(RowItem):
