@@ -1035,6 +1035,31 @@ def test_a_plain_batch_admits_a_table_with_indexes_once_before_it_writes():
         assert client.get_row("t", [("k", 2)])[1].attribute_columns[0][:2] == ("a", 6)
 
 
+@client_c_path
+def test_a_plain_batch_whose_rows_grow_while_they_are_checked_is_declined():
+    """The C plan sizes its arrays by the rows it was given; a list that grows
+    meanwhile (a condition's ``__eq__`` is the one Python code its checks
+    can run) is declined, not overrun."""
+    from regions.tablestore import (OTSClient, Row, TableMeta, Condition, PutRowItem,
+                                    RowExistenceExpectation)
+
+    class Growing:
+        def __eq__(self, other):
+            if len(rows) < 50:
+                rows.append(PutRowItem(Row([("k", 100 + len(rows))], [("a", 1)]), None))
+            return other is RowExistenceExpectation.IGNORE
+    with OTSClient(":memory:") as client:
+        client.create_table(TableMeta("t", [("k", "INTEGER")]))
+        client.put_row("t", Row([("k", 0)], [("a", 1)]))
+        req = _batch_of([([("k", i)], [("a", i)]) for i in range(1, 4)])
+        rows = req.items["t"].row_items
+        condition = Condition(RowExistenceExpectation.IGNORE)
+        condition.row_existence_expectation = Growing()
+        rows[0].condition = condition
+        assert client._writer.c_path.batch(req.items, 4 << 20) is None
+        assert len(rows) > 3
+
+
 def test_the_c_clock_of_cell_versions_reads_what_cells_now_ms_reads():
     """_cellcodec.now_ms (what the C writers stamp cells with) against
     cells.now_ms, read around it: the same wall clock in whole milliseconds

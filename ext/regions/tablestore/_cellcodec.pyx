@@ -503,7 +503,9 @@ cdef bytes _unstamped_head(Buf* b, columns):
     for i in range(n):
         name = columns[i][0]
         if type(name) is not str or (prev is not None and PyUnicode_Compare(prev, name) >= 0):
-            return _put_head(0, [(c[0], c[1], None) for c in columns], 0)
+            head = _put_head(0, [(c[0], c[1], None) for c in columns], 0)
+            # a copy: the caller's alone whatever put_head hands back
+            return PyBytes_FromStringAndSize(PyBytes_AS_STRING(head), PyBytes_GET_SIZE(head))
         prev = name
     b.n = 0
     _put_byte(b, KIND_PUT)

@@ -437,8 +437,8 @@ cdef class _TableRows:
     cdef str table
     cdef object row_items
     cdef list ops
-    cdef Py_ssize_t n, nlocks
-    cdef Py_ssize_t* sizes
+    cdef Py_ssize_t n, cap, nlocks
+    cdef Py_ssize_t* sizes          # cap of them
     cdef unsigned char* taken      # per stripe: 1 when a row holds its lock
 
     def __cinit__(self, str table, row_items, Py_ssize_t nlocks):
@@ -468,10 +468,13 @@ cdef class _TableRows:
         row_items = self.row_items
         if type(row_items) is not list and type(row_items) is not tuple:
             return -1
-        self.sizes = <Py_ssize_t*>malloc(max(1, len(row_items)) * sizeof(Py_ssize_t))
+        self.cap = len(row_items)
+        self.sizes = <Py_ssize_t*>malloc(max(1, self.cap) * sizeof(Py_ssize_t))
         if self.sizes == NULL:
             raise MemoryError()
         for row_item in row_items:
+            if self.n == self.cap:              # the list grew meanwhile (a condition's __eq__)
+                return -1
             if type(row_item) is not _PutRowItem:
                 return -1
             if not _unconditional(row_item.condition, row_item.return_type) \
