@@ -65,13 +65,13 @@ def test_a_prefix_of_one_key_is_read_from_its_slot_and_others_by_the_sorted_keys
 
 
 def test_the_prefix_table_is_charged_to_the_memtable():
-    """Its slots count towards the memtable's size (and so its flush), 16
+    """Its slots count towards the memtable's size (and so its flush), 24
     bytes each, the table doubling from 64 slots at 3/4 full."""
     indexed, plain = MemTable(64, lsm.fixed_prefix(4)), MemTable(64)
     for seq in range(1, 1001):
         for m in (indexed, plain):
             m.add(seq, 1, b"%04d" % seq, b"v")
-    assert indexed.approximate_bytes - plain.approximate_bytes == 2048 * 16
+    assert indexed.approximate_bytes - plain.approximate_bytes == 2048 * 24
 
 
 def test_extractors_say_what_is_wrong():
@@ -187,5 +187,39 @@ def test_short_scans_of_one_key_rows_match_the_iterator_across_every_source(dbpa
                 want = [db.scan_chunk(lo, hi, limit, snapshot=snap) for lo, hi in ranges]
                 assert db.scan_short_many(ranges, limit, snap) == want
                 assert [db.scan_short(lo, hi, limit, snap) for lo, hi in ranges] == want
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_a_one_key_prefix_reads_its_newest_version_through_every_rewrite(late):
+    """A prefix's one key has its newest Version in its slot (the row read,
+    ``prefix_one``, takes it from there, not from the dict): kept through
+    rewrites and a delete, through ``set_prefix_extractor`` after the writes
+    (``late``), and given up when the prefix gains a second key."""
+    pe = lsm.fixed_prefix(4)
+    db = lsm.DB.open(None, tiny_options(memtable_bytes=1 << 20,
+                                        prefix_extractor=None if late else pe))
+    try:
+        snaps = []
+        for i in range(30):
+            db.put(b"rowB%d" % i, b"other")        # a prefix of many keys
+        for i in range(30):
+            db.put(b"rowAh", b"%d" % i)
+            snaps.append((db.snapshot(), [(b"rowAh", b"%d" % i)]))
+            if late and i == 10:
+                db.set_prefix_extractor(pe)
+        db.delete(b"rowAh")
+        snaps.append((db.snapshot(), []))
+        db.put(b"rowAh", b"back")
+        snaps.append((None, [(b"rowAh", b"back")]))
+        for snap, want in snaps:
+            assert db.scan_short(b"rowA", b"rowA\xff", 10, snap) == want
+            assert db.scan_short_many([(b"rowA", b"rowA\xff"), (b"rowB1", b"rowB1\x00")], 10,
+                                      snap) == [want, [(b"rowB1", b"other")]]
+        db.put(b"rowAx", b"second")
+        assert db.scan_short(b"rowA", b"rowA\xff") == [(b"rowAh", b"back"), (b"rowAx", b"second")]
+        db.put(b"rowAh", b"again")
+        assert db.scan_short(b"rowA", b"rowA\xff") == [(b"rowAh", b"again"), (b"rowAx", b"second")]
     finally:
         db.close()

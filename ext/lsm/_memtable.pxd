@@ -23,6 +23,7 @@ cdef extern from *:
 cdef class Version:
     cdef readonly uint64_t seq
     cdef readonly int kind
+    cdef uint32_t slotp            # 1 + the prefix-table slot holding it, 0: none (_memtable.pyx)
     cdef readonly bytes value
     cdef readonly Version prev
 
@@ -35,6 +36,7 @@ ctypedef struct Slot:
     uint32_t hash              # of the prefix
     uint32_t plen              # its length, | MULTI: more than one key has it (_memtable.pyx)
     PyObject* key              # NULL: empty; else the first key filed with it
+    PyObject* version          # that key's newest Version (a reference), NULL once MULTI
 
 
 cdef class PrefixExtractor:

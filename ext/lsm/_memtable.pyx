@@ -13,7 +13,10 @@ its size (what the GC cost before: docs/performance.md, 2026-11-25, "A
 memtable version is not a GC object").
 With a ``PrefixExtractor``, new keys are also filed in a C hash table by
 prefix (``_index_key``; ``visible_range`` reads a prefix of one key from
-it).  Only this module looks inside:
+it), and a prefix's one key's slot holds its newest Version too, which
+knows its slot (``slotp``) and is replaced by the next write of the key
+there without a probe (``_record``), so a row read finds it without a
+probe of the dict (``prefix_one``).  Only this module looks inside:
 ``add_version``, ``add_entry``, ``add_entries``, ``get_version`` and
 ``MemTableIterator``; ``add_entry`` and ``add_entries`` also keep the
 memtable's pending keys and charge (``MemTable.add`` and ``add_all`` are
@@ -94,7 +97,7 @@ cdef class Version:
 
 cdef inline Version _version(uint64_t seq, int kind, bytes value, Version prev):
     cdef Version v = Version.__new__(Version)
-    v.seq, v.kind, v.value, v.prev = seq, kind, value, prev
+    v.seq, v.kind, v.value, v.prev, v.slotp = seq, kind, value, prev, 0
     return v
 
 
@@ -198,17 +201,20 @@ cdef int _grow(MemTable mem) except -1:
             while slots[j].key != NULL:
                 j = (j + 1) & mask
             slots[j] = mem._slots[i]
+            if slots[j].version != NULL:
+                (<Version>slots[j].version).slotp = <uint32_t>(j + 1)
     free(mem._slots)
     mem.approximate_bytes += (n - mem._nslots) * <Py_ssize_t>sizeof(Slot)   # charged as entries are
     mem._slots, mem._nslots = slots, n
     return 0
 
 
-cdef int _index_key(MemTable mem, PrefixExtractor pe, bytes key) except -1:
-    """File the new ``key`` in the memtable's prefix table: the first key of
-    a prefix is kept in its slot; a second one marks the slot MULTI (its
-    prefix is read through the sorted keys).  Runs no Python code and
-    allocates no Python object (see ``visible_range``)."""
+cdef int _index_key(MemTable mem, PrefixExtractor pe, bytes key, Version v) except -1:
+    """File the new ``key``, whose newest Version is ``v``, in the memtable's
+    prefix table: the first key of a prefix is kept in its slot with ``v``;
+    a second one marks the slot MULTI (its prefix is read through the
+    sorted keys).  Runs no Python code and allocates no Python object (see
+    ``visible_range``)."""
     cdef const unsigned char* kp = <const unsigned char*>PyBytes_AS_STRING(key)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(key), p
     cdef uint32_t h
@@ -222,10 +228,56 @@ cdef int _index_key(MemTable mem, PrefixExtractor pe, bytes key) except -1:
     slot = _find(mem._slots, mem._nslots, h, <uint32_t>p)
     if slot.key == NULL:
         Py_INCREF(key)
-        slot.hash, slot.plen, slot.key = h, <uint32_t>p, <PyObject*>key
+        Py_INCREF(v)
+        slot.hash, slot.plen, slot.key, slot.version = h, <uint32_t>p, <PyObject*>key, <PyObject*>v
+        v.slotp = <uint32_t>(slot - mem._slots) + 1
         mem._nused += 1
-    else:
+    elif not slot.plen & MULTI:
         slot.plen |= MULTI
+        _unslot(slot)
+    return 0
+
+
+cdef inline void _unslot(Slot* slot) noexcept:
+    """The slot no longer holds a Version."""
+    cdef PyObject* old = slot.version
+    if old != NULL:
+        (<Version>old).slotp = 0
+        slot.version = NULL
+        Py_DECREF(<object>old)
+
+
+cdef inline void _refile(MemTable mem, Version old, Version v) noexcept:
+    """``v``, the newest Version of a key whose newest was ``old``, in the
+    slot that held ``old`` (if one did: the key is its prefix's one key).
+    The slot is found from ``old`` (its ``slotp``), with no hash or probe:
+    a write of a key already there costs one store to its slot."""
+    cdef Slot* slot
+    if old.slotp == 0:
+        return
+    slot = &mem._slots[old.slotp - 1]
+    Py_INCREF(v)
+    slot.version = <PyObject*>v
+    v.slotp, old.slotp = old.slotp, 0
+    Py_DECREF(old)                   # held by v.prev too
+
+
+cdef inline int _record(MemTable mem, dict versions, list pending, bytes key, uint64_t seq,
+                        int kind, bytes value) except -1:
+    """``add_version`` in ``mem`` (``versions`` its dict, ``pending`` its
+    pending keys): a new key also appended to the pending keys, and with a
+    prefix extractor filed by prefix, an existing key's newest Version kept
+    in its slot."""
+    cdef Version v = _version(seq, kind, value, None)
+    cdef PyObject* vs = PyDict_SetDefault(versions, key, v)
+    if vs == <PyObject*>v:
+        pending.append(key)          # list.append is atomic under the GIL
+        if mem.prefix_extractor is not None:
+            _index_key(mem, mem.prefix_extractor, key, v)
+        return 1
+    v.prev = <Version>vs             # linked before a reader can find it
+    versions[key] = v
+    _refile(mem, v.prev, v)
     return 0
 
 
@@ -234,6 +286,7 @@ cdef void _free_slots(Slot* slots, Py_ssize_t nslots) noexcept:
     for i in range(nslots):
         if slots[i].key != NULL:
             Py_DECREF(<object>slots[i].key)
+            _unslot(&slots[i])
     free(slots)
 
 
@@ -273,7 +326,7 @@ cdef int prefix_one(MemTable mem, bytes lo, bytes hi, uint64_t seq, PyObject** k
     if cmp_user(kp, kn, lp, ln) < 0 or cmp_user(kp, kn, hp, hn) >= 0:
         return 0
     key[0] = slot.key
-    v = PyDict_GetItem(mem.versions, <object>slot.key)
+    v = slot.version
     while v != NULL and (<Version>v).seq > seq:
         v = <PyObject*>(<Version>v).prev if (<Version>v).prev is not None else NULL
     version[0] = v
@@ -300,7 +353,7 @@ cdef void prefix_prefetch(MemTable mem, bytes lo, bint key) noexcept:
         lsm_prefetch(slot)
     elif slot.key != NULL:
         lsm_prefetch(slot.key)
-        lsm_prefetch(PyDict_GetItem(mem.versions, <object>slot.key))
+        lsm_prefetch(slot.version)
 
 
 cdef int _prefix_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits,
@@ -321,7 +374,9 @@ cdef int _prefix_walk(MemTable mem, bytes lo, bytes hi, uint64_t seq, list hits,
 
 
 cpdef bint add_version(dict versions, bytes key, uint64_t seq, int kind, bytes value):
-    """Record one version of ``key``; True when the key is new.  A new key
+    """Record one version of ``key`` in ``versions``, a dict that is no
+    MemTable's (a memtable's writes are ``_record``'s, which keeps its
+    prefix table); True when the key is new.  A new key
     costs one dict lookup (``setdefault``: the lookup of a large dict is a
     cache miss, most of a write's memtable time); a key already there, a
     second one to put the new version in front of its chain."""
@@ -338,10 +393,7 @@ cpdef add_entry(MemTable mem, uint64_t seq, int kind, bytes key, bytes value):
     """``MemTable.add``: one write recorded (a new key also appended to the
     memtable's pending keys) and charged (key + value + ``overhead``
     bytes).  Caller holds the DB's write lock."""
-    if add_version(mem.versions, key, seq, kind, value):
-        mem._pending.append(key)     # list.append is atomic under the GIL
-        if mem.prefix_extractor is not None:
-            _index_key(mem, mem.prefix_extractor, key)
+    _record(mem, mem.versions, mem._pending, key, seq, kind, value)
     mem.approximate_bytes += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value) + mem.overhead
     mem.entries += 1
 
@@ -360,10 +412,7 @@ cpdef add_entries(MemTable mem, uint64_t seq, list ops):
         op = <tuple?>ops[i]
         key = <bytes?>op[1]
         value = <bytes?>op[2]
-        if add_version(versions, key, seq + i, <int>op[0], value):
-            pending.append(key)
-            if mem.prefix_extractor is not None:
-                _index_key(mem, mem.prefix_extractor, key)
+        _record(mem, versions, pending, key, seq + i, <int>op[0], value)
         total += PyBytes_GET_SIZE(key) + PyBytes_GET_SIZE(value) + overhead
     mem.approximate_bytes += total
     mem.entries += len(ops)
@@ -831,16 +880,16 @@ cdef class MemTable:
         cdef PyObject* k
         cdef PyObject* v
         # Filed into an empty table first: no reader walks it meanwhile (no
-        # Python code runs until the swap below).
+        # Python code runs until the swap below).  The old table is freed
+        # first, its Versions told they are in no slot, before the new one
+        # tells them where they are.
         self.prefix_extractor = None
         self._slots, self._nslots, self._nused = NULL, 0, 0
-        try:
-            if prefix_extractor is not None:
-                while PyDict_Next(self.versions, &pos, &k, &v):
-                    _index_key(self, prefix_extractor, <bytes>k)
-                self.prefix_extractor = prefix_extractor
-        finally:
-            _free_slots(old, n)
+        _free_slots(old, n)
+        if prefix_extractor is not None:
+            while PyDict_Next(self.versions, &pos, &k, &v):
+                _index_key(self, prefix_extractor, <bytes>k, <Version>v)
+            self.prefix_extractor = prefix_extractor
 
     def __dealloc__(self):
         _free_slots(self._slots, self._nslots)
