@@ -849,6 +849,215 @@ def test_a_plain_update_writes_the_keys_the_python_update_writes():
             cells.delta_key(row_key, "a", 1002), cells.delta_key(row_key, "c", 1003)}
 
 
+# -- PlainWriter.put_row / update_row: the client's PutRow and UpdateRow whole ---------
+_TXN = object()         # a case's transaction id: the client's own open transaction
+
+
+def _outcome(call):
+    """What a client's write answers: ("ok", CU, return row) or ("raised", type, text)."""
+    try:
+        cu, row = call()
+    except Exception as e:          # noqa: BLE001 -- compared, not handled
+        return ("raised", type(e), str(e))
+    return ("ok", (cu.read, cu.write), repr(row))
+
+
+@client_c_path
+def test_the_client_entries_decline_every_call_the_python_path_might_refuse():
+    """PlainWriter.put_row and update_row (OTSClient.put_row and update_row's
+    first try) take a call only as plainly as the client's Python path would
+    write it: a table name that is not a plain table's (bytes, unknown,
+    invalid, an index's, a table with a stream), a transaction id, return
+    column names, a condition, a return type, a wrong type anywhere, a key
+    of too many columns, a row over the size limit, an update that does more
+    than put: each is declined before anything is written, and the client
+    then answers it exactly as a client without the C path does (the same
+    answer, or the same exception with the same text)."""
+    from regions.tablestore import (OTSClient, Row, TableMeta, Condition, ReturnType,
+                                    RowExistenceExpectation, SingleColumnCondition,
+                                    ComparatorType, SecondaryIndexMeta, INF_MIN, INF_MAX)
+    from regions.tablestore.streams import StreamSpecification
+    from regions.tablestore.validate import MAX_ROW_WRITE_BYTES, SHORT_VALUE_STR
+    # a row of 8 columns "w0".."w7" exactly at the row limit (key: 1 + 8 bytes), and one byte over
+    edge = [("w%d" % i, "x" * SHORT_VALUE_STR) for i in range(8)]
+    edge[7] = ("w7", "x" * (MAX_ROW_WRITE_BYTES - 9 - 16 - 7 * SHORT_VALUE_STR))
+    over = edge[:7] + [("w7", edge[7][1] + "x")]
+    ignore = Condition(RowExistenceExpectation.IGNORE)
+    conditions = [Condition(RowExistenceExpectation.EXPECT_EXIST),
+                  Condition(RowExistenceExpectation.EXPECT_NOT_EXIST),
+                  Condition(RowExistenceExpectation.IGNORE,
+                            SingleColumnCondition("a", 1, ComparatorType.EQUAL)),
+                  RowExistenceExpectation.IGNORE, "IGNORE"]
+    columns = [[("a", None)], [("a", b"x")], [("a", bytearray(b"x"))], [("a", True)],
+               [("a", 1, 1000)], [("a", float("nan"))], [("a", 1 << 63)],
+               [("never_seen_by_the_c_entry", 1)],
+               [("1x", 1)], [("k", 1)], [("a",)], "a", [("w%d" % i, i) for i in range(1025)],
+               over]
+    declined = []       # (kind, (table, row, condition, return_type, transaction_id, names))
+    for kind in ("put", "update"):
+        def row_of(cols, k=3, pk=None, cls=Row):
+            return cls([("k", k)] if pk is None else pk, cols if kind == "put" else {"put": cols})
+        plain = row_of([("a", 1)])
+        declined += [(kind, (name, plain, None, None, None, None))
+                     for name in (b"t", "nope", "1bad", "", None, 7, "ix_by_a", "st")]
+        declined += [(kind, ("t", row_of([("a", 1)], 30), None, None, _TXN, None)),
+                     (kind, ("t", plain, None, None, "no-such-transaction", None)),
+                     (kind, ("t", plain, None, None, None, ["a"])),
+                     (kind, ("t", plain, None, ReturnType.RT_NONE, None, [])),
+                     (kind, ("t", row_of([("a", 1)], 4), None, ReturnType.RT_PK, None, None)),
+                     (kind, ("t", plain, None, ReturnType.RT_AFTER_MODIFY, None, None)),
+                     (kind, ("t", plain, None, "RT_PK", None, None))]
+        declined += [(kind, ("t", plain, c, None, None, None)) for c in conditions]
+        declined += [(kind, ("t", r, None, None, None, None)) for r in [
+            "not a row", row_of([("a", 1)], pk="k=1"), row_of([("a", 1)], True),
+            row_of([("a", 1)], 1 << 63), row_of([("a", 1)], pk=[("k", 1), ("j", 2)]),
+            row_of([("a", 1)], pk=[("k%d" % i, i) for i in range(5)]),    # pk_count
+            row_of([("a", 1)], pk=[]), row_of([("a", 1)], pk=[["k", 1]]),
+            row_of([("a", 1)], pk=("k", 1)), row_of([("a", 1)], cls=type("SubRow", (Row,), {}))]]
+        declined += [(kind, ("t", row_of(cols), ignore, None, None, None)) for cols in columns]
+    for update in ({"put": [("a", 1), ("a", 2)]}, {"delete_all": ["a"]}, {"delete": [("a", 5)]},
+                   {"increment": [("n", 1)]}, {"put": [("a", 1)], "delete_all": ["b"]},
+                   {"put": []}, {"Put": [("a", 1)]}, {}, [("a", 1)], {"put": (("a", 1),)}):
+        declined.append(("update", ("t", Row([("k", 5)], update), None, None, None, None)))
+    declined.append(("put", ("t", Row([("k", 5)], {"put": [("a", 1)]}), None, None, None, None)))
+    taken = [("put", ("t", Row([("k", 6)], edge), None, None, None, None)),
+             ("update", ("t", Row([("k", 8)], {"put": edge}), ignore, ReturnType.RT_NONE,
+                         None, None)),
+             ("put", ("ix", Row([("k", 1)], [("a", 5)]), None, None, None, None)),
+             ("update", ("ix", Row([("k", 2)], {"PUT": [("a", 6)]}), None, None, None, None)),
+             ("put", ("t", Row(([("k", 9)]), (("a", 2), ["b", "y"])), ignore, None, None, None))]
+    # taken, and refused under the row lock: a partition a transaction holds
+    refused = [(kind, ("t", Row([("k", 30)], cols), None, None, None, None))
+               for kind, cols in (("put", [("a", 1)]), ("update", {"put": [("a", 1)]}))]
+
+    def args_of(client, args):
+        return tuple(txns[id(client)] if a is _TXN else a for a in args)
+
+    def stored(client):
+        return [list(client._server.scan(t)) for t in ("t", "ix", "st")]
+
+    with OTSClient(":memory:") as fast, OTSClient(":memory:") as slow:
+        slow._writer.stop_c_path()
+        for c in (fast, slow):
+            c.create_table(TableMeta("t", [("k", "INTEGER")]))
+            c.create_table(TableMeta("ix", [("k", "INTEGER")], defined_columns=[("a", "INTEGER")]),
+                           secondary_indexes=[SecondaryIndexMeta("ix_by_a", ["a"], [])])
+            c.create_table(TableMeta("st", [("k", "INTEGER")]),
+                           stream_spec=StreamSpecification(True, 24))
+            c.put_row("t", Row([("k", 0)], [("a", 0), ("b", 0)] + [(n, 0) for n, _ in edge]))
+        txns = {id(c): c.start_local_transaction("t", [("k", 30)]) for c in (fast, slow)}
+        writer = fast._writer.c_path
+        before = stored(fast)
+        for kind, args in declined:
+            entry = writer.put_row if kind == "put" else writer.update_row
+            assert entry(*args_of(fast, args)) is None, (kind, args)
+        assert stored(fast) == before               # declined: nothing written
+        for kind, args in taken:
+            entry = writer.put_row if kind == "put" else writer.update_row
+            assert entry(*args_of(fast, args)) is not None, (kind, args)
+        for kind, args in declined + taken + refused:
+            method = "put_row" if kind == "put" else "update_row"
+            a, b = (_outcome(lambda: getattr(c, method)(*args_of(c, args))) for c in (fast, slow))
+            assert a == b, (kind, args)
+        assert a[:2] == ("raised", OTSServiceError) and "OTSRowOperationConflict" in a[2]
+        for c in (fast, slow):
+            c.commit_transaction(txns[id(c)])
+            assert c.wait_for_indexes("ix")
+
+        def newest(client, table):
+            names = client._schemas[table].names
+            start, out = [(n, INF_MIN) for n in names], []
+            while start:
+                _, start, got, _ = client.get_range(table, "FORWARD", start,
+                                                    [(n, INF_MAX) for n in names], max_version=1)
+                out += [(r.primary_key, [x[:2] for x in r.attribute_columns]) for r in got]
+            return out
+        for table in ("t", "ix", "ix_by_a", "st"):
+            assert newest(fast, table) == newest(slow, table), table
+    # a closed client's writes all take the Python path
+    assert fast._writer.write_plain_put("t", Row([("k", 1)], [("a", 1)]), None, None, None,
+                                        None) is None
+    assert fast._writer.on(None).write_plain_update is writes._declined
+
+
+@client_c_path
+def test_the_client_entries_admit_an_indexed_table_once_and_close_its_feed_entry():
+    """An indexed table's plain write through PlainWriter.put_row and
+    update_row: admitted once (``indexer.admit``, as the client admits it),
+    after the row is checked, before its lock and its write; declined,
+    nothing written, when the table's schema changed while it waited; its
+    feed entry closed (``after_write``) whether the write landed or not, as
+    RowWriter.run closes it.  A table without indexes is not admitted."""
+    import threading
+    from regions.tablestore import Row, cells as cells_mod
+    from regions.tablestore.schema import Schema
+    from regions.tablestore.validate import check_name
+    check_name("a", "attribute")
+    calls, written = [], []
+    hook = [lambda: None]
+
+    class Indexer:
+        tables = {"t": object()}
+
+        def admit(self, table):
+            calls.append(("admit", table, list(written)))
+            hook[0]()
+
+        def before_write(self, table, keys, entries=None):
+            calls.append(("before", table, keys))
+            return ["feed"]
+
+        def after_write(self, table, keys, feed, landed=None):
+            calls.append(("after", table, keys, feed, landed))
+
+    class Server:
+        fail = False
+
+        def put(self, table, key, value):
+            if self.fail:
+                raise IOError("disk gone")
+            written.append((table, key))
+
+        def write(self, table, pairs):
+            if self.fail:
+                raise IOError("disk gone")
+            written.append((table, pairs[0][0]))
+
+    schema = Schema(["k"], ["INTEGER"], None, -1, 1, 86400, None, [])
+    schemas = {"t": schema, "u": schema}
+    txns = type("NoTxn", (), {"held": {}})()
+    server = Server()
+    w = _writes.PlainWriter(schemas, server, [threading.Lock()], cells_mod.Generations(), txns,
+                            Indexer(), writes.failed_item, writes.write_failed)
+    row_key = pkcodec.encode_pk(["INTEGER"], [1])
+    put, update = Row([("k", 1)], [("a", 1)]), Row([("k", 1)], {"put": [("a", 1)]})
+    for entry, row in ((w.put_row, put), (w.update_row, update)):
+        del calls[:], written[:]
+        assert entry("t", row, None, None, None, None) is not None
+        assert calls == [("admit", "t", []), ("before", "t", [row_key]),
+                         ("after", "t", [row_key], ["feed"], None)]
+        assert written and written[0][1].startswith(row_key)
+        del calls[:], written[:]
+        assert entry("u", row, None, None, None, None) is not None
+        assert calls == [] and len(written) == 1              # no indexes: no admission
+        server.fail = True
+        del calls[:], written[:]
+        with pytest.raises(IOError):
+            entry("t", row, None, None, None, None)
+        assert calls[-1] == ("after", "t", [row_key], ["feed"], ())
+        server.fail = False
+        other = Schema(["k"], ["INTEGER"], None, -1, 1, 86400, None, [])
+        hook[0] = lambda: schemas.__setitem__("t", other)   # altered while the write waited
+        del calls[:], written[:]
+        assert entry("t", row, None, None, None, None) is None
+        assert calls == [("admit", "t", [])] and written == []
+        hook[0] = lambda: None
+        schemas["t"] = schema
+        del calls[:]
+        assert w.put("t", put, None, None) is not None      # write_row's entry: no admission
+        assert [c[0] for c in calls] == ["before", "after"]
+
+
 def _batch_of(rows, condition=None):
     from regions.tablestore import (BatchWriteRowRequest, PutRowItem, Row,
                                     TableInBatchWriteRowItem)

@@ -1072,14 +1072,25 @@ class OTSClient:
     # ``return_column_names`` (not in the Python SDK): with ReturnType
     # RT_AFTER_MODIFY, an UpdateRow returns the new values of these INCREMENT
     # columns (writes.RowWriter._success); the protocol carries it on every write.
+    # A plain row written unconditionally outside a transaction is the whole
+    # call in one C call, the checks below included (RowWriter.write_plain_put,
+    # write_plain_update); anything else is declined before anything is done.
     def put_row(self, table_name, row, condition=None, return_type=None, transaction_id=None,
                 return_column_names=None):
+        got = self._writer.write_plain_put(table_name, row, condition, return_type,
+                                           transaction_id, return_column_names)
+        if got is not None:
+            return got
         self._indexer.admit(table_name)     # a table whose global indexes lag waits
         return self._write(BatchWriteRowType.PUT, table_name, row, condition, return_type,
                            transaction_id, return_column_names)
 
     def update_row(self, table_name, row, condition, return_type=None, transaction_id=None,
                    return_column_names=None):
+        got = self._writer.write_plain_update(table_name, row, condition, return_type,
+                                              transaction_id, return_column_names)
+        if got is not None:
+            return got
         self._indexer.admit(table_name)
         return self._write(BatchWriteRowType.UPDATE, table_name, row, condition, return_type,
                            transaction_id, return_column_names)

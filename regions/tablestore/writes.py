@@ -20,13 +20,16 @@ sizes.  ``RowWriter.run_batch`` is the BatchWriteRow form: the rows of one
 table written together (one region write per region), each with its own
 result item whatever goes wrong.
 
-The C path: ``RowWriter.write_row``, ``write_plain_batch`` and
-``write_batch`` are the client's entries, and the one place where a write
-takes the C path or this one.  A plain row written unconditionally (the
-common PutRow, an UpdateRow that only puts, a BatchWriteRow of such puts) is
-checked, encoded and written in one call of ``_writes.PlainWriter``
-(ext/regions/tablestore/_writes.pyx), which declines anything else before
-doing anything; then the steps above run.  The
+The C path: ``RowWriter.write_plain_put``, ``write_plain_update``,
+``write_row``, ``write_plain_batch`` and ``write_batch`` are the client's
+entries, and the one place where a write takes the C path or this one.  A
+plain row written unconditionally (the common PutRow, an UpdateRow that only
+puts, a BatchWriteRow of such puts) is checked, encoded and written in one
+call of ``_writes.PlainWriter`` (ext/regions/tablestore/_writes.pyx), which
+declines anything else before doing anything; then the steps above run.
+The client's PutRow, UpdateRow and BatchWriteRow are that one call from the
+client's method on, its own checks of the call included
+(``write_plain_put``, ``write_plain_update``, ``write_plain_batch``).  The
 C path is this module's twin (tests/test_tablestore_rows_c.py holds them to
 the same stored bytes and answers); ``LSM_REGIONS_PUREPYTHON=1``
 (lsm/purepython.py) turns it off.
@@ -238,6 +241,9 @@ class RowWriter:
         self.indexer = None
         self.c_path = None          # _writes.PlainWriter once start_c_path ran
         self._c_schemas = {}        # the tables the C path may write (allow_c_path)
+        # OTSClient.put_row / update_row whole, for a plain row: PlainWriter.put_row /
+        # update_row once start_c_path ran; until then, and once stopped, they decline
+        self.write_plain_put = self.write_plain_update = _declined
 
     def on(self, txn) -> "RowWriter":
         """This writer writing into local transaction ``txn`` (its view is the
@@ -254,10 +260,13 @@ class RowWriter:
             self.c_path = _writes.PlainWriter(self._c_schemas, self.server, self.locks,
                                               self.gens, self.transactions, self.indexer,
                                               failed_item, write_failed)
+            self.write_plain_put = self.c_path.put_row
+            self.write_plain_update = self.c_path.update_row
 
     def stop_c_path(self):
         """From now on every write takes this module's path (the client closed)."""
         self.c_path = None
+        self.write_plain_put = self.write_plain_update = _declined
 
     def allow_c_path(self, name, schema):
         """Whether the C path may write table ``name``: ``schema``, or None when
@@ -586,6 +595,12 @@ class RowWriter:
         except Exception as exc:  # noqa: BLE001 -- reported as the row's result, see above
             return self._failed(p, exc)
         return _written_item(*result)
+
+
+def _declined(table_name, row, condition, return_type, transaction_id, return_column_names):
+    """``RowWriter.write_plain_put`` and ``write_plain_update`` while the C
+    path is off: every call left to the client's Python path."""
+    return None
 
 
 def _written_item(consumed, row) -> BatchWriteRowResponseItem:

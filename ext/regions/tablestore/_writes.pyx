@@ -2,7 +2,8 @@
 """C twins of the plain writes of regions.tablestore (writes.py).
 
     plain_put, plain_update     writes.prepare of a plain PutRow / UpdateRow (its Python checks)
-    PlainWriter                 RowWriter.run / run_batch of plain rows written unconditionally
+    PlainWriter                 RowWriter.run / run_batch of plain rows written unconditionally;
+                                OTSClient.put_row, update_row, batch_write_row of them whole
     stripe, stripe_locks        the row lock a row key takes, the locks a batch takes in order
                                 (RowWriter's and the transactions' too: the one statement)
 
@@ -19,7 +20,7 @@ from regions._api cimport Buf, buf_put as _put
 from libc.stdint cimport int64_t
 from libc.stdlib cimport calloc, free, malloc
 from regions.tablestore._cellcodec cimport (_delta_key, _new_untracked, _now_ms, _put_delta,
-                                            _put_head, _stamp_head, _unstamped_head, _utf8_len)
+                                            _stamp_head, _unstamped_head, _utf8_len)
 from regions.tablestore._rowcodec cimport _make_row, _plain_key, _write_cu
 
 from regions.tablestore import cells as _cells_module
@@ -178,7 +179,9 @@ cdef class PlainWriter:
     with the next generation and the clock (``_cellcodec._now_ms``, the twin of
     ``cells.now_ms``), one ``server.put``; it
     returns ``(consumed, None)``.  Anything else returns None before doing
-    anything, and the Python path decides.  Thread-safe.
+    anything, and the Python path decides.  Thread-safe.  ``put_row`` and
+    ``update_row`` are the client's calls whole, its own checks included
+    (``OTSClient.put_row`` tries them first, through ``RowWriter``).
 
     ``indexer`` (indexes.Indexer, or None), handed in at construction: a
     table in its ``tables`` has secondary indexes, and its writes are framed
@@ -209,13 +212,38 @@ cdef class PlainWriter:
 
     def put(self, table_name, row, condition, return_type):
         """``put_row``'s answer, or None (see the class doc)."""
-        return self._write(table_name, row, condition, return_type, False)
+        return self._write(table_name, row, condition, return_type, False, False)
 
     def update(self, table_name, row, condition, return_type):
         """``update_row``'s answer for an UpdateRow that only puts plain
         columns (``plain_update``): its EXISTS delta and one PUT delta per
         column, stamped now, written as one region-server write; or None."""
-        return self._write(table_name, row, condition, return_type, True)
+        return self._write(table_name, row, condition, return_type, True, False)
+
+    def put_row(self, table_name, row, condition, return_type, transaction_id,
+                return_column_names):
+        """``OTSClient.put_row(...)``'s answer, the client's own checks
+        included, or None before doing anything (the client's Python path
+        then admits, checks and writes the row as it always did): ``put``
+        of a call outside a transaction (``transaction_id`` None) and
+        without ``return_column_names``.  The client's other checks pass
+        for any row ``put`` takes (``check_pk_count``: a plain key has its
+        schema's 1 to 4 columns); a table with indexes is admitted
+        (``indexer.admit``, as the client admits it) once the row is
+        checked and encoded, and the call declined if the table's schema
+        changed while it waited."""
+        if transaction_id is not None or return_column_names is not None:
+            return None
+        return self._write(table_name, row, condition, return_type, False, True)
+
+    def update_row(self, table_name, row, condition, return_type, transaction_id,
+                   return_column_names):
+        """``OTSClient.update_row(...)``'s answer as ``put_row`` gives
+        ``put_row``'s: ``update`` of a call outside a transaction, without
+        ``return_column_names``, its table admitted; or None."""
+        if transaction_id is not None or return_column_names is not None:
+            return None
+        return self._write(table_name, row, condition, return_type, True, True)
 
     def batch(self, dict items not None, Py_ssize_t max_bytes):
         """BatchWriteRow's results (``{table: [result item, ...]}``, each
@@ -369,10 +397,14 @@ cdef class PlainWriter:
                     results[i] = self._failed(table_name, failure, i)
         return results
 
-    cdef object _write(self, table_name, row, condition, return_type, bint update):
-        cdef Py_ssize_t attr = 0, size, i
-        cdef tuple got, cell
-        cdef int64_t now
+    cdef object _write(self, table_name, row, condition, return_type, bint update, bint admit):
+        """``put`` (``update``: ``update``); ``admit``: a table with indexes
+        admitted (``put_row``, ``update_row``) once the row is checked and
+        encoded, the call declined if the table's schema changed meanwhile."""
+        cdef Py_ssize_t attr, size = 0, s, nlocks = len(self._locks)
+        cdef Buf b
+        cdef bytes key = None, row_key = None, head = None
+        cdef tuple cols = None
         if type(table_name) is not str or type(row) is not _Row:
             return None
         if not _unconditional(condition, return_type):
@@ -380,38 +412,72 @@ cdef class PlainWriter:
         schema = self._schemas.get(table_name)
         if schema is None:
             return None
+        names = <list?>schema.names
         columns = _only_puts(row.attribute_columns) if update else row.attribute_columns
         if columns is None:
             return None
-        cells = _plain_cells(<list?>schema.names, columns, update, &attr)
-        if cells is None:
+        attr = _columns_size(names, columns, update)
+        if attr < 0:
             return None
-        got = _plain_row(schema, row.primary_key, cells, attr)
-        if got is None:
-            return None
-        row_key = <bytes>got[1]
-        size = <Py_ssize_t>got[3] + <Py_ssize_t>got[4]
-        with self._locks[stripe(row_key, len(self._locks))]:
+        b.p, b.n, b.cap = NULL, 0, 0
+        try:
+            if not _plain_key(names, <list?>schema.types, row.primary_key, &b, &size, []):
+                return None
+            size += attr
+            if size > _MAX_ROW_WRITE_BYTES:
+                return None
+            s = _stripe_of(<char*>b.p, b.n, nlocks)
+            if update:
+                row_key = PyBytes_FromStringAndSize(<char*>b.p, b.n)
+                # the checked columns, as they are now: a tuple of (str, value) tuples
+                cols = tuple(columns)
+            else:
+                _put(&b, <char*>_HEAD, _HEAD_LEN)
+                key = PyBytes_FromStringAndSize(<char*>b.p, b.n)
+                head = _unstamped_head(&b, columns)     # its own bytes: stamped under the lock
+        finally:
+            free(b.p)
+        if admit and table_name in self._indexed:
+            self._indexer.admit(table_name)     # Python code: the row is already encoded
+            if self._schemas.get(table_name) is not schema:
+                return None                     # changed while it waited: the client decides
+        lock = self._locks[s]
+        lock.acquire()
+        try:
+            if row_key is None and (self._held or table_name in self._indexed):
+                row_key = _row_key(key)         # a put's, only when something reads it
             self._check_write(table_name, row_key, size)
             feed = None
             if table_name in self._indexed:
                 feed = self._indexer.before_write(table_name, [row_key])
-            if not update:
-                head = _put_head(self._gens.next(), got[2], _now_ms())
-                self._server.put(table_name, row_key + _HEAD, head)
-            else:
-                # writes.RowWriter._update_ops of puts: EXISTS first, then the columns
-                now = _now_ms()
-                ops = [(_delta_key(row_key, b"", self._gens.next()), _EXISTS_VALUE)]
-                for i in range(len(<list>got[2])):
-                    cell = <tuple>(<list>got[2])[i]
-                    ops.append((_delta_key(row_key, PyUnicode_AsUTF8String(cell[1]),
-                                           self._gens.next()),
-                                _put_delta(now, cell[2])))
-                self._server.write(table_name, ops)
-            if feed is not None:
-                self._indexer.after_write(table_name, [row_key], feed)
+            landed = ()
+            try:
+                if update:
+                    self._server.write(table_name, self._update_ops(row_key, cols))
+                else:
+                    _stamp_head(head, self._gens.next(), _now_ms())
+                    self._server.put(table_name, key, head)
+                landed = None
+            finally:
+                if feed is not None:
+                    self._indexer.after_write(table_name, [row_key], feed, landed)
+        finally:
+            lock.release()
         return _write_cu(size), None
+
+    cdef list _update_ops(self, bytes row_key, tuple cols):
+        """writes.RowWriter._update_ops of an update that only puts ``cols``
+        ((name, value) tuples), under its row lock: EXISTS first, then the
+        columns, in order, each with the next generation, stamped now."""
+        cdef int64_t now = _now_ms()
+        cdef tuple col
+        cdef list ops
+        next_gen = self._gens.next
+        ops = [(_delta_key(row_key, b"", next_gen()), _EXISTS_VALUE)]
+        for col in cols:
+            ops.append((_delta_key(row_key, PyUnicode_AsUTF8String(col[0]), next_gen()),
+                        _put_delta(now, col[1])))
+        return ops
 
     cdef inline int _check_write(self, table_name, bytes row_key, Py_ssize_t size) except -1:
         """``transactions.check_write`` of a write outside a transaction, skipped
