@@ -29,6 +29,9 @@ NAMES = st.text("abcXY_0", min_size=1, max_size=4).filter(lambda n: not n[0].isd
 VALUES = st.one_of(INT, st.floats(allow_nan=False), st.booleans(), st.text(max_size=12),
                    st.text(max_size=6).map(str.encode), st.binary(max_size=12).map(bytearray))
 TS = st.integers(min_value=0, max_value=(1 << 62))
+# plain writes' names and values
+ATTR_NAMES = st.sampled_from(["a", "b", "col_1", "x" * 40])
+PLAIN_VALUES = st.one_of(INT, st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20))
 
 
 #: A test of the client's own C path (its reader, writer, page loop), which
@@ -501,6 +504,166 @@ def test_row_reader_leaves_every_read_that_is_not_plain_to_the_python_path():
     assert client._row_reader.get("t", [("k", 1), ("s", "x")]) is None
 
 
+# -- RowReader.batch_request: a BatchGetRow of plain keys whole ------------------
+def _get_request(*tables, **read):
+    """A BatchGetRowRequest of ``(table, keys)`` pairs, ``max_version=1`` and ``read``."""
+    from regions.tablestore import BatchGetRowRequest, TableInBatchGetRowItem
+    req = BatchGetRowRequest()
+    for table, keys in tables:
+        req.add(TableInBatchGetRowItem(table, keys, **dict({"max_version": 1}, **read)))
+    return req
+
+
+def _python_answer(client, req):
+    """``client.batch_get_row(req)`` by its Python path alone (the C reader off):
+    the response's repr, or the exception's type and text."""
+    saved, client._row_reader = client._row_reader, reads.row_reader({}, None)
+    try:
+        return _answer(client, req)
+    finally:
+        client._row_reader = saved
+
+
+def _answer(client, req):
+    try:
+        return repr(client.batch_get_row(req))
+    except Exception as e:
+        return type(e), str(e)
+
+
+class _CountingServer:
+    """A region server whose reads are counted (``reads``), passed through."""
+
+    def __init__(self, server):
+        self.server, self.reads = server, 0
+
+    def read_ranges(self, table, ranges):
+        self.reads += 1
+        return self.server.read_ranges(table, ranges)
+
+
+def _two_tables(client):
+    from regions.tablestore import TableMeta
+    client.create_table(TableMeta("t", [("k", "INTEGER"), ("s", "STRING")]))
+    client.create_table(TableMeta("u", [("id", "INTEGER")]))
+
+
+@client_c_path
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["put", "update", "delete"]), st.integers(0, 7),
+                          st.sampled_from(["a", "b"]), PLAIN_VALUES), max_size=30),
+       st.lists(st.integers(0, 9), max_size=50), st.lists(st.integers(0, 9), max_size=50),
+       st.integers(-1, 30))
+def test_a_plain_batch_get_is_read_whole_in_c_as_the_python_path_reads_it(ops, t_keys, u_keys,
+                                                                        flush_at):
+    """RowReader.batch_request (the client's first try) answers a request of
+    plain keys, over several tables, repeated and missing keys included, with
+    the response the client's Python path gives, the GC left as it was."""
+    import gc
+    from regions.tablestore import OTSClient, Row, Condition, RowExistenceExpectation
+    ignore = Condition(RowExistenceExpectation.IGNORE)
+    with OTSClient(":memory:") as client:
+        _two_tables(client)
+        for n, (kind, i, col, value) in enumerate(ops):
+            if n == flush_at:
+                client._server.flush_all()
+            for table, pk in (("t", [("k", i), ("s", "r%d" % i)]), ("u", [("id", i)])):
+                if kind == "put":
+                    client.put_row(table, Row(pk, [(col, value)]), ignore)
+                elif kind == "update":
+                    client.update_row(table, Row(pk, {"put": [(col, value)]}), ignore)
+                else:
+                    client.delete_row(table, Row(pk), ignore)
+        req = _get_request(("t", [[("k", i), ("s", "r%d" % i)] for i in t_keys]),
+                           ("u", [(("id", i),) for i in u_keys]))
+        got = client._row_reader.batch_request(req)
+        assert got is not None and gc.isenabled()
+        assert repr(got) == _python_answer(client, req) == _answer(client, req)
+        assert not any(gc.is_tracked(x) for rows in got.items.values() for it in rows
+                       for x in (it, it.consumed) + ((it.row, it.row.primary_key,
+                                                      *it.row.primary_key,
+                                                      it.row.attribute_columns)
+                                                     if it.row else ()))
+
+
+@client_c_path
+def test_a_batch_get_the_c_path_declines_gets_the_python_paths_answer_having_read_nothing():
+    """Every request RowReader.batch_request does not take whole it declines
+    before reading any row, and the client answers it, or raises, exactly as
+    its Python path does: another class, no tables, a table name not
+    checked yet or not a str, no such table, a TTL, an item of another
+    class or with any read argument but max_version=1, keys not in a list,
+    more than BATCH_GET_ROWS keys, a key that is not plain (in any table)."""
+    import gc
+    from regions.tablestore import (OTSClient, Row, TableMeta, TableOptions, BatchGetRowRequest,
+                                    TableInBatchGetRowItem, ColumnPaginationFilter,
+                                    SingleColumnCondition, ComparatorType)
+    from regions.tablestore.validate import BATCH_GET_ROWS, GOOD_NAMES
+    with OTSClient(":memory:") as client:
+        _two_tables(client)
+        client.create_table(TableMeta("ttl", [("k", "INTEGER")]), TableOptions(time_to_live=86400))
+        client.create_table(TableMeta("bin", [("k", "BINARY")]))
+        for i in range(3):
+            client.put_row("t", Row([("k", i), ("s", "x")], [("a", i)]))
+            client.put_row("u", Row([("id", i)], [("a", i)]))
+        t_keys = [[("k", i), ("s", "x")] for i in range(3)]
+        u_keys = [[("id", i)] for i in range(3)]
+
+        def variant(change, *tables):
+            req = _get_request(*(tables or (("t", list(t_keys)), ("u", list(u_keys)))))
+            change(req)
+            return req
+        subclass = type("Sub", (BatchGetRowRequest,), {})()
+        subclass.add(TableInBatchGetRowItem("t", t_keys, max_version=1))
+        item_subclass = type("SubItem", (TableInBatchGetRowItem,), {})
+        declined = [
+            None, subclass, _get_request(("t", t_keys)).items["t"],
+            variant(lambda r: r.items.clear()),
+            variant(lambda r: setattr(r, "items", list(r.items.items()))),
+            variant(lambda r: r.items.update({"never_checked_name": r.items.pop("u")})),
+            variant(lambda r: r.items.update({b"u": r.items.pop("u")})),
+            variant(lambda r: None, ("t", t_keys), ("nope", u_keys)),
+            variant(lambda r: None, ("ttl", [[("k", 1)]])),
+            variant(lambda r: None, ("bin", [[("k", bytearray(b"x"))]])),
+            variant(lambda r: r.items.update({"u": item_subclass("u", u_keys, max_version=1)})),
+            variant(lambda r: setattr(r.items["u"], "primary_keys", tuple(u_keys))),
+            variant(lambda r: delattr(r.items["u"], "token")),
+            variant(lambda r: delattr(r.items["u"], "primary_keys")),
+            _get_request(("t", [[("k", i), ("s", "x")] for i in range(BATCH_GET_ROWS + 1)])),
+            _get_request(("t", [[("k", i), ("s", "x")] for i in range(BATCH_GET_ROWS)]),
+                         ("u", [[("id", 1)]])),
+        ]
+        for read in [{"max_version": True}, {"max_version": 2}, {"max_version": 1.0},
+                     {"max_version": None, "time_range": (0, 1 << 62)}, {"time_range": 5},
+                     {"columns_to_get": []}, {"columns_to_get": ["a"]},
+                     {"column_filter": SingleColumnCondition("a", 1, ComparatorType.EQUAL)},
+                     {"column_filter": ColumnPaginationFilter(0, 1)}, {"start_column": "a"},
+                     {"end_column": "b"}, {"token": b"x"}]:
+            declined.append(_get_request(("t", t_keys), ("u", u_keys), **read))
+        for bad in ([("id", True)], [("id", 1 << 63)], [("id", "1")], [["id", 1]], "id=1",
+                    [("id", 1), ("id", 2)], [("ID", 1)], [], None):
+            declined.append(_get_request(("t", t_keys), ("u", u_keys + [bad])))
+        for req in declined:
+            counting = _CountingServer(client._server)
+            assert _reads.RowReader(client._schemas, counting).batch_request(req) is None, req
+            assert counting.reads == 0 and gc.isenabled()
+            assert client._row_reader.batch_request(req) is None
+            python = _python_answer(client, req)
+            assert _answer(client, req) == python, req
+        # a table's name the memo of checked names forgot (it is cleared when
+        # full) is checked again by the Python path, then taken
+        GOOD_NAMES["table"].discard("u")
+        req = _get_request(("u", u_keys))
+        assert client._row_reader.batch_request(req) is None
+        assert _answer(client, req) == _python_answer(client, req)
+        assert repr(client._row_reader.batch_request(req)) == _python_answer(client, req)
+        # a table with no keys is no reason to decline (its result: no items)
+        req = _get_request(("t", []), ("u", u_keys))
+        assert repr(client._row_reader.batch_request(req)) == _python_answer(client, req)
+    # a closed client's requests take the Python path (and its error)
+    assert client._row_reader.batch_request(_get_request(("t", t_keys))) is None
+
+
 # -- plain_put: writes.prepare of a plain PutRow ------------------------------
 def _python_put(schema, primary_key, columns):
     """What writes.prepare's Python checks make of a PutRow (plain_put's twin)."""
@@ -510,9 +673,6 @@ def _python_put(schema, primary_key, columns):
     return (values, pkcodec.encode_pk(schema.types, values), cell_list,
             pk_size(list(zip(schema.names, values))), cells_size(cell_list))
 
-
-ATTR_NAMES = st.sampled_from(["a", "b", "col_1", "x" * 40])
-PLAIN_VALUES = st.one_of(INT, st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20))
 
 
 @settings(max_examples=200, deadline=None)

@@ -5,7 +5,9 @@ so code written for the cloud runs here by changing the constructor.  Every
 request is validated whole (validate.py) before anything is written; errors
 are the SDK's OTSClientError or the service's OTSServiceError (errors.py).
 This module is the API's surface: tables (their stored schema: schema.py),
-reads (reads.py, and the C twins in _reads), and the dispatch of writes to the
+reads (reads.py, and the C twins in _reads: a BatchGetRow of whole reads of
+plain keys is one call of _reads.RowReader.batch_request, which declines every
+other request before reading anything), and the dispatch of writes to the
 write path (writes.RowWriter: its C path, else prepare, then run under the
 row lock).  BatchWriteRow is checked whole here, then written by
 writes.RowWriter.write_batch: every row gets its own result, and no exception
@@ -1013,6 +1015,10 @@ class OTSClient:
                         return
 
     def batch_get_row(self, request):
+        # a request of whole reads of plain keys, checked and read in one C call
+        response = self._row_reader.batch_request(request)
+        if response is not None:
+            return response
         if not isinstance(request, BatchGetRowRequest):
             raise OTSClientError("The request should be a instance of BatchGetRowRequest, not %d"
                                  % len(request.__class__.__name__))

@@ -15,7 +15,9 @@ its primary key and no attribute column.
 The C path: a read that ``whole_read`` allows decodes its rows in C
 (``_cellcodec.row_cells``: a row that is one PutRow head as it lies, another
 merged), and GetRow and BatchGetRow of plain keys run whole in one C call
-(``_reads.RowReader``).  This module is the one place reads choose:
+(``_reads.RowReader``: ``get``; ``batch_request``, the request's checks
+included; a BatchGetRow it declines still reads each table's plain keys in
+one call, ``items``).  This module is the one place reads choose:
 ``decode_in_c`` for a row's decode (GetRow's ``read_row``, the GetRange
 page's ``fast`` rows), ``row_reader`` for the C reader, which declines (None)
 every read it does not take; LSM_REGIONS_PUREPYTHON (lsm/purepython.py)

@@ -3,7 +3,8 @@
 
     RangePage                   the GetRange page loop (range_page, tests/rows_reference.py)
     RowReader                   OTSClient.get_row of a whole row by a plain key (OTSClient._get),
-                                and BatchGetRow's items of plain keys
+                                BatchGetRow's items of plain keys, and a BatchGetRow of them
+                                whole (OTSClient.batch_get_row's Python path)
     result_rows                 no twin: the bench's floor of the results (ResultsOnly)
 
 Tests run each against its Python twin on the same random inputs
@@ -24,15 +25,21 @@ from regions.tablestore._cellcodec cimport (_as_bytes, _atomic, _head_cells, _he
                                             _row_cells)
 from regions.tablestore._rowcodec cimport _decode_one, _make_cu, _make_row, _plain_key, _read_cu
 
-from regions.tablestore.metadata import RowDataItem
-from regions.tablestore.validate import CELL_TS_BYTES
+from regions.tablestore.metadata import (BatchGetRowRequest, BatchGetRowResponse, RowDataItem,
+                                         TableInBatchGetRowItem)
+from regions.tablestore.validate import BATCH_GET_ROWS, CELL_TS_BYTES, GOOD_NAMES
 
 cdef extern from "Python.h":
     int PyGC_Enable()
     int PyGC_Disable()
 
 cdef object _RowDataItem = RowDataItem
+cdef object _BatchGetRowRequest = BatchGetRowRequest
+cdef object _BatchGetRowResponse = BatchGetRowResponse
+cdef object _TableInBatchGetRowItem = TableInBatchGetRowItem
 cdef Py_ssize_t _CELL_TS_BYTES = CELL_TS_BYTES
+cdef Py_ssize_t _BATCH_GET_ROWS = BATCH_GET_ROWS
+cdef set _GOOD_TABLES = GOOD_NAMES["table"]             # table names checked valid
 
 
 # -- one GetRange page ------------------------------------------------------
@@ -259,7 +266,99 @@ cdef int _page_entry(void* ctx, const unsigned char* key, Py_ssize_t klen,
     return (<RangePage>ctx)._entry(key, klen, value, vlen)
 
 
-# -- GetRow of a whole row --------------------------------------------------
+# -- GetRow and BatchGetRow of whole rows ----------------------------------------
+# A TableInBatchGetRowItem's read arguments other than max_version (its
+# fields), which a whole read leaves None; and what a field deleted reads as.
+cdef tuple _OTHER_READ_ARGUMENTS = ("columns_to_get", "column_filter", "time_range",
+                                    "start_column", "end_column", "token")
+cdef object _READ_ARGUMENT_MISSING = object()
+
+
+cdef object _whole_read_keys(item):
+    """The keys of a BatchGetRow table item whose rows are read whole as
+    ``RowReader.items`` reads them: a TableInBatchGetRowItem (this class),
+    ``max_version`` the int 1, every other read argument None, its keys a
+    list; else None."""
+    if type(item) is not _TableInBatchGetRowItem:
+        return None
+    max_version = getattr(item, "max_version", None)
+    if type(max_version) is not int or max_version != 1:
+        return None
+    for name in _OTHER_READ_ARGUMENTS:
+        if getattr(item, name, _READ_ARGUMENT_MISSING) is not None:
+            return None
+    primary_keys = getattr(item, "primary_keys", None)
+    return primary_keys if type(primary_keys) is list else None
+
+
+cdef class _Keys:
+    """One table's keys of a BatchGetRow (``RowReader.items``,
+    ``batch_request``), planned for one read: the keys encoded into one
+    buffer, each plain key's columns kept for its row's primary key
+    (``_plain_key``'s ``columns``: the caller's tuples) in one flat list,
+    ``npk`` a key, its CU size and row-key length in C arrays, so a key
+    costs no object but its two range bounds.  One per call."""
+    cdef list names, types, ranges, cols
+    cdef Py_ssize_t n, npk
+    cdef Py_ssize_t* ksize              # a key's CU size, -1: not plain
+    cdef Py_ssize_t* rklen              # its row key's length
+
+    def __cinit__(self, schema, Py_ssize_t n):
+        self.names, self.types = <list?>schema.names, <list?>schema.types
+        self.n, self.npk = n, len(self.names)
+        self.ranges, self.cols = [], []
+        self.ksize = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
+        self.rklen = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
+        if self.ksize == NULL or self.rklen == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.ksize)
+        free(self.rklen)
+
+    cdef bint plan(self, primary_keys, bint strict) except -1:
+        """Check and encode the first ``n`` keys of ``primary_keys``, each
+        into its row's range (``_bounds``); a key not plain is marked, or
+        with ``strict`` ends the plan: False."""
+        cdef Py_ssize_t i, mark
+        cdef Buf b
+        b.p, b.n, b.cap = NULL, 0, 0
+        try:
+            for i in range(self.n):
+                b.n = 0
+                self.ksize[i] = 0
+                mark = PyList_GET_SIZE(self.cols)
+                if _plain_key(self.names, self.types, primary_keys[i], &b, &self.ksize[i],
+                              self.cols, True):
+                    self.rklen[i] = b.n
+                    self.ranges.append(_bounds(&b))
+                elif strict:
+                    return False
+                else:
+                    self.ksize[i] = -1
+                    del self.cols[mark:]          # a key found not plain midway
+            return True
+        finally:
+            free(b.p)
+
+    cdef list read(self, server, table_name, item_table_name):
+        """The keys' result items, None where a key is not plain: the planned
+        rows read in one call (``server.read_ranges``: one read of each
+        region's store, at one sequence, for the keys of one region that
+        follow each other)."""
+        cdef list out = [None] * self.n, got
+        cdef Py_ssize_t i, j = 0, csize
+        got = server.read_ranges(table_name, self.ranges)
+        for i in range(self.n):
+            if self.ksize[i] < 0:
+                continue
+            csize = 0
+            row = _read_row(self.cols, j * self.npk, self.npk, self.rklen[i], got[j], &csize)
+            j += 1
+            out[i] = _make_item(item_table_name, _row_cu(row, self.ksize[i], csize), row)
+        return out
+
+
 cdef class RowReader:
     """``OTSClient.get_row(table, primary_key)`` with every other argument at
     its default, in one C call: the key checked and encoded, the row read
@@ -268,8 +367,10 @@ cdef class RowReader:
     the read is not plain (then the Python path, ``OTSClient._get``, its
     twin, decides and raises what it raises): a table not in ``schemas`` or
     with a TTL, a key that ``validate._plain_pk`` would not pass as plain,
-    or a key type other than INTEGER and STRING.  ``schemas`` is the
-    client's own dict (name -> Schema), read at each call.  Thread-safe.
+    or a key type other than INTEGER and STRING.  ``items`` reads a
+    BatchGetRow table's keys so, ``batch_request`` a BatchGetRow whole.
+    ``schemas`` is the client's own dict (name -> Schema), read at each
+    call.  Thread-safe.
     """
     cdef dict _schemas
     cdef object _server
@@ -280,7 +381,7 @@ cdef class RowReader:
 
     def get(self, table_name, primary_key):
         """(consumed, Row or None, b"") as ``get_row`` returns, or None."""
-        cdef list names, types, values = []
+        cdef list names, types, cols = []
         cdef Py_ssize_t ksize = 0, csize = 0
         cdef bytes row_key, end
         cdef Buf b
@@ -290,12 +391,12 @@ cdef class RowReader:
         names, types = <list?>schema.names, <list?>schema.types
         b.p, b.n, b.cap = NULL, 0, 0
         try:
-            if not _plain_key(names, types, primary_key, &b, &ksize, values):
+            if not _plain_key(names, types, primary_key, &b, &ksize, cols, True):
                 return None
             row_key, end = _bounds(&b)
         finally:
             free(b.p)
-        row = _read_row(names, values, 0, PyBytes_GET_SIZE(row_key),
+        row = _read_row(cols, 0, len(names), PyBytes_GET_SIZE(row_key),
                         self._server.read_range(table_name, row_key, end), &csize)
         return _row_cu(row, ksize, csize), row, b""
 
@@ -309,62 +410,71 @@ cdef class RowReader:
     def items(self, table_name, primary_keys, item_table_name):
         """``[item(table_name, pk, item_table_name) for pk in primary_keys]``,
         None where a read is not plain: BatchGetRow's items of a table, its
-        plain rows read in one call (``server.read_ranges``: one read of
-        each region's store, at one sequence, for the keys of one region
-        that follow each other).
+        plain rows read in one call (``_Keys``).
 
-        The keys are encoded into one buffer; their values go to one flat
-        list (``npk`` a plain key) and their CU sizes and row-key lengths
-        to C arrays, so a key costs no object but its two range bounds.
         Built with the cyclic GC paused, as a GetRange page is (RangePage.run):
         a batch's worth (BATCH_GET_ROWS) of small objects is allocated, and the
         collections the allocations would trigger one after another cost more
         than the reads.  The pause is global and bounded by the batch; the
         collection runs after."""
-        cdef list out, ranges = [], got, values = []
-        cdef list names, types
-        cdef Py_ssize_t i, j, n, npk, mark, csize
-        cdef Py_ssize_t* ksize = NULL       # a key's CU size, -1: not plain
-        cdef Py_ssize_t* rklen = NULL       # its row key's length
-        cdef Buf b
+        cdef _Keys keys
+        cdef Py_ssize_t n
         cdef int was_enabled = PyGC_Disable()
-        b.p, b.n, b.cap = NULL, 0, 0
         try:
             n = len(primary_keys)
-            out = [None] * n
             schema = self._schema(table_name)
             if schema is None:
-                return out
-            names, types = <list?>schema.names, <list?>schema.types
-            npk = len(names)
-            ksize = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
-            rklen = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
-            if ksize == NULL or rklen == NULL:
-                raise MemoryError()
-            for i in range(n):
-                b.n = 0
-                ksize[i] = 0
-                mark = len(values)
-                if _plain_key(names, types, primary_keys[i], &b, &ksize[i], values):
-                    rklen[i] = b.n
-                    ranges.append(_bounds(&b))
-                else:
-                    ksize[i] = -1
-                    del values[mark:]          # a key found not plain midway
-            got = self._server.read_ranges(table_name, ranges)
-            j = 0
-            for i in range(n):
-                if ksize[i] < 0:
-                    continue
-                csize = 0
-                row = _read_row(names, values, j * npk, rklen[i], got[j], &csize)
-                j += 1
-                out[i] = _make_item(item_table_name, _row_cu(row, ksize[i], csize), row)
-            return out
+                return [None] * n
+            keys = _Keys(schema, n)
+            keys.plan(primary_keys, False)
+            return keys.read(self._server, table_name, item_table_name)
         finally:
-            free(b.p)
-            free(ksize)
-            free(rklen)
+            if was_enabled:
+                PyGC_Enable()
+
+    def batch_request(self, request):
+        """``OTSClient.batch_get_row(request)``'s answer when every read of
+        ``request`` is one ``items`` takes whole: a BatchGetRowRequest (this
+        class) naming tables, each by a str that ``check_name`` passed
+        before (``validate.GOOD_NAMES``) and that ``schemas`` holds without
+        a TTL, with a TableInBatchGetRowItem (this class) of ``max_version``
+        the int 1, no other read argument (``_whole_read_keys``) and a list
+        of plain keys (``_plain_key``), BATCH_GET_ROWS keys at most in all;
+        else None, having read nothing: the client's Python path then checks
+        the request and answers or raises what it does.  Every key is
+        checked before any row is read; the rows are read as ``items`` reads
+        them, table by table, in the request's order.  The GC is paused for
+        the whole call, the response included (``items`` says why)."""
+        cdef Py_ssize_t total = 0
+        cdef list plans = []
+        cdef dict result = {}
+        cdef _Keys keys
+        cdef int was_enabled
+        if type(request) is not _BatchGetRowRequest:
+            return None
+        tables = getattr(request, "items", None)
+        if type(tables) is not dict or not tables:
+            return None
+        was_enabled = PyGC_Disable()
+        try:
+            for table_name, item in (<dict>tables).items():
+                if type(table_name) is not str or table_name not in _GOOD_TABLES:
+                    return None
+                schema = self._schema(table_name)
+                primary_keys = _whole_read_keys(item)
+                if schema is None or primary_keys is None:
+                    return None
+                total += PyList_GET_SIZE(primary_keys)
+                if total > _BATCH_GET_ROWS:
+                    return None
+                keys = _Keys(schema, PyList_GET_SIZE(primary_keys))
+                if not keys.plan(primary_keys, True):
+                    return None
+                plans.append((table_name, keys))
+            for table_name, keys in plans:
+                result[table_name] = keys.read(self._server, table_name, table_name)
+            return _BatchGetRowResponse(result)
+        finally:
             if was_enabled:
                 PyGC_Enable()
 
@@ -406,21 +516,17 @@ cdef tuple _bounds(Buf* b):
     return row_key, PyBytes_FromStringAndSize(<char*>b.p, b.n)
 
 
-cdef object _read_row(list names, list values, Py_ssize_t at, Py_ssize_t rklen, entries,
+cdef object _read_row(list cols, Py_ssize_t at, Py_ssize_t npk, Py_ssize_t rklen, entries,
                       Py_ssize_t* csize):
-    """The Row of a row read whole as ``entries`` (its key's values at
-    ``values[at:at + len(names)]``), or None when it does not exist; the CU
-    size of its cells added to ``csize``."""
-    cdef list pk = []
-    cdef Py_ssize_t i
+    """The Row of a row read whole as ``entries``, or None when it does not
+    exist; the CU size of its cells added to ``csize``.  Its primary key is
+    its key's columns as ``_plain_key`` kept them, ``cols[at:at + npk]``."""
     if not entries:
         return None
     cells = _row_cells(rklen, entries if type(entries) is list else list(entries), 1, csize)
     if cells is None:
         return None
-    for i in range(len(names)):
-        pk.append(_maybe_atomic((names[i], values[at + i])))
-    return _make_row(pk, cells)
+    return _make_row(cols[at:at + npk], cells)
 
 
 cdef object _row_cu(row, Py_ssize_t ksize, Py_ssize_t csize):

@@ -177,10 +177,16 @@ def pk_size(names, values):
 
 # -- a plain primary key ---------------------------------------------------
 cdef bint _plain_key(list names, list types, primary_key, Buf* b, Py_ssize_t* size,
-                     list values) except -1:
+                     list values, bint columns=False) except -1:
     """Whether ``primary_key`` is plainly valid (``validate._plain_pk``) with
     INTEGER and STRING columns only; if so its row key is written to ``b``,
-    its values appended to ``values`` and its CU size added to ``size``."""
+    its values appended to ``values`` and its CU size added to ``size``.
+
+    With ``columns``, ``values`` gets the key's columns instead: the
+    caller's own ``(name, value)`` tuples, checked to hold an exact str
+    (equal to the schema's name) and an exact int or str, hence untracked
+    here (``_atomic``: they can be in no cycle) and fit to be a result
+    row's primary key as they are (a read's: ``_reads``)."""
     cdef Py_ssize_t i, n = len(names)
     cdef int64_t iv
     cdef bytes raw
@@ -217,7 +223,7 @@ cdef bint _plain_key(list names, list types, primary_key, Buf* b, Py_ssize_t* si
         else:
             return False
         size[0] += _utf8_len(name)
-        values.append(v)
+        values.append(_atomic(<tuple>col) if columns else v)
     return True
 
 
