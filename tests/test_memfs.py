@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import tracemalloc
 
 import pytest
@@ -309,6 +310,11 @@ def test_region_server_in_memory_splits_under_concurrent_load(no_disk):
 
         run_threads(writer, 3)
         assert errors == []
+        # Maintenance splits every 0.01 s; on a loaded machine (CI beside
+        # other suites) the writers can end before it has run: give it time.
+        deadline = time.monotonic() + 20
+        while len(server.regions("t")) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert len(server.regions("t")) >= 4, "no split happened"
         server.check()
         want = {}
