@@ -401,62 +401,51 @@ cdef class Router:
                 got[i] = list(self._scan(table, (<tuple>pair)[0], (<tuple>pair)[1]))
         return got
 
-    cdef int _scan_forward(self, object table, bytes lo, object hi, Py_ssize_t expect,
-                           entry_fn fn, void* ctx) except -1:
-        """``range_scan_into`` forward: RegionServer._chunks_forward's chunks
-        (its twin: the same regions, gates and chunk sizes), each handed to
-        ``fn`` as it is read."""
+    cdef int _scan_chunks(self, object table, bytes lo, object hi, bint reverse,
+                          Py_ssize_t expect, entry_fn fn, void* ctx) except -1:
+        """``range_scan_into``: RegionServer._chunks_forward's chunks, or
+        with ``reverse`` _chunks_reverse's (its twins: the same regions,
+        gates and chunk sizes), each handed to ``fn`` as it is read."""
         cdef Py_ssize_t chunk = _FIRST_CHUNK, n, count = 0
         cdef bint stopped = False
         cdef Region r
+        rstart = rend = None
         while hi is None or _compare(lo, <bytes>hi) < 0:
-            r = self._enter_fast(table, lo, READ)
+            if reverse:
+                r = <Region?>self._enter_slow(table, hi, False, True)
+            else:
+                r = self._enter_fast(table, lo, READ)
             n = min(chunk, expect) if expect > 0 else chunk
             try:
-                rend = r.end
-                sub_hi = hi if not rend or (hi is not None and _compare(<bytes>hi, <bytes?>rend) < 0) \
-                    else rend
-                last = _scan_region(r, lo or None, sub_hi, n, False, fn, ctx, &count, &stopped)
+                if reverse:
+                    rstart = <bytes?>r.start
+                    sub_lo = (lo if _compare(lo, <bytes>rstart) >= 0 else rstart) or None
+                    last = _scan_region(r, sub_lo, hi, n, True, fn, ctx, &count, &stopped)
+                else:
+                    rend = r.end
+                    sub_hi = hi if not rend or (hi is not None
+                                                and _compare(<bytes>hi, <bytes?>rend) < 0) else rend
+                    last = _scan_region(r, lo or None, sub_hi, n, False, fn, ctx, &count,
+                                        &stopped)
             finally:
                 region_leave(r)
             if stopped:
                 return 0
             expect -= count
-            if count == n:
-                lo = <bytes?>last + b"\x00"
+            if count == n:                  # a full chunk: on in this region
                 chunk = min(chunk * 2, _MAX_CHUNK)
+                if reverse:
+                    hi = last
+                else:
+                    lo = <bytes?>last + b"\x00"
+            elif reverse:                   # a short one: the next region, or the end
+                if _compare(<bytes>rstart, lo) <= 0:
+                    return 0
+                hi = rstart
             elif not rend or (hi is not None and _compare(<bytes>rend, <bytes>hi) >= 0):
                 return 0
             else:
                 lo = rend
-        return 0
-
-    cdef int _scan_reverse(self, object table, bytes lo, object hi, Py_ssize_t expect,
-                           entry_fn fn, void* ctx) except -1:
-        """``range_scan_into`` backward: RegionServer._chunks_reverse's chunks
-        (its twin), each handed to ``fn`` as it is read."""
-        cdef Py_ssize_t chunk = _FIRST_CHUNK, n, count = 0
-        cdef bint stopped = False
-        cdef Region r
-        while hi is None or _compare(lo, <bytes>hi) < 0:
-            r = <Region?>self._enter_slow(table, hi, False, True)
-            n = min(chunk, expect) if expect > 0 else chunk
-            try:
-                rstart = <bytes?>r.start
-                sub_lo = (lo if _compare(lo, rstart) >= 0 else rstart) or None
-                last = _scan_region(r, sub_lo, hi, n, True, fn, ctx, &count, &stopped)
-            finally:
-                region_leave(r)
-            if stopped:
-                return 0
-            expect -= count
-            if count == n:
-                hi = last
-                chunk = min(chunk * 2, _MAX_CHUNK)
-            elif _compare(rstart, lo) <= 0:
-                return 0
-            else:
-                hi = rstart
         return 0
 
     def get(self, table, key):
@@ -495,10 +484,7 @@ cdef int range_scan_into(object path, object table, object start, object end, bi
         return 1
     if table not in router._map:
         return 1
-    if reverse:
-        router._scan_reverse(table, b"" if start is None else start, end, expect, fn, ctx)
-    else:
-        router._scan_forward(table, b"" if start is None else start, end, expect, fn, ctx)
+    router._scan_chunks(table, b"" if start is None else start, end, reverse, expect, fn, ctx)
     return 0
 
 
